@@ -1,0 +1,79 @@
+using System.Globalization;
+using System.Text;
+using Akka.Configuration;
+using Quintet.Core.Serialization;
+
+namespace Quintet.Core.Cluster;
+
+/// <summary>Turns validated <see cref="ClusterOptions"/> into the Akka.NET configuration of a manager.</summary>
+internal static class AkkaConfig
+{
+    /// <summary>The role every component manager carries in the cluster.</summary>
+    public const string ManagerRole = "quintet-manager";
+
+    public static Config Build(ClusterOptions options, IReadOnlyCollection<string> roles)
+    {
+        var fd = options.FailureDetector;
+        var hocon = new StringBuilder();
+        hocon.Append(CultureInfo.InvariantCulture, $$"""
+            akka {
+              loglevel = INFO
+              stdout-loglevel = WARNING
+              loggers = ["{{typeof(AkkaLoggerBridge).AssemblyQualifiedNameWithoutVersion()}}"]
+              logger-startup-timeout = 10s
+              actor {
+                provider = cluster
+                serializers {
+                  quintet-wire = "{{typeof(WireSerializer).AssemblyQualifiedNameWithoutVersion()}}"
+                }
+                # Every protobuf message goes through the allowlisting serializer, which writes the
+                # message's proto name, never a .NET type name, as its manifest.
+                serialization-bindings {
+                  "Google.Protobuf.IMessage, Google.Protobuf" = quintet-wire
+                }
+                serialization-identifiers {
+                  "{{typeof(WireSerializer).AssemblyQualifiedNameWithoutVersion()}}" = {{WireSerializer.SerializerId}}
+                }
+              }
+              remote {
+                log-remote-lifecycle-events = off
+                dot-netty.tcp {
+                  hostname = {{Quote(options.Host)}}
+                  port = {{options.Port}}
+                }
+              }
+              cluster {
+                roles = [{{string.Join(", ", roles.Select(Quote))}}]
+                seed-nodes = []
+                log-info-verbose = off
+                run-coordinated-shutdown-when-down = on
+                downing-provider-class = "Akka.Cluster.SBR.SplitBrainResolverProvider, Akka.Cluster"
+                split-brain-resolver {
+                  active-strategy = keep-majority
+                  stable-after = {{Millis(options.Downing.StableAfter)}}
+                }
+                failure-detector {
+                  heartbeat-interval = {{Millis(fd.HeartbeatInterval)}}
+                  acceptable-heartbeat-pause = {{Millis(fd.AcceptableHeartbeatPause)}}
+                  threshold = {{fd.Threshold.ToString("R", CultureInfo.InvariantCulture)}}
+                }
+              }
+              # The host drives shutdown (SIGTERM, service stop); the CLR hook would race it.
+              coordinated-shutdown {
+                run-by-clr-shutdown-hook = off
+                exit-clr = off
+              }
+            }
+            """);
+        return ConfigurationFactory.ParseString(hocon.ToString());
+    }
+
+    private static string Millis(TimeSpan value) =>
+        ((long)Math.Ceiling(value.TotalMilliseconds)).ToString(CultureInfo.InvariantCulture) + "ms";
+
+    private static string Quote(string value) =>
+        "\"" + value.Replace("\\", "\\\\", StringComparison.Ordinal).Replace("\"", "\\\"", StringComparison.Ordinal) + "\"";
+
+    private static string AssemblyQualifiedNameWithoutVersion(this Type type) =>
+        $"{type.FullName}, {type.Assembly.GetName().Name}";
+}

@@ -1,0 +1,80 @@
+namespace Quintet.Core.Cluster;
+
+/// <summary>
+/// How a manager joins and watches the cluster of managers. Bound from the <c>Quintet:Cluster</c>
+/// configuration section; every value has a default that suits a cluster of 3 to 16 managers on one LAN.
+/// </summary>
+public sealed class ClusterOptions
+{
+    /// <summary>The configuration section these options are bound from.</summary>
+    public const string SectionName = "Quintet:Cluster";
+
+    /// <summary>
+    /// The cluster's name. Managers with different names never join each other.
+    /// <value>Default: <c>quintet</c>.</value>
+    /// </summary>
+    public string Name { get; set; } = "quintet";
+
+    /// <summary>
+    /// The IP address or host name the cluster transport binds to and that other managers use to reach this one.
+    /// <value>Default: <c>127.0.0.1</c>.</value>
+    /// </summary>
+    public string Host { get; set; } = "127.0.0.1";
+
+    /// <summary>
+    /// The TCP port of the cluster transport; 0 picks a free port at start.
+    /// <value>Default: <c>4053</c>.</value>
+    /// </summary>
+    public int Port { get; set; } = 4053;
+
+    /// <summary>
+    /// Managers to contact when joining, as <c>host:port</c> or <c>akka.tcp://name@host:port</c>.
+    /// Empty: this manager starts a new cluster of its own.
+    /// <value>Default: empty.</value>
+    /// </summary>
+    public List<string> Seeds { get; set; } = [];
+
+    /// <summary>When another manager is suspected of having failed.</summary>
+    public FailureDetectorOptions FailureDetector { get; set; } = new();
+
+    /// <summary>When a suspected manager is removed for good.</summary>
+    public DowningOptions Downing { get; set; } = new();
+}
+
+/// <summary>
+/// The phi-accrual failure detector that suspects a silent manager. Lower values detect a crash sooner
+/// and risk suspecting a manager that is only slow (a long GC pause, a starved CPU).
+/// </summary>
+public sealed class FailureDetectorOptions
+{
+    /// <summary>
+    /// How often each manager sends a heartbeat to the managers that watch it.
+    /// <value>Default: 500 ms.</value>
+    /// </summary>
+    public TimeSpan HeartbeatInterval { get; set; } = TimeSpan.FromMilliseconds(500);
+
+    /// <summary>
+    /// How long heartbeats may stop before suspicion rises sharply: the main knob of detection time.
+    /// <value>Default: 2 s.</value>
+    /// </summary>
+    public TimeSpan AcceptableHeartbeatPause { get; set; } = TimeSpan.FromSeconds(2);
+
+    /// <summary>
+    /// The phi value above which a manager is suspected (marked unreachable).
+    /// <value>Default: 8.</value>
+    /// </summary>
+    public double Threshold { get; set; } = 8.0;
+}
+
+/// <summary>
+/// The split-brain resolver (keep-majority) that removes suspected managers and downs a minority side.
+/// </summary>
+public sealed class DowningOptions
+{
+    /// <summary>
+    /// How long the set of suspected managers must stay unchanged before the majority side removes them
+    /// and a minority side stops itself.
+    /// <value>Default: 3 s.</value>
+    /// </summary>
+    public TimeSpan StableAfter { get; set; } = TimeSpan.FromSeconds(3);
+}

@@ -1,0 +1,61 @@
+using Microsoft.Extensions.Options;
+
+namespace Quintet.Core.Cluster;
+
+/// <summary>Checks <see cref="ClusterOptions"/> at start, naming the setting in every failure.</summary>
+public sealed class ClusterOptionsValidator : IValidateOptions<ClusterOptions>
+{
+    /// <inheritdoc />
+    public ValidateOptionsResult Validate(string? name, ClusterOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        const string S = ClusterOptions.SectionName;
+        var failures = new List<string>();
+
+        if (!ClusterAddress.IsValidClusterName(options.Name))
+        {
+            failures.Add($"{S}:Name: '{options.Name}' is not a valid cluster name; use letters, digits, '-' and '_', starting with a letter or digit.");
+        }
+
+        if (!ClusterAddress.IsValidHost(options.Host))
+        {
+            failures.Add($"{S}:Host: '{options.Host}' is neither an IP address nor a host name.");
+        }
+
+        if (options.Port is < 0 or > 65535)
+        {
+            failures.Add($"{S}:Port: {options.Port} is outside 0-65535 (0 picks a free port).");
+        }
+
+        for (var i = 0; i < options.Seeds.Count; i++)
+        {
+            if (!ClusterAddress.TryParseSeed(options.Seeds[i], options.Name ?? string.Empty, out _, out var error))
+            {
+                failures.Add($"{S}:Seeds:{i}: {error}.");
+            }
+        }
+
+        var fd = options.FailureDetector;
+        if (fd.HeartbeatInterval <= TimeSpan.Zero)
+        {
+            failures.Add($"{S}:FailureDetector:HeartbeatInterval: must be positive (for example 00:00:00.500).");
+        }
+
+        if (fd.AcceptableHeartbeatPause < fd.HeartbeatInterval)
+        {
+            failures.Add($"{S}:FailureDetector:AcceptableHeartbeatPause: {fd.AcceptableHeartbeatPause} is shorter than HeartbeatInterval ({fd.HeartbeatInterval}); every missed heartbeat would be a suspicion.");
+        }
+
+        if (!(fd.Threshold > 0) || double.IsInfinity(fd.Threshold))
+        {
+            failures.Add($"{S}:FailureDetector:Threshold: {fd.Threshold} must be a positive number (default 8).");
+        }
+
+        if (options.Downing.StableAfter <= TimeSpan.Zero)
+        {
+            failures.Add($"{S}:Downing:StableAfter: must be positive (for example 00:00:03).");
+        }
+
+        return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+    }
+}

@@ -1,0 +1,15 @@
+using Akka.Actor;
+using Quintet.Manager.Hosting;
+using Quintet.Protocol.Internal;
+
+namespace Quintet.Manager.Admin;
+
+/// <summary>Answers other managers that ask this one for its <see cref="Protocol.Admin.ManagerReport"/>.</summary>
+internal sealed class ManagerReportActor : ReceiveActor
+{
+    /// <summary>The actor's name under <c>/user</c>, the same on every manager.</summary>
+    public const string Name = "quintet-manager-report";
+
+    public ManagerReportActor(ManagerIdentity identity) =>
+        Receive<ManagerReportRequest>(_ => Sender.Tell(identity.CreateReport()));
+}

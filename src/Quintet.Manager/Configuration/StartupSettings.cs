@@ -1,0 +1,100 @@
+using System.Collections;
+using System.Reflection;
+using Microsoft.Extensions.Options;
+using Quintet.Core.Cluster;
+
+namespace Quintet.Manager.Configuration;
+
+/// <summary>
+/// The settings the manager needs before anything starts, read and checked in one pass so that every mistake
+/// in the configuration is reported at once, each with the setting's full name.
+/// </summary>
+internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager)
+{
+    /// <summary>The gRPC host actually used: <see cref="ManagerOptions.GrpcHost"/>, or the cluster host.</summary>
+    public string GrpcHost => Manager.GrpcHost ?? Cluster.Host;
+
+    /// <summary>The node name actually used.</summary>
+    public string NodeName => Manager.NodeName ?? $"{Environment.MachineName}-{Cluster.Port}";
+
+    /// <summary>Reads and validates the settings.</summary>
+    /// <exception cref="ConfigurationErrorException">Some setting is unknown, unreadable or invalid.</exception>
+    public static StartupSettings Load(IConfiguration configuration)
+    {
+        var failures = new List<string>();
+        var cluster = Bind<ClusterOptions>(configuration, ClusterOptions.SectionName, failures);
+        var manager = Bind<ManagerOptions>(configuration, ManagerOptions.SectionName, failures);
+        if (cluster is not null)
+        {
+            AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);
+        }
+
+        if (manager is not null)
+        {
+            AddFailures(new ManagerOptionsValidator().Validate(null, manager), failures);
+        }
+
+        if (failures.Count > 0 || cluster is null || manager is null)
+        {
+            throw new ConfigurationErrorException(failures);
+        }
+
+        return new StartupSettings(cluster, manager);
+    }
+
+    private static T? Bind<T>(IConfiguration configuration, string sectionName, List<string> failures)
+        where T : class, new()
+    {
+        var section = configuration.GetSection(sectionName);
+        var unknown = UnknownSettings(section, typeof(T)).ToList();
+        failures.AddRange(unknown.Select(path => $"{path}: is not a known setting; check its spelling (see docs/configuration.md)."));
+        if (unknown.Count > 0)
+        {
+            return null;
+        }
+
+        try
+        {
+            return section.Get<T>() ?? new T();
+        }
+        catch (InvalidOperationException ex)
+        {
+            // The binder names the full path of the value it could not convert.
+            failures.Add(ex.InnerException is { } inner ? $"{ex.Message} {inner.Message}" : ex.Message);
+            return null;
+        }
+    }
+
+    private static IEnumerable<string> UnknownSettings(IConfigurationSection section, Type type)
+    {
+        foreach (var child in section.GetChildren())
+        {
+            var property = type.GetProperty(child.Key, BindingFlags.Public | BindingFlags.Instance | BindingFlags.IgnoreCase);
+            if (property is null || !property.CanWrite)
+            {
+                yield return child.Path;
+                continue;
+            }
+
+            var propertyType = Nullable.GetUnderlyingType(property.PropertyType) ?? property.PropertyType;
+            if (IsComplex(propertyType))
+            {
+                foreach (var path in UnknownSettings(child, propertyType))
+                {
+                    yield return path;
+                }
+            }
+        }
+    }
+
+    private static bool IsComplex(Type type) =>
+        type.IsClass && type != typeof(string) && !typeof(IEnumerable).IsAssignableFrom(type);
+
+    private static void AddFailures(ValidateOptionsResult result, List<string> failures)
+    {
+        if (result.Failed)
+        {
+            failures.AddRange(result.Failures);
+        }
+    }
+}

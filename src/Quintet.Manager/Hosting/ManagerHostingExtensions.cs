@@ -1,0 +1,106 @@
+using System.Net;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using OpenTelemetry;
+using OpenTelemetry.Metrics;
+using OpenTelemetry.Resources;
+using OpenTelemetry.Trace;
+using Quintet.Core.Cluster;
+using Quintet.Diagnostics;
+using Quintet.Manager.Admin;
+using Quintet.Manager.Configuration;
+using Quintet.Manager.Health;
+using Quintet.Manager.Lifetime;
+using Quintet.Protocol.Admin;
+using Quintet.Protocol.Internal;
+
+namespace Quintet.Manager.Hosting;
+
+/// <summary>The one front door for hosting a component manager in a web application.</summary>
+public static class ManagerHostingExtensions
+{
+    /// <summary>
+    /// Configures the builder as a Quintet component manager: validated settings, cluster membership, the gRPC
+    /// endpoint with health and admin services, service integration (systemd, Windows) and telemetry.
+    /// </summary>
+    /// <exception cref="ConfigurationErrorException">A setting is unknown, unreadable or invalid.</exception>
+    /// <exception cref="PortInUseException">A configured port is already taken.</exception>
+    public static WebApplicationBuilder UseQuintetManager(this WebApplicationBuilder builder)
+    {
+        ArgumentNullException.ThrowIfNull(builder);
+        var settings = StartupSettings.Load(builder.Configuration);
+        PortCheck.EnsureFree(settings.GrpcHost, settings.Manager.GrpcPort, $"{ManagerOptions.SectionName}:GrpcPort");
+        PortCheck.EnsureFree(settings.Cluster.Host, settings.Cluster.Port, $"{ClusterOptions.SectionName}:Port");
+
+        builder.Services.AddSystemd();
+        builder.Services.AddWindowsService(o => o.ServiceName = "Quintet Manager");
+        builder.Logging.AddSimpleConsole(o =>
+        {
+            o.SingleLine = true;
+            o.TimestampFormat = "HH:mm:ss.fff ";
+        });
+
+        builder.Services.AddSingleton(TimeProvider.System);
+        builder.Services.AddQuintetCluster(builder.Configuration)
+            .AddQuintetWireMessages(AdminReflection.Descriptor)
+            .AddQuintetWireMessages(ManagerInternalReflection.Descriptor);
+        builder.Services.AddOptions<ManagerOptions>()
+            .Bind(builder.Configuration.GetSection(ManagerOptions.SectionName))
+            .ValidateOnStart();
+        builder.Services.AddSingleton<Microsoft.Extensions.Options.IValidateOptions<ManagerOptions>, ManagerOptionsValidator>();
+
+        var advertisedHost = IPAddress.TryParse(settings.GrpcHost, out var ip) && (ip.Equals(IPAddress.Any) || ip.Equals(IPAddress.IPv6Any))
+            ? settings.Cluster.Host
+            : settings.GrpcHost;
+        builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<TimeProvider>()));
+        builder.Services.AddSingleton<ManagerExitStatus>();
+        builder.Services.AddSingleton<ManagerReports>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerReports>());
+        builder.Services.AddHostedService<RemovedFromClusterWatcher>();
+        builder.Services.AddHostedService<ParentProcessWatcher>();
+        builder.Services.AddHostedService<EndpointFileWriter>();
+
+        builder.Services.AddGrpc(o => o.EnableDetailedErrors = false);
+        builder.Services.AddGrpcHealthChecks().AddCheck<ClusterMembershipHealthCheck>("cluster-membership");
+
+        builder.WebHost.ConfigureKestrel(kestrel =>
+        {
+            void Http2(ListenOptions listen) => listen.Protocols = HttpProtocols.Http2;
+            if (IPAddress.TryParse(settings.GrpcHost, out var address))
+            {
+                kestrel.Listen(address, settings.Manager.GrpcPort, Http2);
+            }
+            else
+            {
+                kestrel.ListenLocalhost(settings.Manager.GrpcPort, Http2);
+            }
+        });
+
+        AddTelemetry(builder, settings.NodeName);
+        return builder;
+    }
+
+    /// <summary>Maps the manager's gRPC services: <c>grpc.health.v1</c> and the admin API.</summary>
+    public static WebApplication MapQuintetManager(this WebApplication app)
+    {
+        ArgumentNullException.ThrowIfNull(app);
+        app.MapGrpcHealthChecksService();
+        app.MapGrpcService<ClusterAdminService>();
+        return app;
+    }
+
+    private static void AddTelemetry(WebApplicationBuilder builder, string nodeName)
+    {
+        var otel = builder.Services.AddOpenTelemetry()
+            .ConfigureResource(r => r.AddService("quintet-manager", serviceInstanceId: nodeName))
+            .WithTracing(t => t.AddSource(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation())
+            .WithMetrics(m => m.AddMeter(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation().AddRuntimeInstrumentation());
+        builder.Logging.AddOpenTelemetry(o => o.IncludeScopes = true);
+
+        // Export only where an operator asked for it: the standard OTEL_EXPORTER_OTLP_ENDPOINT variable or setting.
+        if (!string.IsNullOrWhiteSpace(builder.Configuration["OTEL_EXPORTER_OTLP_ENDPOINT"]))
+        {
+            otel.UseOtlpExporter();
+        }
+    }
+}

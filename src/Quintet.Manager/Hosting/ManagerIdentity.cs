@@ -1,0 +1,49 @@
+using System.Diagnostics;
+using System.Reflection;
+using Google.Protobuf.WellKnownTypes;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Manager.Hosting;
+
+/// <summary>Who this manager is and where it listens: what it tells the others and the admin tools about itself.</summary>
+internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IServer server, TimeProvider time)
+{
+    private static readonly string ProductVersion =
+        typeof(ManagerIdentity).Assembly.GetCustomAttribute<AssemblyInformationalVersionAttribute>()?.InformationalVersion ?? "unknown";
+
+    private readonly DateTimeOffset _startedAt = time.GetUtcNow();
+
+    public string NodeName { get; } = nodeName;
+
+    /// <summary>The gRPC endpoint as clients should dial it, with the port actually bound.</summary>
+    public string GrpcEndpoint
+    {
+        get
+        {
+            var bound = server.Features.Get<IServerAddressesFeature>()?.Addresses.FirstOrDefault();
+            if (bound is null || !Uri.TryCreate(bound, UriKind.Absolute, out var uri))
+            {
+                return string.Empty;
+            }
+
+            return $"{uri.Scheme}://{advertisedHost}:{uri.Port}";
+        }
+    }
+
+    public ManagerReport CreateReport()
+    {
+        using var process = Process.GetCurrentProcess();
+        return new ManagerReport
+        {
+            NodeName = NodeName,
+            GrpcEndpoint = GrpcEndpoint,
+            ProcessId = Environment.ProcessId,
+            WorkingSetBytes = process.WorkingSet64,
+            ManagedHeapBytes = GC.GetTotalMemory(forceFullCollection: false),
+            StartedAt = Timestamp.FromDateTimeOffset(_startedAt),
+            Version = ProductVersion,
+        };
+    }
+}

@@ -1,0 +1,3 @@
+using Quintet.Manager.Hosting;
+
+return await ManagerHost.RunAsync(args);
