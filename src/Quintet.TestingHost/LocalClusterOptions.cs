@@ -1,0 +1,47 @@
+namespace Quintet.TestingHost;
+
+/// <summary>How <see cref="LocalCluster"/> starts its managers.</summary>
+public sealed class LocalClusterOptions
+{
+    /// <summary>
+    /// How many managers <see cref="LocalCluster.StartAsync(LocalClusterOptions?, IProgress{string}?, CancellationToken)"/> starts.
+    /// <value>Default: 3.</value>
+    /// </summary>
+    public int InitialManagers { get; set; } = 3;
+
+    /// <summary>
+    /// The loopback address the managers bind to (any 127.x.y.z address).
+    /// <value>Default: <c>127.0.0.1</c>.</value>
+    /// </summary>
+    public string Host { get; set; } = "127.0.0.1";
+
+    /// <summary>
+    /// The cluster name; unique by default so that clusters of concurrent tests never join each other.
+    /// <value>Default: <c>quintet-test-</c> and a random suffix.</value>
+    /// </summary>
+    public string ClusterName { get; set; } = "quintet-test-" + Guid.NewGuid().ToString("N")[..8];
+
+    /// <summary>
+    /// The manager binary (<c>Quintet.Manager.dll</c>).
+    /// <value>Default: the <c>QUINTET_MANAGER_PATH</c> environment variable, else the copy beside this assembly.</value>
+    /// </summary>
+    public string? ManagerPath { get; set; }
+
+    /// <summary>
+    /// Where each manager's output goes, one file per process start.
+    /// <value>Default: a new folder under the system temp folder.</value>
+    /// </summary>
+    public string? LogDirectory { get; set; }
+
+    /// <summary>
+    /// Settings passed to every manager as <c>--key=value</c> arguments, for example
+    /// <c>["Quintet:Cluster:Downing:StableAfter"] = "00:00:02"</c>.
+    /// </summary>
+    public IDictionary<string, string> Settings { get; } = new Dictionary<string, string>(StringComparer.OrdinalIgnoreCase);
+
+    /// <summary>
+    /// The bound on every wait of the cluster: a manager's start, a view, a stop.
+    /// <value>Default: 60 s (generous, for small shared machines).</value>
+    /// </summary>
+    public TimeSpan Timeout { get; set; } = TimeSpan.FromSeconds(60);
+}

@@ -1,0 +1,248 @@
+using System.Diagnostics;
+using System.Text.Json;
+using Grpc.Net.Client;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.TestingHost;
+
+/// <summary>
+/// One manager of a <see cref="LocalCluster"/>: a node identity (name and ports) and the OS process currently
+/// running it. A restart keeps the name and ports and starts a new process, which joins as a new incarnation.
+/// </summary>
+public sealed class ManagerProcess : IAsyncDisposable
+{
+    private readonly LocalClusterOptions _options;
+    private readonly string _managerPath;
+    private readonly List<string> _logFiles = [];
+    private Process? _process;
+    private GrpcChannel? _channel;
+
+    internal ManagerProcess(int index, LocalClusterOptions options, string managerPath, string logDirectory)
+    {
+        Index = index;
+        Name = $"manager-{index}";
+        _options = options;
+        _managerPath = managerPath;
+        LogDirectory = logDirectory;
+    }
+
+    /// <summary>1 for the first manager started, 2 for the next, and so on.</summary>
+    public int Index { get; }
+
+    /// <summary>The manager's node name, <c>manager-N</c>.</summary>
+    public string Name { get; }
+
+    /// <summary>How many processes have run this manager so far.</summary>
+    public int Incarnation => _logFiles.Count;
+
+    /// <summary>The cluster port, fixed at the first start and kept by restarts.</summary>
+    public int ClusterPort { get; private set; }
+
+    /// <summary>The gRPC port, fixed at the first start and kept by restarts.</summary>
+    public int GrpcPort { get; private set; }
+
+    /// <summary>The cluster address, for example <c>akka.tcp://quintet-test-1a2b@127.0.0.1:40123</c>.</summary>
+    public string ClusterAddress { get; private set; } = string.Empty;
+
+    /// <summary>The gRPC endpoint, for example <c>http://127.0.0.1:40124</c>.</summary>
+    public string GrpcEndpoint { get; private set; } = string.Empty;
+
+    /// <summary>The uid of the current incarnation, as the manager reported it at start.</summary>
+    public long Uid { get; private set; }
+
+    /// <summary>The OS process id of the current incarnation.</summary>
+    public int ProcessId { get; private set; }
+
+    /// <summary>True between the pause and the resume of the current process.</summary>
+    public bool IsPaused { get; private set; }
+
+    /// <summary>True while the current process has not exited (paused counts as running).</summary>
+    public bool IsRunning => _process is { HasExited: false };
+
+    /// <summary>The exit code of the last process, once it has exited.</summary>
+    public int? ExitCode => _process is { HasExited: true } p ? p.ExitCode : null;
+
+    /// <summary>The folder of this manager's log files.</summary>
+    public string LogDirectory { get; }
+
+    /// <summary>The output of the current (or last) process.</summary>
+    public string LogFile => _logFiles.Count > 0 ? _logFiles[^1] : string.Empty;
+
+    /// <summary>The outputs of every process that ran this manager, oldest first.</summary>
+    public IReadOnlyList<string> LogFiles => _logFiles;
+
+    /// <summary>A client of this manager's admin API.</summary>
+    public ClusterAdmin.ClusterAdminClient Admin => new(Channel);
+
+    /// <summary>A gRPC channel to this manager, for any service it serves.</summary>
+    public GrpcChannel Channel => _channel ??= GrpcChannel.ForAddress(GrpcEndpoint);
+
+    /// <inheritdoc />
+    public override string ToString() => $"{Name} (pid {ProcessId}, {ClusterAddress})";
+
+    internal async Task StartAsync(IReadOnlyCollection<string> seeds, CancellationToken cancellationToken)
+    {
+        if (IsRunning)
+        {
+            throw new InvalidOperationException($"{Name} is already running as process {ProcessId}.");
+        }
+
+        var incarnation = _logFiles.Count + 1;
+        var logFile = Path.Combine(LogDirectory, $"{Name}.{incarnation}.log");
+        var endpointFile = Path.Combine(LogDirectory, $"{Name}.{incarnation}.endpoint.json");
+        _logFiles.Add(logFile);
+        File.Delete(endpointFile);
+
+        var arguments = new List<string>
+        {
+            "exec", _managerPath,
+            $"--Quintet:Cluster:Name={_options.ClusterName}",
+            $"--Quintet:Cluster:Host={_options.Host}",
+            $"--Quintet:Cluster:Port={ClusterPort}",
+            $"--Quintet:Manager:GrpcPort={GrpcPort}",
+            $"--Quintet:Manager:NodeName={Name}",
+            $"--Quintet:Manager:EndpointFile={endpointFile}",
+            $"--Quintet:Manager:ParentProcessId={Environment.ProcessId}",
+        };
+        arguments.AddRange(seeds.Select((seed, i) => $"--Quintet:Cluster:Seeds:{i}={seed}"));
+        arguments.AddRange(_options.Settings.Select(s => $"--{s.Key}={s.Value}"));
+
+        _process = ProcessLauncher.Start(ManagerLocator.DotnetHost(), arguments, logFile);
+        IsPaused = false;
+        ProcessId = _process.Id;
+
+        var endpoints = await WaitForEndpointFileAsync(endpointFile, cancellationToken);
+        ClusterPort = new Uri(endpoints.ClusterAddress.Replace("akka.tcp://", "tcp://", StringComparison.Ordinal)).Port;
+        GrpcPort = new Uri(endpoints.GrpcEndpoint).Port;
+        ClusterAddress = endpoints.ClusterAddress;
+        if (GrpcEndpoint != endpoints.GrpcEndpoint)
+        {
+            _channel?.Dispose();
+            _channel = null;
+            GrpcEndpoint = endpoints.GrpcEndpoint;
+        }
+
+        Uid = endpoints.Uid;
+    }
+
+    internal async Task KillAsync(CancellationToken cancellationToken)
+    {
+        if (_process is not { HasExited: false } process)
+        {
+            return;
+        }
+
+        process.Kill();
+        await process.WaitForExitAsync(cancellationToken);
+        IsPaused = false;
+    }
+
+    internal void Signal(int signal)
+    {
+        if (_process is not { HasExited: false } process)
+        {
+            throw new InvalidOperationException($"{Name} is not running.");
+        }
+
+        UnixSignals.Send(process.Id, signal);
+        IsPaused = signal == UnixSignals.SigStop;
+    }
+
+    internal async Task<int> WaitForExitAsync(TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        var process = _process ?? throw new InvalidOperationException($"{Name} was never started.");
+        using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        bounded.CancelAfter(timeout);
+        try
+        {
+            await process.WaitForExitAsync(bounded.Token);
+        }
+        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
+        {
+            throw new TimeoutException($"{Name} (pid {process.Id}) did not exit within {timeout.TotalSeconds:F0} s.");
+        }
+
+        return process.ExitCode;
+    }
+
+    /// <summary>The last lines of the current process's output.</summary>
+    public string TailLog(int lines = 60)
+    {
+        if (!File.Exists(LogFile))
+        {
+            return $"({LogFile} does not exist)";
+        }
+
+        using var stream = new FileStream(LogFile, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+        using var reader = new StreamReader(stream);
+        var all = reader.ReadToEnd().Split('\n');
+        return string.Join('\n', all.TakeLast(lines));
+    }
+
+    /// <summary>Kills the process if it still runs and releases the channel.</summary>
+    public async ValueTask DisposeAsync()
+    {
+        if (_process is { HasExited: false } process)
+        {
+            if (IsPaused)
+            {
+                // A stopped process still dies of SIGKILL; resuming first lets it release its sockets at once.
+                UnixSignals.Send(process.Id, UnixSignals.SigCont);
+            }
+
+            process.Kill();
+            using var bounded = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+            try
+            {
+                await process.WaitForExitAsync(bounded.Token);
+            }
+            catch (OperationCanceledException)
+            {
+                // Nothing more can be done for a process that ignores SIGKILL; the bound keeps disposal finite.
+            }
+        }
+
+        _process?.Dispose();
+        _channel?.Dispose();
+    }
+
+    private async Task<EndpointFile> WaitForEndpointFileAsync(string path, CancellationToken cancellationToken)
+    {
+        var started = Stopwatch.StartNew();
+        while (true)
+        {
+            cancellationToken.ThrowIfCancellationRequested();
+            if (File.Exists(path))
+            {
+                try
+                {
+                    var text = await File.ReadAllTextAsync(path, cancellationToken);
+                    return JsonSerializer.Deserialize<EndpointFile>(text, EndpointFile.JsonOptions)
+                        ?? throw new InvalidDataException($"{path} is empty.");
+                }
+                catch (IOException)
+                {
+                    // Caught between the manager's write and its rename; read again on the next round.
+                }
+            }
+
+            if (_process is { HasExited: true } exited)
+            {
+                throw new InvalidOperationException(
+                    $"{Name} exited with code {exited.ExitCode} before it was listening. Its output ({LogFile}):\n{TailLog(40)}");
+            }
+
+            if (started.Elapsed > _options.Timeout)
+            {
+                throw new TimeoutException($"{Name} did not start listening within {_options.Timeout.TotalSeconds:F0} s. Its output ({LogFile}):\n{TailLog(40)}");
+            }
+
+            await Task.Delay(50, cancellationToken);
+        }
+    }
+
+    private sealed record EndpointFile(string NodeName, int ProcessId, string GrpcEndpoint, string ClusterAddress, long Uid)
+    {
+        public static readonly JsonSerializerOptions JsonOptions = new(JsonSerializerDefaults.Web);
+    }
+}

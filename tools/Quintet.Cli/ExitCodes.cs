@@ -1,0 +1,20 @@
+namespace Quintet.Cli;
+
+/// <summary>The exit codes of the <c>quintet</c> command, for scripts.</summary>
+public static class ExitCodes
+{
+    /// <summary>Done.</summary>
+    public const int Ok = 0;
+
+    /// <summary>The command failed; the message says why.</summary>
+    public const int Failed = 1;
+
+    /// <summary>The command line is wrong (unknown command or option, bad value).</summary>
+    public const int Usage = 2;
+
+    /// <summary>No manager answered at the given endpoint.</summary>
+    public const int Unreachable = 3;
+
+    /// <summary>Stopped by Ctrl+C before the work was done.</summary>
+    public const int Interrupted = 130;
+}

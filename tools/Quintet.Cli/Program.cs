@@ -1,0 +1,3 @@
+using Quintet.Cli;
+
+return await QuintetCli.RunAsync(args);
