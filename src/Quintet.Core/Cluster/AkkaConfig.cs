@@ -1,5 +1,6 @@
 using System.Globalization;
 using System.Text;
+using System.Text.Json;
 using Akka.Configuration;
 using Quintet.Core.Serialization;
 
@@ -71,8 +72,8 @@ internal static class AkkaConfig
     private static string Millis(TimeSpan value) =>
         ((long)Math.Ceiling(value.TotalMilliseconds)).ToString(CultureInfo.InvariantCulture) + "ms";
 
-    private static string Quote(string value) =>
-        "\"" + value.Replace("\\", "\\\\", StringComparison.Ordinal).Replace("\"", "\\\"", StringComparison.Ordinal) + "\"";
+    /// <summary>A HOCON string literal: JSON's escaping, so no value can break out of its quotes.</summary>
+    private static string Quote(string value) => JsonSerializer.Serialize(value);
 
     private static string AssemblyQualifiedNameWithoutVersion(this Type type) =>
         $"{type.FullName}, {type.Assembly.GetName().Name}";

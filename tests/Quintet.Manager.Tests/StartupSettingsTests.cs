@@ -1,0 +1,79 @@
+using Microsoft.Extensions.Configuration;
+using Quintet.Manager.Configuration;
+
+namespace Quintet.Manager.Tests;
+
+public class StartupSettingsTests
+{
+    private static IConfiguration Config(params (string Key, string Value)[] values) =>
+        new ConfigurationBuilder().AddInMemoryCollection(values.Select(v => new KeyValuePair<string, string?>(v.Key, v.Value))).Build();
+
+    [Fact]
+    public void Empty_configuration_gives_the_documented_defaults()
+    {
+        var settings = StartupSettings.Load(Config());
+
+        Assert.Equal("quintet", settings.Cluster.Name);
+        Assert.Equal("127.0.0.1", settings.Cluster.Host);
+        Assert.Equal(4053, settings.Cluster.Port);
+        Assert.Equal(5053, settings.Manager.GrpcPort);
+        Assert.Equal("127.0.0.1", settings.GrpcHost);
+        Assert.Equal(TimeSpan.FromMilliseconds(500), settings.Cluster.FailureDetector.HeartbeatInterval);
+        Assert.Equal(TimeSpan.FromSeconds(2), settings.Cluster.FailureDetector.AcceptableHeartbeatPause);
+        Assert.Equal(TimeSpan.FromSeconds(3), settings.Cluster.Downing.StableAfter);
+    }
+
+    [Fact]
+    public void Values_from_configuration_are_bound()
+    {
+        var settings = StartupSettings.Load(Config(
+            ("Quintet:Cluster:Seeds:0", "127.0.0.1:4054"),
+            ("Quintet:Cluster:FailureDetector:Threshold", "12"),
+            ("Quintet:Manager:GrpcHost", "localhost"),
+            ("Quintet:Manager:NodeName", "web1")));
+
+        Assert.Equal(["127.0.0.1:4054"], settings.Cluster.Seeds);
+        Assert.Equal(12, settings.Cluster.FailureDetector.Threshold);
+        Assert.Equal("localhost", settings.GrpcHost);
+        Assert.Equal("web1", settings.NodeName);
+    }
+
+    [Fact]
+    public void Misspelt_setting_is_reported_with_its_full_path()
+    {
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:Cluster:Sedes:0", "127.0.0.1:4054"),
+            ("Quintet:Cluster:FailureDetector:Treshold", "12"),
+            ("Quintet:Manager:GrpcPrt", "1"))));
+
+        Assert.Equal(
+            ["Quintet:Cluster:FailureDetector:Treshold", "Quintet:Cluster:Sedes", "Quintet:Manager:GrpcPrt"],
+            error.Failures.Select(f => f[..f.IndexOf(": ", StringComparison.Ordinal)]).Order(StringComparer.Ordinal));
+    }
+
+    [Fact]
+    public void Unreadable_value_is_reported_with_its_full_path()
+    {
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:Cluster:FailureDetector:Threshold", "high"))));
+
+        var failure = Assert.Single(error.Failures);
+        Assert.Contains("'Quintet:Cluster:FailureDetector:Threshold'", failure, StringComparison.Ordinal);
+        Assert.Contains("'high'", failure, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void Invalid_values_of_both_sections_are_reported_together()
+    {
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:Cluster:Seeds:0", "not a seed"),
+            ("Quintet:Manager:GrpcPort", "70000"),
+            ("Quintet:Manager:GrpcHost", "example.com"))));
+
+        Assert.Collection(
+            error.Failures,
+            f => Assert.StartsWith("Quintet:Cluster:Seeds:0:", f, StringComparison.Ordinal),
+            f => Assert.StartsWith("Quintet:Manager:GrpcHost:", f, StringComparison.Ordinal),
+            f => Assert.StartsWith("Quintet:Manager:GrpcPort:", f, StringComparison.Ordinal));
+    }
+}
