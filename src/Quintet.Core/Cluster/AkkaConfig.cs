@@ -47,6 +47,13 @@ internal static class AkkaConfig
                 roles = [{{string.Join(", ", roles.Select(Quote))}}]
                 seed-nodes = []
                 log-info-verbose = off
+                # A cluster of 3 to 16 managers can gossip often: membership changes (Up, Removed) then take a
+                # fraction of a second instead of the 1 s ticks of Akka.NET's defaults, sized for large clusters.
+                periodic-tasks-initial-delay = 200ms
+                gossip-interval = 200ms
+                leader-actions-interval = 200ms
+                unreachable-nodes-reaper-interval = 250ms
+                retry-unsuccessful-join-after = 2s
                 run-coordinated-shutdown-when-down = on
                 downing-provider-class = "Akka.Cluster.SBR.SplitBrainResolverProvider, Akka.Cluster"
                 split-brain-resolver {

@@ -1,0 +1,61 @@
+using System.Text;
+using Quintet.TestingHost;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>Runs a test body against a fresh local cluster, printing the managers' logs if it fails.</summary>
+internal static class ClusterTest
+{
+    public static LocalClusterOptions Options(int managers = 3) => new()
+    {
+        InitialManagers = managers,
+        LogDirectory = Path.Combine(Path.GetTempPath(), "quintet-tests", $"{DateTime.UtcNow:yyyyMMdd-HHmmss}-{Guid.NewGuid():N}"[..32]),
+    };
+
+    public static async Task RunAsync(ITestOutputHelper output, LocalClusterOptions options, Func<LocalCluster, Task> body)
+    {
+        LocalCluster? cluster = null;
+        try
+        {
+            cluster = await LocalCluster.StartAsync(options, new OutputProgress(output));
+            await body(cluster);
+        }
+        catch
+        {
+            output.WriteLine(DescribeLogs(options.LogDirectory!));
+            throw;
+        }
+        finally
+        {
+            if (cluster is not null)
+            {
+                await cluster.DisposeAsync();
+            }
+        }
+    }
+
+    /// <summary>The tail of every log in the folder: also covers managers of a cluster that failed to start.</summary>
+    public static string DescribeLogs(string directory, int lines = 60)
+    {
+        if (!Directory.Exists(directory))
+        {
+            return $"(no logs: {directory} does not exist)";
+        }
+
+        var text = new StringBuilder();
+        foreach (var file in Directory.GetFiles(directory, "*.log").Order(StringComparer.Ordinal))
+        {
+            text.Append("===== ").Append(file).AppendLine(" =====");
+            using var stream = new FileStream(file, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+            using var reader = new StreamReader(stream);
+            text.AppendLine(string.Join('\n', reader.ReadToEnd().Split('\n').TakeLast(lines)));
+        }
+
+        return text.ToString();
+    }
+
+    private sealed class OutputProgress(ITestOutputHelper output) : IProgress<string>
+    {
+        public void Report(string value) => output.WriteLine($"{DateTime.UtcNow:HH:mm:ss.fff} {value}");
+    }
+}
