@@ -1,0 +1,109 @@
+using System.Diagnostics;
+using System.Globalization;
+using Quintet.Benchmarks;
+
+// Cluster figures of the component manager, each beside a peer measured in the same run:
+//   dotnet run -c Release --project tests/Quintet.Benchmarks [-- --runs 10 --peer-runs 5]
+var runs = Arguments.Int(args, "--runs", 10);
+var peerRuns = Arguments.Int(args, "--peer-runs", 5);
+
+Console.WriteLine($"Quintet cluster figures: {runs} runs with Quintet's defaults, {peerRuns} with Akka.NET's failure-detector and split-brain defaults.");
+Console.WriteLine($"Machine: {Environment.ProcessorCount} cores, .NET {Environment.Version}, {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC.");
+Console.WriteLine();
+
+var quintet = await ClusterFigures.MeasureAsync("quintet defaults", runs, new Dictionary<string, string>());
+var akka = await ClusterFigures.MeasureAsync("akka.net defaults", peerRuns, new Dictionary<string, string>
+{
+    // Akka.NET's reference.conf: 1 s heartbeats, 3 s acceptable pause, split-brain resolver stable-after 20 s.
+    ["Quintet:Cluster:FailureDetector:HeartbeatInterval"] = "00:00:01",
+    ["Quintet:Cluster:FailureDetector:AcceptableHeartbeatPause"] = "00:00:03",
+    ["Quintet:Cluster:Downing:StableAfter"] = "00:00:20",
+});
+
+const double MscsDetectAndRegroupMs = 7200 + 3000;
+Console.WriteLine();
+Console.WriteLine($"{"figure",-50} {"quintet",12} {"akka.net",12} {"ratio",8}");
+Row("kill -9 to removal, median (ms)", quintet.RemovalMs.Median(), akka.RemovalMs.Median());
+Row("kill -9 to removal, max (ms)", quintet.RemovalMs.Max(), akka.RemovalMs.Max());
+Row("new manager: start to Up everywhere, median (ms)", quintet.JoinMs.Median(), akka.JoinMs.Median());
+Row("idle manager working set, median (MB)", quintet.WorkingSetMb.Median(), akka.WorkingSetMb.Median());
+Row("idle manager managed heap, median (MB)", quintet.HeapMb.Median(), akka.HeapMb.Median());
+Console.WriteLine($"{"MSCS detection + regroup (published, ms)",-50} {MscsDetectAndRegroupMs,12:F0} {"",12} {quintet.RemovalMs.Median() / MscsDetectAndRegroupMs,8:F2}");
+
+static void Row(string name, double ours, double peer) =>
+    Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{name,-50} {ours,12:F0} {peer,12:F0} {ours / peer,8:F2}"));
+
+namespace Quintet.Benchmarks
+{
+    internal static class Arguments
+    {
+        public static int Int(string[] args, string name, int fallback)
+        {
+            var i = Array.IndexOf(args, name);
+            return i >= 0 && i + 1 < args.Length && int.TryParse(args[i + 1], CultureInfo.InvariantCulture, out var value) && value > 0
+                ? value
+                : fallback;
+        }
+    }
+
+    internal static class Statistics
+    {
+        public static double Median(this IReadOnlyList<double> values)
+        {
+            if (values.Count == 0)
+            {
+                return double.NaN;
+            }
+
+            var sorted = values.Order().ToArray();
+            return sorted.Length % 2 == 1 ? sorted[sorted.Length / 2] : (sorted[(sorted.Length / 2) - 1] + sorted[sorted.Length / 2]) / 2;
+        }
+    }
+
+    internal sealed record Figures(List<double> RemovalMs, List<double> JoinMs, List<double> WorkingSetMb, List<double> HeapMb);
+
+    internal static class ClusterFigures
+    {
+        private static readonly TimeSpan IdleSettle = TimeSpan.FromSeconds(5);
+
+        /// <summary>
+        /// Each run: a 3-manager cluster; after it idles, the managers' memory; a 4th manager's join (process start to Up
+        /// in all four views); then kill -9 of one manager and the time until all survivors' views drop it.
+        /// </summary>
+        public static async Task<Figures> MeasureAsync(string label, int runs, IDictionary<string, string> settings)
+        {
+            var figures = new Figures([], [], [], []);
+            for (var run = 1; run <= runs; run++)
+            {
+                var options = new Quintet.TestingHost.LocalClusterOptions { InitialManagers = 3, Timeout = TimeSpan.FromSeconds(90) };
+                foreach (var (key, value) in settings)
+                {
+                    options.Settings[key] = value;
+                }
+
+                await using var cluster = await Quintet.TestingHost.LocalCluster.StartAsync(options);
+                await Task.Delay(IdleSettle);
+                var view = await cluster.ViewOfAsync(cluster.Managers[0]);
+                figures.WorkingSetMb.AddRange(view.Managers.Select(m => m.Report.WorkingSetBytes / 1048576.0));
+                figures.HeapMb.AddRange(view.Managers.Select(m => m.Report.ManagedHeapBytes / 1048576.0));
+
+                var joining = Stopwatch.StartNew();
+                await cluster.AddManagerAsync();
+                await cluster.WaitForViewAsync(cluster.Managers);
+                figures.JoinMs.Add(joining.Elapsed.TotalMilliseconds);
+
+                var victim = cluster.Managers[^1];
+                var survivors = cluster.Managers.Where(m => m != victim).ToList();
+                var removal = Stopwatch.StartNew();
+                await cluster.KillAsync(victim);
+                await cluster.WaitForViewAsync(survivors);
+                figures.RemovalMs.Add(removal.Elapsed.TotalMilliseconds);
+
+                Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                    $"{label} run {run}/{runs}: removal {figures.RemovalMs[^1],6:F0} ms, join {figures.JoinMs[^1],6:F0} ms, working set {view.Managers.Average(m => m.Report.WorkingSetBytes) / 1048576.0,5:F0} MB"));
+            }
+
+            return figures;
+        }
+    }
+}
