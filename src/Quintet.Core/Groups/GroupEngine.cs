@@ -1,0 +1,587 @@
+using Google.Protobuf;
+using Quintet.Core.Groups.Tracing;
+using Quintet.Core.Groups.Wire;
+
+namespace Quintet.Core.Groups;
+
+/// <summary>The outcome of <see cref="GroupEngine.Send"/>.</summary>
+internal enum SendStatus
+{
+    /// <summary>Multicast in the current view.</summary>
+    Sent,
+
+    /// <summary>A view change is running; the message waits and goes out in the next view.</summary>
+    Queued,
+
+    /// <summary>Refused: this member is in no view, is on a minority side, or too many sends already wait.</summary>
+    Refused,
+}
+
+/// <summary>
+/// One member's side of the virtual-synchrony protocol for one group, as a single-threaded state machine: inputs are
+/// local sends, envelopes from other members, suspicions and clock ticks; outputs go to an <see cref="IGroupTransport"/>
+/// and an <see cref="IGroupObserver"/>. Nothing here blocks or reads a clock of its own, so the same code runs inside
+/// an actor and inside a seeded simulation. This file holds the data path (streams, total order, stability,
+/// retransmission); <c>GroupEngine.ViewChange.cs</c> holds the view change (propose, cut, flush, commit).
+/// </summary>
+internal sealed partial class GroupEngine
+{
+    private readonly string _group;
+    private readonly GroupProtocolOptions _options;
+    private readonly IGroupTransport _transport;
+    private readonly IGroupObserver _observer;
+    private readonly IGroupTraceSink? _trace;
+    private readonly List<(MessageOrdering Ordering, ByteString Payload)> _queuedSends = [];
+    private readonly List<Envelope> _futureEnvelopes = [];
+
+    private MemberId _self;
+    private GroupView? _view;
+    private int _rank = -1;
+    private SenderStream[] _streams = [];
+    private TotalOrder _order = new();
+    private long[][] _digests = [];
+    private long[][] _held = [];
+    private long[] _lastAcked = [];
+    private TimeSpan _lastAckAt;
+    private long[] _lastSentBy = [];
+    private long[] _sequencerScanned = [];
+    private long _lastSent;
+    private long _lastTotalIndex;
+    private TimeSpan _now;
+    private TimeSpan _lastDigestAt;
+    private TimeSpan _lastJoinRequestAt = TimeSpan.MinValue;
+    private IReadOnlyCollection<MemberId> _joinContacts = [];
+
+    public GroupEngine(string group, MemberId self, GroupProtocolOptions options, IGroupTransport transport, IGroupObserver observer, IGroupTraceSink? trace)
+    {
+        _group = group;
+        _self = self;
+        _options = options;
+        _transport = transport;
+        _observer = observer;
+        _trace = trace;
+    }
+
+    public MemberId Self => _self;
+
+    public GroupView? View => _view;
+
+    /// <summary>True while a view change (or a lost majority) holds deliveries and sends.</summary>
+    public bool IsBlocked => _promised is not null || _primaryLost;
+
+    /// <summary>Payload bytes of this member's own messages that are not yet stable: the sender's outstanding credit.</summary>
+    public long UnstableOwnBytes => _rank >= 0 ? _streams[_rank].HeldBytes : 0;
+
+    /// <summary>Payload bytes held for all senders.</summary>
+    public long HeldBytes => _streams.Sum(s => s.HeldBytes);
+
+    /// <summary>Starts a new group with this member alone in view 1.</summary>
+    public void Bootstrap(TimeSpan now)
+    {
+        _now = now;
+        Install(new GroupView(1, [_self]));
+    }
+
+    /// <summary>Asks to join the group through <paramref name="contacts"/>, again every <see cref="GroupProtocolOptions.JoinRetryInterval"/> until in a view.</summary>
+    public void Join(IReadOnlyCollection<MemberId> contacts, TimeSpan now)
+    {
+        _now = now;
+        _joinContacts = contacts;
+        SendJoinRequest();
+    }
+
+    /// <summary>Updates the members a joining member asks (the managers it currently knows).</summary>
+    public void UpdateJoinContacts(IReadOnlyCollection<MemberId> contacts) => _joinContacts = contacts;
+
+    public SendStatus Send(MessageOrdering ordering, ReadOnlyMemory<byte> payload, TimeSpan now)
+    {
+        _now = now;
+        if (_view is null || _primaryLost)
+        {
+            return SendStatus.Refused;
+        }
+
+        var bytes = ByteString.CopyFrom(payload.Span);
+        if (_promised is not null)
+        {
+            if (_queuedSends.Count >= _options.MaxQueuedSends)
+            {
+                return SendStatus.Refused;
+            }
+
+            _queuedSends.Add((ordering, bytes));
+            return SendStatus.Queued;
+        }
+
+        SendNow(ordering, bytes);
+        AfterInput();
+        return SendStatus.Sent;
+    }
+
+    public void Receive(Envelope envelope, TimeSpan now)
+    {
+        _now = now;
+        var from = MemberId.FromWire(envelope.Sender);
+        switch (envelope.KindCase)
+        {
+            case Envelope.KindOneofCase.JoinRequest:
+                OnJoinRequest(MemberId.FromWire(envelope.JoinRequest.Joiner));
+                break;
+            case Envelope.KindOneofCase.Commit:
+                OnCommit(from, envelope);
+                break;
+            case Envelope.KindOneofCase.Stale:
+                OnStale(envelope);
+                break;
+            default:
+                if (!InCurrentView(envelope, from, out var fromRank))
+                {
+                    break;
+                }
+
+                Dispatch(envelope, from, fromRank);
+                break;
+        }
+
+        AfterInput();
+    }
+
+    /// <summary>Advances timers: digests, retransmission requests, view-change phases, join requests.</summary>
+    public void Tick(TimeSpan now)
+    {
+        _now = now;
+        if (_view is null)
+        {
+            if (now - _lastJoinRequestAt >= _options.JoinRetryInterval)
+            {
+                SendJoinRequest();
+            }
+
+            return;
+        }
+
+        if (now - _lastDigestAt >= _options.DigestInterval || (now - _lastAckAt >= _options.AckInterval && HoldsMoreThanAcked()))
+        {
+            SendDigest();
+        }
+
+        TickViewChange();
+        AfterInput();
+    }
+
+    private void Dispatch(Envelope envelope, MemberId from, int fromRank)
+    {
+        switch (envelope.KindCase)
+        {
+            case Envelope.KindOneofCase.Entries:
+                OnEntries(envelope.Entries);
+                break;
+            case Envelope.KindOneofCase.Nak:
+                OnNak(from, envelope.Nak);
+                break;
+            case Envelope.KindOneofCase.Digest:
+                OnDigest(fromRank, envelope.Digest);
+                break;
+            case Envelope.KindOneofCase.Propose:
+                OnPropose(from, envelope.Propose);
+                break;
+            case Envelope.KindOneofCase.Promise:
+                OnPromise(fromRank, envelope.Promise);
+                break;
+            case Envelope.KindOneofCase.Cut:
+                OnCut(from, envelope.Cut);
+                break;
+            case Envelope.KindOneofCase.FlushOk:
+                OnFlushOk(fromRank, envelope.FlushOk);
+                break;
+            case Envelope.KindOneofCase.CommitAck:
+                OnCommitAck(from, envelope.CommitAck);
+                break;
+        }
+    }
+
+    /// <summary>
+    /// Admits envelopes of the current view from its members. Newer-view envelopes wait for that view; a member of an
+    /// older view that is not in ours is told it is stale.
+    /// </summary>
+    private bool InCurrentView(Envelope envelope, MemberId from, out int fromRank)
+    {
+        fromRank = -1;
+        if (_view is null || envelope.ViewId > _view.Id)
+        {
+            if (_futureEnvelopes.Count < _options.MaxFutureEnvelopes)
+            {
+                _futureEnvelopes.Add(envelope);
+            }
+
+            return false;
+        }
+
+        if (envelope.ViewId < _view.Id)
+        {
+            if (!_view.Contains(from))
+            {
+                Post(from, new Envelope { Stale = new Stale { CurrentViewId = _view.Id } });
+            }
+            else if (_lastCommit is { } commit && commit.Next.Id == envelope.ViewId + 1)
+            {
+                // A member of our view still in the previous one missed the commit (its leader may have died): resend it.
+                Post(from, new Envelope { Commit = commit.Clone() });
+            }
+
+            return false;
+        }
+
+        fromRank = _view.RankOf(from);
+        return fromRank >= 0;
+    }
+
+    private void SendNow(MessageOrdering ordering, ByteString payload)
+    {
+        var entry = new StreamEntry
+        {
+            Seq = ++_lastSent,
+            Data = new DataBody
+            {
+                Ordering = ordering == MessageOrdering.Total ? Ordering.Total : Ordering.Atomic,
+                TotalIndex = ordering == MessageOrdering.Total ? ++_lastTotalIndex : 0,
+                Payload = payload,
+            },
+        };
+        _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Send, _view!.Id, null, _self.ToString(), entry.Seq, ordering, _group));
+        _streams[_rank].Add(entry);
+        Multicast(new Envelope { Entries = new Entries { StreamRank = _rank, Items = { entry } } });
+    }
+
+    private void OnEntries(Entries entries)
+    {
+        if (entries.StreamRank < 0 || entries.StreamRank >= _streams.Length)
+        {
+            return;
+        }
+
+        var stream = _streams[entries.StreamRank];
+        foreach (var entry in entries.Items)
+        {
+            stream.Add(entry);
+        }
+
+        if (_promised is not null)
+        {
+            CheckFlushComplete();
+        }
+    }
+
+    private void OnNak(MemberId from, Nak nak)
+    {
+        if (nak.StreamRank < 0 || nak.StreamRank >= _streams.Length)
+        {
+            return;
+        }
+
+        var reply = new Entries { StreamRank = nak.StreamRank };
+        reply.Items.AddRange(_streams[nak.StreamRank].Range(nak.FromSeq, nak.ToSeq));
+        if (reply.Items.Count > 0)
+        {
+            Post(from, new Envelope { Entries = reply });
+        }
+    }
+
+    private void OnDigest(int fromRank, Digest digest)
+    {
+        if (digest.Processed.Count != _streams.Length)
+        {
+            return;
+        }
+
+        _digests[fromRank] = [.. digest.Processed];
+        _lastSentBy[fromRank] = Math.Max(_lastSentBy[fromRank], digest.LastSent);
+        if (digest.Contiguous.Count == _streams.Length)
+        {
+            for (var r = 0; r < _streams.Length; r++)
+            {
+                _held[fromRank][r] = Math.Max(_held[fromRank][r], digest.Contiguous[r]);
+            }
+        }
+
+        // Tail loss: the sender says it sent more than this member holds, and nothing newer will reveal the gap.
+        var stream = _streams[fromRank];
+        if (_promised is null && digest.LastSent > stream.Contiguous)
+        {
+            Post(_view!.Members[fromRank], new Envelope { Nak = new Nak { StreamRank = fromRank, FromSeq = stream.Contiguous + 1, ToSeq = digest.LastSent } });
+        }
+
+        FreeStable();
+    }
+
+    private void SendDigest()
+    {
+        _lastDigestAt = _now;
+        var digest = new Digest { LastSent = _lastSent };
+        digest.Processed.AddRange(_streams.Select(s => s.Processed));
+        if (_promised is null)
+        {
+            // Acknowledges what this member holds. Never after a promise: what a flush's quorum reported must bound
+            // every acknowledgement that let someone deliver in total order.
+            _lastAckAt = _now;
+            _lastAcked = [.. _streams.Select(s => s.Contiguous)];
+            digest.Contiguous.AddRange(_lastAcked);
+        }
+
+        _digests[_rank] = [.. digest.Processed];
+        Multicast(new Envelope { Digest = digest });
+
+        // Gaps inside a stream: ask the sender for what is missing.
+        if (_promised is null)
+        {
+            for (var r = 0; r < _streams.Length; r++)
+            {
+                var stream = _streams[r];
+                if (r != _rank && stream.HasGap)
+                {
+                    Post(_view!.Members[r], new Envelope { Nak = new Nak { StreamRank = r, FromSeq = stream.Contiguous + 1, ToSeq = stream.HighestReceived } });
+                }
+            }
+        }
+
+        FreeStable();
+    }
+
+    private bool HoldsMoreThanAcked()
+    {
+        for (var r = 0; r < _streams.Length; r++)
+        {
+            if (_streams[r].Contiguous > (r < _lastAcked.Length ? _lastAcked[r] : 0))
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>True when a majority of the view holds the stream of <paramref name="rank"/> up to <paramref name="seq"/>.</summary>
+    private bool MajorityHolds(int rank, long seq)
+    {
+        var holders = 0;
+        for (var member = 0; member < _held.Length; member++)
+        {
+            var held = member == _rank ? _streams[rank].Contiguous : _held[member][rank];
+            if (held >= seq && ++holders >= _view!.Majority)
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>Frees, per sender, what every member has processed: nobody can need it again, not even a flush.</summary>
+    private void FreeStable()
+    {
+        for (var p = 0; p < _streams.Length; p++)
+        {
+            var stable = long.MaxValue;
+            foreach (var digest in _digests)
+            {
+                stable = Math.Min(stable, digest.Length > p ? digest[p] : 0);
+            }
+
+            _streams[p].Free(stable);
+        }
+    }
+
+    /// <summary>Runs after every input: the sequencer orders what it can, and members deliver what they can.</summary>
+    private void AfterInput()
+    {
+        if (_view is null || IsBlocked)
+        {
+            return;
+        }
+
+        ApplyOrderRecords();
+        if (_rank == 0)
+        {
+            Sequence();
+        }
+
+        Deliver(limit: null);
+    }
+
+    /// <summary>Order records are applied as soon as they are contiguous, ahead of delivery, so that the sequencer's own
+    /// total-order messages never wait behind the record that orders them.</summary>
+    private void ApplyOrderRecords()
+    {
+        var stream = _streams[0];
+        for (var seq = _orderApplied + 1; seq <= stream.Contiguous; seq++)
+        {
+            var entry = stream.Get(seq);
+            if (entry?.Order is { } record)
+            {
+                _order.Apply(record, seq);
+            }
+
+            _orderApplied = seq;
+        }
+    }
+
+    private long _orderApplied;
+
+    /// <summary>The sequencer assigns global positions to total-order messages in each sender's FIFO order.</summary>
+    private void Sequence()
+    {
+        OrderBody? record = null;
+        for (var r = 0; r < _streams.Length; r++)
+        {
+            var stream = _streams[r];
+            for (var seq = _sequencerScanned[r] + 1; seq <= stream.Contiguous; seq++)
+            {
+                if (stream.Get(seq)?.Data is { Ordering: Ordering.Total } data)
+                {
+                    record ??= new OrderBody { FirstGlobal = _order.NextToAssign };
+                    var last = record.Runs.Count > 0 ? record.Runs[^1] : null;
+                    if (last is not null && last.SenderRank == r && last.FirstIndex + last.Count == data.TotalIndex)
+                    {
+                        last.Count++;
+                    }
+                    else
+                    {
+                        record.Runs.Add(new OrderRun { SenderRank = r, FirstIndex = data.TotalIndex, Count = 1 });
+                    }
+                }
+
+                _sequencerScanned[r] = seq;
+            }
+        }
+
+        if (record is null)
+        {
+            return;
+        }
+
+        var entry = new StreamEntry { Seq = ++_lastSent, Order = record };
+        _streams[0].Add(entry);
+        Multicast(new Envelope { Entries = new Entries { StreamRank = 0, Items = { entry } } });
+        ApplyOrderRecords();
+    }
+
+    /// <summary>
+    /// Delivers every sender's stream in seq order: atomic data at once, total-order data when its global position is
+    /// the next one, order records by stepping over them. With a <paramref name="limit"/> (a flush's cut), nothing past it.
+    /// </summary>
+    private void Deliver(long[]? limit)
+    {
+        bool progress;
+        do
+        {
+            progress = false;
+            for (var r = 0; r < _streams.Length; r++)
+            {
+                var stream = _streams[r];
+                var upTo = limit?[r] ?? stream.Contiguous;
+                while (stream.Processed < upTo && stream.Get(stream.Processed + 1) is { } entry)
+                {
+                    if (entry.Data is { } data && data.Ordering == Ordering.Total)
+                    {
+                        if (!_order.TryGetPosition(r, data.TotalIndex, out var position) || position != _order.NextToDeliver)
+                        {
+                            break;
+                        }
+
+                        // Uniform total order: deliver only what any later flush must keep at this position, that is
+                        // once a majority holds both the message and its order record. (A flush delivers up to its cut.)
+                        if (limit is null && _order.TryGetSlot(position, out var slot)
+                            && !(MajorityHolds(r, entry.Seq) && MajorityHolds(0, slot.RecordSeq)))
+                        {
+                            break;
+                        }
+
+                        _order.NextToDeliver++;
+                    }
+
+                    stream.Processed = entry.Seq;
+                    progress = true;
+                    if (entry.Data is { } delivered)
+                    {
+                        DeliverEntry(r, entry.Seq, delivered);
+                    }
+                }
+            }
+        }
+        while (progress);
+    }
+
+    private void DeliverEntry(int rank, long seq, DataBody data)
+    {
+        var sender = _view!.Members[rank];
+        var ordering = data.Ordering == Ordering.Total ? MessageOrdering.Total : MessageOrdering.Atomic;
+        _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Deliver, _view.Id, null, sender.ToString(), seq, ordering, _group));
+        _observer.Delivered(new Delivery(sender, _view.Id, seq, ordering, data.Payload.Memory));
+    }
+
+    private void Multicast(Envelope envelope)
+    {
+        foreach (var member in _view!.Members)
+        {
+            if (member != _self)
+            {
+                Post(member, envelope);
+            }
+        }
+    }
+
+    private void Post(MemberId to, Envelope envelope)
+    {
+        envelope.Group = _group;
+        envelope.ViewId = _view?.Id ?? 0;
+        envelope.Sender = _self.ToWire();
+        _transport.Send(to, envelope);
+    }
+
+    private void SendJoinRequest()
+    {
+        _lastJoinRequestAt = _now;
+        foreach (var contact in _joinContacts)
+        {
+            if (contact.Node != _self.Node || contact.Uid != _self.Uid)
+            {
+                Post(contact, new Envelope { JoinRequest = new JoinRequest { Joiner = _self.ToWire() } });
+            }
+        }
+    }
+
+    /// <summary>Makes <paramref name="view"/> current: fresh streams, order and digests; queued sends go out in it.</summary>
+    private void Install(GroupView view)
+    {
+        _view = view;
+        _rank = view.RankOf(_self);
+        var n = view.Members.Length;
+        _streams = [.. Enumerable.Range(0, n).Select(_ => new SenderStream())];
+        _order = new TotalOrder();
+        _digests = [.. Enumerable.Range(0, n).Select(_ => new long[n])];
+        _held = [.. Enumerable.Range(0, n).Select(_ => new long[n])];
+        _lastAcked = new long[n];
+        _lastSentBy = new long[n];
+        _sequencerScanned = new long[n];
+        _orderApplied = 0;
+        _lastSent = 0;
+        _lastTotalIndex = 0;
+        ResetViewChange();
+        _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Install, view.Id, [.. view.Members.Select(m => m.ToString())], null, 0, null, _group));
+        _observer.ViewInstalled(view);
+
+        var queued = _queuedSends.ToList();
+        _queuedSends.Clear();
+        foreach (var (ordering, payload) in queued)
+        {
+            SendNow(ordering, payload);
+        }
+
+        var future = _futureEnvelopes.ToList();
+        _futureEnvelopes.Clear();
+        foreach (var envelope in future.Where(e => e.ViewId >= view.Id))
+        {
+            Receive(envelope, _now);
+        }
+    }
+}

@@ -1,0 +1,35 @@
+namespace Quintet.Core.Groups;
+
+/// <summary>Timers and bounds of the group protocol. The defaults suit 3 to 16 managers on one LAN.</summary>
+public sealed class GroupProtocolOptions
+{
+    /// <summary>How long suspicions and joins are gathered before a view change starts, so that members that fail
+    /// together leave in one view. <value>Default: 150 ms.</value></summary>
+    public TimeSpan ChangeBatchWindow { get; set; } = TimeSpan.FromMilliseconds(150);
+
+    /// <summary>How long the leader of a view change waits for each phase's replies before suspecting the silent
+    /// members and starting again. <value>Default: 1 s.</value></summary>
+    public TimeSpan PhaseTimeout { get; set; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>How often a commit is sent again to members that have not acknowledged it, and missing entries are
+    /// asked for again during a flush. <value>Default: 200 ms.</value></summary>
+    public TimeSpan RetryInterval { get; set; } = TimeSpan.FromMilliseconds(200);
+
+    /// <summary>How often a member tells the others what it has processed, so that stable messages are freed.
+    /// <value>Default: 250 ms.</value></summary>
+    public TimeSpan DigestInterval { get; set; } = TimeSpan.FromMilliseconds(250);
+
+    /// <summary>How soon a member acknowledges entries it newly holds; total-order delivery waits for a majority's
+    /// acknowledgements. <value>Default: 2 ms.</value></summary>
+    public TimeSpan AckInterval { get; set; } = TimeSpan.FromMilliseconds(2);
+
+    /// <summary>How often a joining member repeats its request until it is in a view. <value>Default: 1 s.</value></summary>
+    public TimeSpan JoinRetryInterval { get; set; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>How many sends may wait while a view change blocks sending. <value>Default: 10 000.</value></summary>
+    public int MaxQueuedSends { get; set; } = 10_000;
+
+    /// <summary>How many envelopes from a newer view are kept until that view is installed here.
+    /// <value>Default: 10 000.</value></summary>
+    public int MaxFutureEnvelopes { get; set; } = 10_000;
+}

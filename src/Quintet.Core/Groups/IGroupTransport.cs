@@ -1,0 +1,23 @@
+using Quintet.Core.Groups.Wire;
+
+namespace Quintet.Core.Groups;
+
+/// <summary>Carries envelopes between members; FIFO per pair of members while both live, as TCP is.</summary>
+internal interface IGroupTransport
+{
+    void Send(MemberId to, Envelope envelope);
+}
+
+/// <summary>What a group member tells its application.</summary>
+internal interface IGroupObserver
+{
+    void Delivered(Delivery delivery);
+
+    void ViewInstalled(GroupView view);
+
+    /// <summary>This member is on a minority side: it delivers nothing and cannot send until it rejoins.</summary>
+    void PrimaryLost(GroupView view);
+
+    /// <summary>This member was excluded from the group's newer view; it rejoins as <paramref name="next"/>.</summary>
+    void Excluded(MemberId next);
+}

@@ -1,0 +1,72 @@
+using Quintet.Core.Groups.Wire;
+
+namespace Quintet.Core.Groups;
+
+/// <summary>
+/// The total order of one view: which message (sender rank, total index) holds each global position, as the
+/// sequencer's order records said, and which position is delivered next.
+/// </summary>
+internal sealed class TotalOrder
+{
+    private readonly Dictionary<long, Slot> _byPosition = [];
+    private readonly Dictionary<(int Rank, long Index), long> _byMessage = [];
+
+    /// <summary>The next global position to deliver, from 1.</summary>
+    public long NextToDeliver { get; set; } = 1;
+
+    /// <summary>One more than the highest position assigned so far.</summary>
+    public long NextToAssign { get; private set; } = 1;
+
+    /// <summary>Applies an order record found at <paramref name="recordSeq"/> in the sequencer's stream.</summary>
+    public void Apply(OrderBody record, long recordSeq)
+    {
+        var position = record.FirstGlobal;
+        foreach (var run in record.Runs)
+        {
+            for (var i = 0; i < run.Count; i++)
+            {
+                Assign(position++, run.SenderRank, run.FirstIndex + i, recordSeq);
+            }
+        }
+    }
+
+    public void Assign(long position, int rank, long index, long recordSeq)
+    {
+        _byPosition[position] = new Slot(rank, index, recordSeq);
+        _byMessage[(rank, index)] = position;
+        NextToAssign = Math.Max(NextToAssign, position + 1);
+    }
+
+    public bool TryGetPosition(int rank, long index, out long position) => _byMessage.TryGetValue((rank, index), out position);
+
+    public bool TryGetSlot(long position, out Slot slot) => _byPosition.TryGetValue(position, out slot);
+
+    /// <summary>Forgets every assignment at or after <paramref name="position"/> (the flush's tail replaces them).</summary>
+    public void TruncateFrom(long position)
+    {
+        foreach (var p in _byPosition.Keys.Where(p => p >= position).ToList())
+        {
+            var slot = _byPosition[p];
+            _byPosition.Remove(p);
+            _byMessage.Remove((slot.Rank, slot.Index));
+        }
+
+        NextToAssign = position;
+    }
+
+    /// <summary>Forgets delivered positions below <paramref name="position"/>: memory stays bounded.</summary>
+    public void ForgetDeliveredBefore(long position)
+    {
+        foreach (var p in _byPosition.Keys.Where(p => p < position).ToList())
+        {
+            var slot = _byPosition[p];
+            _byPosition.Remove(p);
+            _byMessage.Remove((slot.Rank, slot.Index));
+        }
+    }
+
+    /// <param name="Rank">The sender's rank in the view.</param>
+    /// <param name="Index">The sender's total-order index of the message.</param>
+    /// <param name="RecordSeq">Where the record that assigned it stands in the sequencer's stream.</param>
+    public readonly record struct Slot(int Rank, long Index, long RecordSeq);
+}

@@ -1,0 +1,287 @@
+using Quintet.Core.Groups;
+using Quintet.Core.Groups.Tracing;
+
+namespace Quintet.TestingHost.Checking;
+
+/// <summary>The outcome of a check: the first violation found, with the events that show it, or none.</summary>
+/// <param name="Violation">What is wrong, in a sentence; null when every property holds.</param>
+/// <param name="Evidence">The trace events that show it.</param>
+public sealed record CheckResult(string? Violation, IReadOnlyList<GroupTraceEvent> Evidence)
+{
+    /// <summary>True when every property holds.</summary>
+    public bool Passed => Violation is null;
+
+    /// <inheritdoc />
+    public override string ToString() => Passed
+        ? "all properties hold"
+        : Violation + Environment.NewLine + string.Join(Environment.NewLine, Evidence.Select(e => "  " + e));
+}
+
+/// <summary>
+/// Checks merged group traces (see <see cref="GroupTraceEvent"/>) against the virtual-synchrony properties:
+/// (1) view ids unique and increasing, one member list per id, each view a majority of its predecessor;
+/// (2) self-inclusion; (3) at most one delivery per member, only in the sending view, only of sent messages;
+/// (4) members that install V and then the same V' delivered the same set in V; (5) one total order;
+/// (6) FIFO and no gaps per sender; (7) a message sent in V by a member that installs V's successor is delivered by
+/// every member of V that installs it too.
+/// </summary>
+public static class VirtualSynchronyChecker
+{
+    /// <summary>Checks the events of one group. Each member's events must be in the order the member recorded them.</summary>
+    /// <param name="events">The merged traces.</param>
+    /// <param name="quiescent">The run ended with no traffic in flight: in each member's last view, it delivered
+    /// everything sent in that view by members that were still in it.</param>
+    public static CheckResult Check(IEnumerable<GroupTraceEvent> events, bool quiescent = false)
+    {
+        ArgumentNullException.ThrowIfNull(events);
+        var all = events.ToList();
+        var byMember = all.GroupBy(e => e.Member).ToDictionary(g => g.Key, g => g.ToList());
+
+        return CheckViews(all, byMember)
+            ?? CheckDeliveries(all, byMember)
+            ?? CheckSameSets(byMember)
+            ?? CheckTotalOrder(byMember)
+            ?? CheckLiveness(all, byMember, quiescent)
+            ?? new CheckResult(null, []);
+    }
+
+    private static CheckResult? CheckViews(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember)
+    {
+        var lists = new Dictionary<long, GroupTraceEvent>();
+        foreach (var install in all.Where(e => e.Kind == GroupTraceKind.Install))
+        {
+            if (install.Members is null || !install.Members.Contains(install.Member))
+            {
+                return Fail($"{install.Member} installed view {install.ViewId} without being in it (self-inclusion).", install);
+            }
+
+            if (lists.TryGetValue(install.ViewId, out var first) && !first.Members!.SequenceEqual(install.Members))
+            {
+                return Fail($"View id {install.ViewId} names two member lists.", first, install);
+            }
+
+            lists.TryAdd(install.ViewId, install);
+        }
+
+        foreach (var (member, events) in byMember)
+        {
+            GroupTraceEvent? previous = null;
+            foreach (var install in events.Where(e => e.Kind == GroupTraceKind.Install))
+            {
+                if (previous is not null && install.ViewId <= previous.ViewId)
+                {
+                    return Fail($"{member} installed view {install.ViewId} after view {previous.ViewId}.", previous, install);
+                }
+
+                previous = install;
+            }
+        }
+
+        var history = lists.Keys.Order().ToList();
+        for (var i = 1; i < history.Count; i++)
+        {
+            var before = lists[history[i - 1]];
+            var after = lists[history[i]];
+            var kept = after.Members!.Count(before.Members!.Contains);
+            if (kept * 2 <= before.Members!.Count)
+            {
+                return Fail($"View {after.ViewId} keeps {kept} of the {before.Members.Count} members of view {before.ViewId}: not a majority.", before, after);
+            }
+        }
+
+        return null;
+    }
+
+    private static CheckResult? CheckDeliveries(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember)
+    {
+        var sends = new Dictionary<string, GroupTraceEvent>();
+        foreach (var send in all.Where(e => e.Kind == GroupTraceKind.Send))
+        {
+            if (!sends.TryAdd(send.MessageId, send))
+            {
+                return Fail($"Message {send.MessageId} was sent twice.", sends[send.MessageId], send);
+            }
+        }
+
+        var sentSeqs = all.Where(e => e.Kind == GroupTraceKind.Send)
+            .GroupBy(e => (e.Sender, e.ViewId))
+            .ToDictionary(g => g.Key, g => g.Select(e => e.Sequence).Order().ToList());
+
+        foreach (var (member, events) in byMember)
+        {
+            long? view = null;
+            var delivered = new HashSet<string>();
+            var nextFrom = new Dictionary<string, int>();
+            foreach (var e in events)
+            {
+                if (e.Kind == GroupTraceKind.Install)
+                {
+                    view = e.ViewId;
+                    nextFrom.Clear();
+                    continue;
+                }
+
+                if (e.Kind != GroupTraceKind.Deliver)
+                {
+                    continue;
+                }
+
+                if (!sends.TryGetValue(e.MessageId, out var send))
+                {
+                    return Fail($"{member} delivered {e.MessageId}, which nobody sent.", e);
+                }
+
+                if (view != e.ViewId)
+                {
+                    return Fail($"{member} delivered {e.MessageId} (sent in view {e.ViewId}) while in view {(view is { } v ? v.ToString(System.Globalization.CultureInfo.InvariantCulture) : "none")}.", send, e);
+                }
+
+                if (send.Ordering != e.Ordering)
+                {
+                    return Fail($"{member} delivered {e.MessageId} as {e.Ordering}; it was sent as {send.Ordering}.", send, e);
+                }
+
+                if (!delivered.Add(e.MessageId))
+                {
+                    return Fail($"{member} delivered {e.MessageId} twice.", e);
+                }
+
+                // FIFO without gaps: the n-th delivery from a sender in a view is the sender's n-th message of the view.
+                var seqs = sentSeqs[(e.Sender, e.ViewId)];
+                var index = nextFrom.GetValueOrDefault(e.Sender!);
+                if (index >= seqs.Count || seqs[index] != e.Sequence)
+                {
+                    var expected = index < seqs.Count ? seqs[index].ToString(System.Globalization.CultureInfo.InvariantCulture) : "nothing more";
+                    return Fail($"{member} delivered seq {e.Sequence} of {e.Sender} in view {e.ViewId}; FIFO order expects {expected}.", send, e);
+                }
+
+                nextFrom[e.Sender!] = index + 1;
+            }
+        }
+
+        return null;
+    }
+
+    /// <summary>Per member and view: what it delivered in the view, and the view it installed next (if any).</summary>
+    private static IEnumerable<(string Member, long View, long? Next, List<GroupTraceEvent> Deliveries)> Epochs(
+        Dictionary<string, List<GroupTraceEvent>> byMember)
+    {
+        foreach (var (member, events) in byMember)
+        {
+            long? view = null;
+            var deliveries = new List<GroupTraceEvent>();
+            foreach (var e in events)
+            {
+                if (e.Kind == GroupTraceKind.Install)
+                {
+                    if (view is { } v)
+                    {
+                        yield return (member, v, e.ViewId, deliveries);
+                    }
+
+                    view = e.ViewId;
+                    deliveries = [];
+                }
+                else if (e.Kind == GroupTraceKind.Deliver)
+                {
+                    deliveries.Add(e);
+                }
+            }
+
+            if (view is { } last)
+            {
+                yield return (member, last, null, deliveries);
+            }
+        }
+    }
+
+    private static CheckResult? CheckSameSets(Dictionary<string, List<GroupTraceEvent>> byMember)
+    {
+        foreach (var transition in Epochs(byMember).Where(e => e.Next is not null).GroupBy(e => (e.View, e.Next)))
+        {
+            var epochs = transition.ToList();
+            var reference = epochs[0];
+            var referenceSet = reference.Deliveries.Select(d => d.MessageId).ToHashSet();
+            foreach (var other in epochs.Skip(1))
+            {
+                var otherSet = other.Deliveries.Select(d => d.MessageId).ToHashSet();
+                var missing = referenceSet.Except(otherSet).FirstOrDefault() ?? otherSet.Except(referenceSet).FirstOrDefault();
+                if (missing is not null)
+                {
+                    var evidence = reference.Deliveries.Concat(other.Deliveries).Where(d => d.MessageId == missing).ToArray();
+                    return Fail(
+                        $"{reference.Member} and {other.Member} both moved from view {transition.Key.View} to {transition.Key.Next} but delivered different sets in view {transition.Key.View} ({missing} only at one).",
+                        evidence);
+                }
+            }
+        }
+
+        return null;
+    }
+
+    private static CheckResult? CheckTotalOrder(Dictionary<string, List<GroupTraceEvent>> byMember)
+    {
+        foreach (var view in Epochs(byMember).GroupBy(e => e.View))
+        {
+            var sequences = view
+                .Select(e => (e.Member, Order: e.Deliveries.Where(d => d.Ordering == MessageOrdering.Total).ToList()))
+                .OrderByDescending(s => s.Order.Count)
+                .ToList();
+            var longest = sequences[0];
+            foreach (var other in sequences.Skip(1))
+            {
+                for (var i = 0; i < other.Order.Count; i++)
+                {
+                    if (other.Order[i].MessageId != longest.Order[i].MessageId)
+                    {
+                        return Fail(
+                            $"Total order differs in view {view.Key}: position {i + 1} is {longest.Order[i].MessageId} at {longest.Member} but {other.Order[i].MessageId} at {other.Member}.",
+                            longest.Order[i], other.Order[i]);
+                    }
+                }
+            }
+        }
+
+        return null;
+    }
+
+    private static CheckResult? CheckLiveness(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember, bool quiescent)
+    {
+        var epochs = Epochs(byMember).ToList();
+        var installedIn = all.Where(e => e.Kind == GroupTraceKind.Install).GroupBy(e => e.ViewId)
+            .ToDictionary(g => g.Key, g => g.Select(e => e.Member).ToHashSet());
+        var history = installedIn.Keys.Order().ToList();
+
+        foreach (var epoch in epochs)
+        {
+            var successor = history.FirstOrDefault(id => id > epoch.View);
+            var delivered = epoch.Deliveries.Select(d => d.MessageId).ToHashSet();
+            IEnumerable<GroupTraceEvent> owed;
+            if (epoch.Next is { } next && next == successor)
+            {
+                // Sent in this view by senders that also installed the successor.
+                owed = all.Where(e => e.Kind == GroupTraceKind.Send && e.ViewId == epoch.View && installedIn[successor].Contains(e.Sender!));
+            }
+            else if (epoch.Next is null && quiescent && successor == 0)
+            {
+                // The final view of a quiet run: everything its members sent in it.
+                owed = all.Where(e => e.Kind == GroupTraceKind.Send && e.ViewId == epoch.View
+                    && epochs.Any(o => o.Member == e.Sender && o.View == epoch.View && o.Next is null));
+            }
+            else
+            {
+                continue;
+            }
+
+            var lost = owed.FirstOrDefault(s => !delivered.Contains(s.MessageId));
+            if (lost is not null)
+            {
+                return Fail($"{epoch.Member} never delivered {lost.MessageId} in view {epoch.View}, though its sender and it both stayed in the group.", lost);
+            }
+        }
+
+        return null;
+    }
+
+    private static CheckResult Fail(string violation, params GroupTraceEvent[] evidence) => new(violation, evidence);
+}
