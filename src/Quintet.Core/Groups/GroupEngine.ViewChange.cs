@@ -72,6 +72,19 @@ internal sealed partial class GroupEngine
             // The round's next view would hold a suspect: start over without it, now rather than at the phase timeout.
             StartRound();
         }
+        else if (!IsLeader)
+        {
+            ReportSuspects();
+        }
+    }
+
+    /// <summary>Tells the leader (as this member sees it) whom this member suspects.</summary>
+    private void ReportSuspects()
+    {
+        var leader = _view!.Members.First(m => !_suspects.Contains(m));
+        var report = new SuspectReport();
+        report.Suspects.AddRange(_suspects.Select(s => s.ToWire()));
+        Post(leader, new Envelope { SuspectReport = report });
     }
 
     private bool IsLeader => _view is not null && _view.Members.First(m => !_suspects.Contains(m)) == _self;
@@ -234,6 +247,7 @@ internal sealed partial class GroupEngine
             _promised = propose.Ballot;
             promise = new Promise { Ballot = propose.Ballot, Accepted = _accepted };
             promise.Contiguous.AddRange(_streams.Select(s => s.Contiguous));
+            promise.Suspects.AddRange(_suspects.Select(s => s.ToWire()));
         }
 
         if (from == _self)
@@ -263,6 +277,15 @@ internal sealed partial class GroupEngine
         }
 
         _round.Promises[fromRank] = promise;
+        foreach (var suspect in promise.Suspects)
+        {
+            Suspect(MemberId.FromWire(suspect));
+            if (_round is null)
+            {
+                return;
+            }
+        }
+
         CheckRoundProgress();
     }
 

@@ -197,6 +197,13 @@ internal sealed partial class GroupEngine
             case Envelope.KindOneofCase.CommitAck:
                 OnCommitAck(from, envelope.CommitAck);
                 break;
+            case Envelope.KindOneofCase.SuspectReport:
+                foreach (var suspect in envelope.SuspectReport.Suspects)
+                {
+                    Suspect(MemberId.FromWire(suspect));
+                }
+
+                break;
         }
     }
 

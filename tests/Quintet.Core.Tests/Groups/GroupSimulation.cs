@@ -145,6 +145,11 @@ internal sealed class GroupSimulation
         RunFor(settle ?? TimeSpan.FromSeconds(5));
     }
 
+    /// <summary>Each member's state and view history, for the message of a failed test.</summary>
+    public string Describe() => string.Join("\n", Members.Select(m =>
+        $"  {m.Node}: {(m.Alive ? m.Paused ? "paused" : "live" : "crashed")}, self {m.Engine.Self}, blocked {m.Engine.IsBlocked}, " +
+        $"exclusions {m.Exclusions}, primary lost {m.PrimaryLosses}, views: {string.Join(" | ", m.Views)}"));
+
     internal void Transmit(SimMember from, MemberId to, Envelope envelope)
     {
         var target = Members.FirstOrDefault(m => m.Node == to.Node);

@@ -1,0 +1,132 @@
+using Quintet.Core.Groups;
+using Quintet.Core.Groups.Tracing;
+using Quintet.TestingHost.Checking;
+
+namespace Quintet.Core.Tests.Groups;
+
+/// <summary>The checker must catch each kind of violation, or its passing verdicts prove nothing.</summary>
+public class VirtualSynchronyCheckerTests
+{
+    private static readonly string[] Abc = ["a", "b", "c"];
+
+    private static GroupTraceEvent Install(string member, long view, params string[] members) =>
+        new(member, GroupTraceKind.Install, view, members, null, 0, null, "g");
+
+    private static GroupTraceEvent Send(string member, long view, long seq, MessageOrdering ordering = MessageOrdering.Atomic) =>
+        new(member, GroupTraceKind.Send, view, null, member, seq, ordering, "g");
+
+    private static GroupTraceEvent Deliver(string member, string sender, long view, long seq, MessageOrdering ordering = MessageOrdering.Atomic) =>
+        new(member, GroupTraceKind.Deliver, view, null, sender, seq, ordering, "g");
+
+    /// <summary>a, b and c in view 1; a sends two messages, everyone delivers both; then view 2 without c.</summary>
+    private static List<GroupTraceEvent> Valid() =>
+    [
+        Install("a", 1, Abc), Install("b", 1, Abc), Install("c", 1, Abc),
+        Send("a", 1, 1), Send("a", 1, 2, MessageOrdering.Total),
+        Deliver("a", "a", 1, 1), Deliver("a", "a", 1, 2, MessageOrdering.Total),
+        Deliver("b", "a", 1, 1), Deliver("b", "a", 1, 2, MessageOrdering.Total),
+        Deliver("c", "a", 1, 1),
+        Install("a", 2, "a", "b"), Install("b", 2, "a", "b"),
+    ];
+
+    private static void AssertViolation(IEnumerable<GroupTraceEvent> trace, string expected)
+    {
+        var result = VirtualSynchronyChecker.Check(trace);
+        Assert.False(result.Passed, "the checker accepted a trace that breaks a property");
+        Assert.Contains(expected, result.Violation, StringComparison.Ordinal);
+        Assert.NotEmpty(result.Evidence);
+    }
+
+    [Fact]
+    public void A_valid_trace_passes() => Assert.True(VirtualSynchronyChecker.Check(Valid()).Passed);
+
+    [Fact]
+    public void Install_without_self_is_caught() =>
+        AssertViolation([.. Valid(), Install("c", 3, "a", "b")], "self-inclusion");
+
+    [Fact]
+    public void Two_member_lists_for_one_view_id_are_caught() =>
+        AssertViolation([.. Valid(), Install("c", 2, "a", "c")], "names two member lists");
+
+    [Fact]
+    public void Decreasing_view_ids_are_caught()
+    {
+        var trace = Valid();
+        trace.Add(Install("a", 1, Abc));
+        AssertViolation(trace, "installed view 1 after view 2");
+    }
+
+    [Fact]
+    public void A_view_without_a_majority_of_its_predecessor_is_caught() =>
+        AssertViolation([.. Valid(), Install("d", 3, "d", "e", "a")], "not a majority");
+
+    [Fact]
+    public void Delivery_of_a_message_nobody_sent_is_caught() =>
+        AssertViolation([.. Valid().Take(10), Deliver("c", "b", 1, 7), .. Valid().Skip(10)], "which nobody sent");
+
+    [Fact]
+    public void Duplicate_delivery_is_caught()
+    {
+        var trace = Valid();
+        trace.Insert(5, Deliver("a", "a", 1, 1));
+        AssertViolation(trace, "delivered");
+    }
+
+    [Fact]
+    public void Delivery_in_another_view_is_caught() =>
+        AssertViolation([.. Valid(), Send("a", 2, 1), Deliver("b", "a", 1, 3)], "which nobody sent");
+
+    [Fact]
+    public void Fifo_violation_is_caught()
+    {
+        List<GroupTraceEvent> trace =
+        [
+            Install("a", 1, "a", "b"), Install("b", 1, "a", "b"),
+            Send("a", 1, 1), Send("a", 1, 2),
+            Deliver("b", "a", 1, 2), Deliver("b", "a", 1, 1),
+        ];
+        AssertViolation(trace, "FIFO order expects 1");
+    }
+
+    [Fact]
+    public void Different_sets_across_the_same_view_change_are_caught()
+    {
+        var trace = Valid();
+        trace.RemoveAt(8); // b never delivers a's second message, yet moves to view 2 with a
+        AssertViolation(trace, "delivered different sets");
+    }
+
+    [Fact]
+    public void Two_total_orders_are_caught()
+    {
+        List<GroupTraceEvent> trace =
+        [
+            Install("a", 1, "a", "b"), Install("b", 1, "a", "b"),
+            Send("a", 1, 1, MessageOrdering.Total), Send("b", 1, 1, MessageOrdering.Total),
+            Deliver("a", "a", 1, 1, MessageOrdering.Total), Deliver("a", "b", 1, 1, MessageOrdering.Total),
+            Deliver("b", "b", 1, 1, MessageOrdering.Total), Deliver("b", "a", 1, 1, MessageOrdering.Total),
+        ];
+        AssertViolation(trace, "Total order differs in view 1");
+    }
+
+    [Fact]
+    public void A_lost_message_of_a_surviving_sender_is_caught()
+    {
+        List<GroupTraceEvent> trace =
+        [
+            Install("a", 1, "a", "b"), Install("b", 1, "a", "b"),
+            Send("a", 1, 1),
+            Install("a", 2, "a", "b", "c"), Install("b", 2, "a", "b", "c"), Install("c", 2, "a", "b", "c"),
+        ];
+        AssertViolation(trace, "never delivered");
+    }
+
+    [Fact]
+    public void A_quiescent_final_view_must_be_complete()
+    {
+        List<GroupTraceEvent> trace = [Install("a", 1, "a", "b"), Install("b", 1, "a", "b"), Send("a", 1, 1), Deliver("a", "a", 1, 1)];
+
+        Assert.True(VirtualSynchronyChecker.Check(trace, quiescent: false).Passed);
+        Assert.False(VirtualSynchronyChecker.Check(trace, quiescent: true).Passed);
+    }
+}
