@@ -3,6 +3,7 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Options;
+using Quintet.Core.Groups;
 using Quintet.Core.Serialization;
 
 namespace Quintet.Core.Cluster;
@@ -24,6 +25,12 @@ public static class ClusterServiceCollectionExtensions
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ClusterOptions>, ClusterOptionsValidator>());
         services.TryAddSingleton<ClusterNode>();
         services.AddHostedService<ClusterNodeService>();
+
+        services.AddOptions<GroupsOptions>()
+            .Bind(configuration.GetSection(GroupsOptions.SectionName), o => o.ErrorOnUnknownConfiguration = true);
+        services.TryAddSingleton<GroupService>();
+        services.AddQuintetWireMessages(Groups.Wire.GroupsReflection.Descriptor);
+        services.AddHostedService<ManagersGroupService>();
         return services;
     }
 
@@ -40,5 +47,17 @@ public static class ClusterServiceCollectionExtensions
         public Task StartAsync(CancellationToken cancellationToken) => node.StartAsync(cancellationToken);
 
         public Task StopAsync(CancellationToken cancellationToken) => node.StopAsync(cancellationToken);
+    }
+
+    /// <summary>Every manager is a member of the managers group from the start.</summary>
+    private sealed class ManagersGroupService(GroupService groups) : IHostedService
+    {
+        public Task StartAsync(CancellationToken cancellationToken)
+        {
+            groups.Join(GroupService.ManagersGroup);
+            return Task.CompletedTask;
+        }
+
+        public Task StopAsync(CancellationToken cancellationToken) => Task.CompletedTask;
     }
 }

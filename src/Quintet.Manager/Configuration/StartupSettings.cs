@@ -24,6 +24,8 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         var failures = new List<string>();
         var cluster = Bind<ClusterOptions>(configuration, ClusterOptions.SectionName, failures);
         var manager = Bind<ManagerOptions>(configuration, ManagerOptions.SectionName, failures);
+        Bind<Quintet.Core.Groups.GroupsOptions>(configuration, Quintet.Core.Groups.GroupsOptions.SectionName, failures);
+        Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
         if (cluster is not null)
         {
             AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);

@@ -9,6 +9,7 @@ using Quintet.Core.Cluster;
 using Quintet.Diagnostics;
 using Quintet.Manager.Admin;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Diagnostics;
 using Quintet.Manager.Health;
 using Quintet.Manager.Lifetime;
 using Quintet.Protocol.Admin;
@@ -59,6 +60,11 @@ public static class ManagerHostingExtensions
         builder.Services.AddHostedService<RemovedFromClusterWatcher>();
         builder.Services.AddHostedService<ParentProcessWatcher>();
         builder.Services.AddHostedService<EndpointFileWriter>();
+        builder.Services.AddOptions<DiagnosticsOptions>().Bind(builder.Configuration.GetSection(DiagnosticsOptions.SectionName));
+        builder.Services.AddSingleton<ManagersGroupMonitor>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagersGroupMonitor>());
+        builder.Services.AddSingleton<GroupWorkload>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<GroupWorkload>());
 
         builder.Services.AddGrpc(o => o.EnableDetailedErrors = false);
         builder.Services.AddGrpcHealthChecks().AddCheck<ClusterMembershipHealthCheck>("cluster-membership");
@@ -86,6 +92,7 @@ public static class ManagerHostingExtensions
         ArgumentNullException.ThrowIfNull(app);
         app.MapGrpcHealthChecksService();
         app.MapGrpcService<ClusterAdminService>();
+        app.MapGrpcService<GroupDiagnosticsService>();
         return app;
     }
 

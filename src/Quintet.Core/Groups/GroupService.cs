@@ -1,0 +1,85 @@
+using Akka.Actor;
+using Microsoft.Extensions.Options;
+using Quintet.Core.Cluster;
+using Quintet.Core.Groups.Tracing;
+
+namespace Quintet.Core.Groups;
+
+/// <summary>
+/// Settings of the group communication layer, bound from <c>Quintet:Groups</c>.
+/// </summary>
+public sealed class GroupsOptions
+{
+    /// <summary>The configuration section these options are bound from.</summary>
+    public const string SectionName = "Quintet:Groups";
+
+    /// <summary>
+    /// A folder where each group member writes its trace (install, send, deliver) as JSON Lines, for the
+    /// virtual-synchrony checker. Costs a write per event: for tests and diagnosis.
+    /// <value>Default: none (no trace).</value>
+    /// </summary>
+    public string? TraceDirectory { get; set; }
+
+    /// <summary>Timers and bounds of the protocol.</summary>
+    public GroupProtocolOptions Protocol { get; set; } = new();
+}
+
+/// <summary>The groups this manager belongs to. Every manager is a member of the <see cref="ManagersGroup"/>.</summary>
+public sealed class GroupService : IDisposable
+{
+    /// <summary>The heavyweight group of all managers, over which lightweight groups are multiplexed.</summary>
+    public const string ManagersGroup = "managers";
+
+    private readonly ClusterNode _node;
+    private readonly GroupsOptions _options;
+    private readonly Dictionary<string, GroupHandle> _groups = [];
+    private readonly List<IDisposable> _traces = [];
+    private readonly Lock _gate = new();
+
+    /// <summary>Creates the service; groups start with <see cref="Join"/>.</summary>
+    public GroupService(ClusterNode node, IOptions<GroupsOptions> options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        _node = node;
+        _options = options.Value;
+    }
+
+    /// <summary>This manager's membership in <paramref name="name"/>, joining the group (or founding it) on first use.</summary>
+    public GroupHandle Join(string name)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        lock (_gate)
+        {
+            if (_groups.TryGetValue(name, out var existing))
+            {
+                return existing;
+            }
+
+            var handle = new GroupHandle(name);
+            IGroupTraceSink? trace = null;
+            if (_options.TraceDirectory is { } directory)
+            {
+                var address = _node.SelfAddress;
+                var sink = new JsonLinesTraceSink(Path.Combine(directory, $"{name}-{address.Host}-{address.Port}-{_node.Cluster.SelfUniqueAddress.Uid}.jsonl"));
+                _traces.Add(sink);
+                trace = sink;
+            }
+
+            var actor = _node.System.ActorOf(
+                Props.Create(() => new GroupActor(name, _options.Protocol, trace, handle)),
+                GroupActor.ActorName(name));
+            handle.Attach(actor);
+            _groups[name] = handle;
+            return handle;
+        }
+    }
+
+    /// <inheritdoc />
+    public void Dispose()
+    {
+        foreach (var trace in _traces)
+        {
+            trace.Dispose();
+        }
+    }
+}

@@ -1,0 +1,78 @@
+using Grpc.Core;
+using Microsoft.Extensions.Options;
+using Quintet.Core.Groups;
+using Quintet.Protocol.Diagnostics;
+
+namespace Quintet.Manager.Diagnostics;
+
+/// <summary>Settings of the diagnostics endpoints, bound from <c>Quintet:Diagnostics</c>.</summary>
+public sealed class DiagnosticsOptions
+{
+    /// <summary>The configuration section these options are bound from.</summary>
+    public const string SectionName = "Quintet:Diagnostics";
+
+    /// <summary>
+    /// Allows the synthetic multicast workload (<c>SetWorkload</c>), for tests and benchmarks only.
+    /// <value>Default: false.</value>
+    /// </summary>
+    public bool EnableWorkload { get; set; }
+}
+
+/// <summary>The group diagnostics API.</summary>
+internal sealed class GroupDiagnosticsService(
+    ManagersGroupMonitor monitor,
+    GroupWorkload workload,
+    IOptions<DiagnosticsOptions> options) : GroupDiagnostics.GroupDiagnosticsBase
+{
+    public override Task<GroupStatus> GetGroupStatus(GroupStatusRequest request, ServerCallContext context)
+    {
+        if (request.Group.Length > 0 && request.Group != GroupService.ManagersGroup)
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"This manager is in no group '{request.Group}'; it knows '{GroupService.ManagersGroup}'."));
+        }
+
+        var group = monitor.Group;
+        var view = group.View;
+        var (p50, p99) = monitor.TakeLatency();
+        var status = new GroupStatus
+        {
+            Group = group.Name,
+            ViewId = view?.Id ?? 0,
+            Self = group.Self.ToString(),
+            InPrimary = group.InPrimary,
+            Delivered = monitor.Delivered,
+            Sent = workload.Sent,
+            Refused = workload.Refused,
+            ViewsInstalled = monitor.ViewsInstalled,
+            LatencyP50Ms = p50,
+            LatencyP99Ms = p99,
+        };
+        if (view is not null)
+        {
+            status.Members.AddRange(view.Members.Select(m => m.ToString()));
+        }
+
+        return Task.FromResult(status);
+    }
+
+    public override Task<SetWorkloadResponse> SetWorkload(SetWorkloadRequest request, ServerCallContext context)
+    {
+        if (!options.Value.EnableWorkload)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, "The synthetic workload is off; start the manager with Quintet:Diagnostics:EnableWorkload=true to use it."));
+        }
+
+        if (request.MessagesPerSecond is < 0 or > 1_000_000 || double.IsNaN(request.MessagesPerSecond))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"messages_per_second must be between 0 and 1000000, not {request.MessagesPerSecond}."));
+        }
+
+        if (request.PayloadBytes is < 0 or > 1 << 20)
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"payload_bytes must be between 16 and 1048576, not {request.PayloadBytes}."));
+        }
+
+        workload.Set(request.MessagesPerSecond, request.PayloadBytes, request.TotalFraction);
+        return Task.FromResult(new SetWorkloadResponse());
+    }
+}

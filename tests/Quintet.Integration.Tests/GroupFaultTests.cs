@@ -1,0 +1,143 @@
+using System.Diagnostics;
+using Grpc.Core;
+using Quintet.Core.Groups.Tracing;
+using Quintet.Protocol.Diagnostics;
+using Quintet.TestingHost;
+using Quintet.TestingHost.Checking;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>
+/// The managers group under continuous multicast traffic (atomic and total order) while managers crash, pause and
+/// join; every run ends with the virtual-synchrony checker passing on the traces of every manager.
+/// </summary>
+public class GroupFaultTests(ITestOutputHelper output)
+{
+    private static readonly TimeSpan Bound = TimeSpan.FromSeconds(60);
+
+    private static LocalClusterOptions Options(int managers, out string traceDirectory)
+    {
+        var options = ClusterTest.Options(managers);
+        traceDirectory = Path.Combine(options.LogDirectory!, "traces");
+        options.Settings["Quintet:Groups:TraceDirectory"] = traceDirectory;
+        options.Settings["Quintet:Diagnostics:EnableWorkload"] = "true";
+        return options;
+    }
+
+    private static GroupDiagnostics.GroupDiagnosticsClient Diagnostics(ManagerProcess manager) => new(manager.Channel);
+
+    private static async Task<GroupStatus> StatusAsync(ManagerProcess manager) =>
+        await Diagnostics(manager).GetGroupStatusAsync(new GroupStatusRequest(), deadline: DateTime.UtcNow.AddSeconds(5));
+
+    /// <summary>Waits until every given manager is in one group view of exactly those managers, and returns the time it took.</summary>
+    private static async Task<TimeSpan> WaitForGroupViewAsync(IReadOnlyCollection<ManagerProcess> managers)
+    {
+        var started = Stopwatch.StartNew();
+        var last = string.Empty;
+        while (started.Elapsed < Bound)
+        {
+            try
+            {
+                var statuses = await Task.WhenAll(managers.Select(StatusAsync));
+                last = string.Join("; ", statuses.Select(s => $"{s.Self}: view {s.ViewId} [{string.Join(", ", s.Members)}]"));
+                if (statuses.All(s => s.InPrimary && s.ViewId == statuses[0].ViewId && s.Members.Count == managers.Count)
+                    && managers.All(m => statuses[0].Members.Any(member => member.StartsWith(m.ClusterAddress + "#", StringComparison.Ordinal))))
+                {
+                    return started.Elapsed;
+                }
+            }
+            catch (RpcException ex)
+            {
+                last = ex.Status.ToString();
+            }
+
+            await Task.Delay(100);
+        }
+
+        throw new TimeoutException($"No common group view of {managers.Count} managers within {Bound}. Last: {last}");
+    }
+
+    private static async Task SetWorkloadAsync(IEnumerable<ManagerProcess> managers, double rate) =>
+        await Task.WhenAll(managers.Select(m => Diagnostics(m).SetWorkloadAsync(
+            new SetWorkloadRequest { MessagesPerSecond = rate, PayloadBytes = 64, TotalFraction = 0.5 },
+            deadline: DateTime.UtcNow.AddSeconds(5)).ResponseAsync));
+
+    /// <summary>Stops the traffic, lets the group settle, and checks every manager's trace.</summary>
+    private async Task StopAndCheckAsync(LocalCluster cluster, string traceDirectory)
+    {
+        await SetWorkloadAsync(cluster.Active, 0);
+        await Task.Delay(TimeSpan.FromSeconds(3));
+        var files = Directory.GetFiles(traceDirectory, "*.jsonl");
+        var events = files.SelectMany(JsonLinesTraceSink.Read).ToList();
+        var sends = events.Count(e => e.Kind == GroupTraceKind.Send);
+        var deliveries = events.Count(e => e.Kind == GroupTraceKind.Deliver);
+        output.WriteLine($"traces: {files.Length} members, {sends} sends, {deliveries} deliveries, {events.Count(e => e.Kind == GroupTraceKind.Install)} installs");
+        Assert.True(sends > 100, $"only {sends} messages were multicast");
+
+        var result = VirtualSynchronyChecker.Check(events, quiescent: true);
+        Assert.True(result.Passed, result.ToString());
+    }
+
+    [Fact]
+    public Task Kill_9_of_a_member_under_traffic_keeps_virtual_synchrony()
+    {
+        var options = Options(3, out var traces);
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 100);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+
+            var victim = cluster.Managers[2];
+            var killed = Stopwatch.StartNew();
+            await cluster.KillAsync(victim);
+            var survivors = cluster.Managers.Take(2).ToList();
+            await WaitForGroupViewAsync(survivors);
+            output.WriteLine($"kill -9 to a group view without it at both survivors: {killed.ElapsedMilliseconds} ms");
+
+            await Task.Delay(TimeSpan.FromSeconds(1));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
+
+    [Fact]
+    public Task Kill_9_of_the_coordinator_under_traffic_keeps_virtual_synchrony()
+    {
+        var options = Options(3, out var traces);
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 100);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+
+            // The first manager founded the group: it is the coordinator and the total-order sequencer.
+            var coordinator = cluster.Managers[0];
+            await cluster.KillAsync(coordinator);
+            await WaitForGroupViewAsync(cluster.Managers.Skip(1).ToList());
+
+            await Task.Delay(TimeSpan.FromSeconds(1));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
+
+    [Fact]
+    public Task Manager_joining_under_traffic_keeps_virtual_synchrony()
+    {
+        var options = Options(3, out var traces);
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 100);
+            await Task.Delay(TimeSpan.FromSeconds(1));
+
+            var joined = Stopwatch.StartNew();
+            var fourth = await cluster.AddManagerAsync();
+            await WaitForGroupViewAsync(cluster.Managers);
+            output.WriteLine($"new manager process start to its group view installed everywhere: {joined.ElapsedMilliseconds} ms");
+            await SetWorkloadAsync([fourth], 100);
+
+            await Task.Delay(TimeSpan.FromSeconds(2));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
+}
