@@ -140,4 +140,54 @@ public class GroupFaultTests(ITestOutputHelper output)
             await StopAndCheckAsync(cluster, traces);
         });
     }
+
+    [Fact]
+    public Task Two_kills_in_a_row_among_five_managers_keep_virtual_synchrony()
+    {
+        var options = Options(5, out var traces);
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 60);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+
+            await cluster.KillAsync(cluster.Managers[1]);
+            await Task.Delay(TimeSpan.FromMilliseconds(200));
+            await cluster.KillAsync(cluster.Managers[3]);
+            await WaitForGroupViewAsync([cluster.Managers[0], cluster.Managers[2], cluster.Managers[4]]);
+
+            await Task.Delay(TimeSpan.FromSeconds(1));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
+
+    [Fact]
+    public Task Manager_paused_past_detection_is_excluded_and_rejoins_as_a_new_incarnation()
+    {
+        var options = Options(3, out var traces);
+
+        // Keep the cluster from downing the paused manager: this test is about the group's own exclusion and rejoin.
+        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:00:30";
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 100);
+            await Task.Delay(TimeSpan.FromSeconds(1));
+
+            var paused = cluster.Managers[2];
+            var before = await StatusAsync(paused);
+            await cluster.PauseAsync(paused);
+            await WaitForGroupViewAsync(cluster.Managers.Take(2).ToList());
+            await cluster.ResumeAsync(paused);
+
+            await WaitForGroupViewAsync(cluster.Managers);
+            var after = await StatusAsync(paused);
+            output.WriteLine($"{before.Self} rejoined as {after.Self}");
+            Assert.EndsWith("/1", before.Self, StringComparison.Ordinal);
+            Assert.EndsWith("/2", after.Self, StringComparison.Ordinal);
+
+            await Task.Delay(TimeSpan.FromSeconds(1));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
 }

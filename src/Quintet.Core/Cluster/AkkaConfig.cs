@@ -54,6 +54,9 @@ internal static class AkkaConfig
                 leader-actions-interval = 200ms
                 unreachable-nodes-reaper-interval = 250ms
                 retry-unsuccessful-join-after = 2s
+                # Every manager watches every other (up to 16), so that each one's own failure detector can suspect any
+                # member of its groups; Akka.NET's default of 9 watchers suits large clusters.
+                monitored-by-nr-of-members = 16
                 run-coordinated-shutdown-when-down = on
                 downing-provider-class = "Akka.Cluster.SBR.SplitBrainResolverProvider, Akka.Cluster"
                 split-brain-resolver {

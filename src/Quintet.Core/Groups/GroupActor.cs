@@ -15,6 +15,9 @@ namespace Quintet.Core.Groups;
 internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, IGroupObserver
 {
     private static readonly TimeSpan TickInterval = TimeSpan.FromMilliseconds(5);
+    private static readonly TimeSpan ReachabilityCheckInterval = TimeSpan.FromMilliseconds(50);
+    private static readonly TimeSpan StallThreshold = TimeSpan.FromSeconds(1);
+    private static readonly TimeSpan StallGrace = TimeSpan.FromSeconds(3);
 
     private readonly string _group;
     private readonly GroupHandle _handle;
@@ -22,7 +25,11 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private readonly Akka.Cluster.Cluster _cluster;
     private readonly Dictionary<string, ActorSelection> _peers = [];
     private readonly Stopwatch _clock = Stopwatch.StartNew();
+    private readonly Dictionary<string, Akka.Actor.Address> _addresses = [];
     private bool _started;
+    private TimeSpan _lastTickAt;
+    private TimeSpan _trustSuspicionFrom;
+    private TimeSpan _lastReachabilityCheck;
 
     public GroupActor(string group, GroupProtocolOptions options, IGroupTraceSink? trace, GroupHandle handle)
     {
@@ -34,11 +41,10 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         handle.Self = self;
 
         Receive<Envelope>(envelope => _engine.Receive(envelope, Now));
-        Receive<Tick>(_ => _engine.Tick(Now));
+        Receive<Tick>(_ => OnTick());
         Receive<MulticastCommand>(command => Sender.Tell(_engine.Send(command.Ordering, command.Payload, Now)));
         Receive<ClusterEvent.CurrentClusterState>(OnClusterState);
         Receive<ClusterEvent.MemberUp>(_ => OnMembershipChanged());
-        Receive<ClusterEvent.UnreachableMember>(e => Suspect(e.Member));
         Receive<ClusterEvent.MemberRemoved>(e => Suspect(e.Member));
         Receive<ClusterEvent.IClusterDomainEvent>(_ => { });
     }
@@ -76,12 +82,6 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.View = view;
         _handle.InPrimary = true;
         _handle.Publish(new ViewInstalled(view));
-
-        // Suspicion is per view: members of the new view that the cluster already finds unreachable are suspected at once.
-        foreach (var member in _cluster.State.Unreachable)
-        {
-            _engine.SuspectNode(member.Address.ToString(), member.UniqueAddress.Uid, Now);
-        }
     }
 
     public void PrimaryLost(GroupView view)
@@ -99,14 +99,48 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.Publish(new MemberExcluded(next));
     }
 
-    private void OnClusterState(ClusterEvent.CurrentClusterState state)
+    private void OnClusterState(ClusterEvent.CurrentClusterState state) => OnMembershipChanged();
+
+    private void OnTick()
     {
-        foreach (var member in state.Unreachable)
+        var now = Now;
+        if (now - _lastTickAt > StallThreshold)
         {
-            Suspect(member);
+            // This process was stopped or starved: its failure detector saw silence that was its own. Trust it again
+            // only once heartbeats have had time to flow.
+            _trustSuspicionFrom = now + StallGrace;
         }
 
-        OnMembershipChanged();
+        _lastTickAt = now;
+        if (now >= _trustSuspicionFrom && now - _lastReachabilityCheck >= ReachabilityCheckInterval)
+        {
+            _lastReachabilityCheck = now;
+            SuspectLocallyUnreachable();
+        }
+
+        _engine.Tick(now);
+    }
+
+    /// <summary>
+    /// Suspects the view's members whose manager this manager's own failure detector finds unavailable. The cluster's
+    /// aggregated unreachability is not used: it also carries other managers' observations, and a manager just
+    /// resumed from a pause would have everyone suspect everyone.
+    /// </summary>
+    private void SuspectLocallyUnreachable()
+    {
+        if (_handle.View is not { } view)
+        {
+            return;
+        }
+
+        foreach (var member in view.Members)
+        {
+            if (member.Node != _handle.Self.Node && _addresses.TryGetValue(member.Node, out var address)
+                && !_cluster.FailureDetector.IsAvailable(address))
+            {
+                _engine.SuspectNode(member.Node, member.Uid, Now);
+            }
+        }
     }
 
     /// <summary>
@@ -134,7 +168,17 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         }
     }
 
-    private List<MemberId> Contacts() =>
+    private List<MemberId> Contacts()
+    {
+        foreach (var member in _cluster.State.Members)
+        {
+            _addresses[member.Address.ToString()] = member.Address;
+        }
+
+        return ContactList();
+    }
+
+    private List<MemberId> ContactList() =>
         [.. _cluster.State.Members
             .Where(m => m.Status == MemberStatus.Up && m.UniqueAddress != _cluster.SelfUniqueAddress)
             .Select(m => new MemberId(m.Address.ToString(), m.UniqueAddress.Uid, 0))];
