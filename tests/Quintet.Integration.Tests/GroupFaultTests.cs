@@ -190,4 +190,54 @@ public class GroupFaultTests(ITestOutputHelper output)
             await StopAndCheckAsync(cluster, traces);
         });
     }
+
+    /// <summary>
+    /// A random schedule of kills, pauses and joins on five managers under traffic. The seed is printed; set
+    /// QUINTET_FAULT_SEED to replay one.
+    /// </summary>
+    [Fact]
+    public Task Random_fault_schedule_on_real_managers_keeps_virtual_synchrony()
+    {
+        var seed = int.TryParse(Environment.GetEnvironmentVariable("QUINTET_FAULT_SEED"), out var fixedSeed) ? fixedSeed : Random.Shared.Next(1, 1_000_000);
+        output.WriteLine($"seed {seed} (replay with QUINTET_FAULT_SEED={seed})");
+        var random = new Random(seed);
+        var options = Options(5, out var traces);
+        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:00:30";
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 50);
+            var kills = 0;
+            for (var step = 0; step < 3; step++)
+            {
+                await Task.Delay(TimeSpan.FromMilliseconds(random.Next(500, 2500)));
+                var running = cluster.Active;
+                var target = running[random.Next(running.Count)];
+                switch (random.Next(3))
+                {
+                    case 0 when kills < 2:
+                        kills++;
+                        output.WriteLine($"step {step}: kill -9 {target.Name}");
+                        await cluster.KillAsync(target);
+                        break;
+                    case 1:
+                        var pause = TimeSpan.FromMilliseconds(random.Next(500, 4000));
+                        output.WriteLine($"step {step}: SIGSTOP {target.Name} for {pause.TotalMilliseconds:F0} ms");
+                        await cluster.PauseAsync(target);
+                        await Task.Delay(pause);
+                        await cluster.ResumeAsync(target);
+                        break;
+                    default:
+                        var added = await cluster.AddManagerAsync();
+                        output.WriteLine($"step {step}: {added.Name} joins");
+                        await SetWorkloadAsync([added], 50);
+                        break;
+                }
+            }
+
+            await WaitForGroupViewAsync(cluster.Active);
+            await Task.Delay(TimeSpan.FromSeconds(1));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
 }
