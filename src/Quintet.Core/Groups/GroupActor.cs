@@ -3,6 +3,7 @@ using System.Threading.Channels;
 using Akka.Actor;
 using Akka.Cluster;
 using Quintet.Core.Groups.Tracing;
+using Quintet.Core.Groups.Wire;
 using Envelope = Quintet.Core.Groups.Wire.Envelope;
 
 namespace Quintet.Core.Groups;
@@ -15,6 +16,9 @@ namespace Quintet.Core.Groups;
 internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, IGroupObserver
 {
     private static readonly TimeSpan TickInterval = TimeSpan.FromMilliseconds(5);
+
+    /// <summary>Well under Akka.NET's 128 KB frame limit.</summary>
+    private const int MaxBatchBytes = 64 * 1024;
     private static readonly TimeSpan ReachabilityCheckInterval = TimeSpan.FromMilliseconds(50);
     private static readonly TimeSpan StallThreshold = TimeSpan.FromSeconds(1);
     private static readonly TimeSpan StallGrace = TimeSpan.FromSeconds(3);
@@ -26,6 +30,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private readonly Dictionary<string, ActorSelection> _peers = [];
     private readonly Stopwatch _clock = Stopwatch.StartNew();
     private readonly Dictionary<string, Akka.Actor.Address> _addresses = [];
+    private readonly Dictionary<string, List<Envelope>> _outbox = [];
+    private readonly GroupProtocolOptions _options;
     private bool _started;
     private TimeSpan _lastTickAt;
     private TimeSpan _trustSuspicionFrom;
@@ -35,14 +41,22 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     {
         _group = group;
         _handle = handle;
+        _options = options;
         _cluster = Akka.Cluster.Cluster.Get(Context.System);
         var self = new MemberId(_cluster.SelfAddress.ToString(), _cluster.SelfUniqueAddress.Uid, 1);
         _engine = new GroupEngine(group, self, options, this, this, trace);
         handle.Self = self;
 
         Receive<Envelope>(envelope => _engine.Receive(envelope, Now));
+        Receive<EnvelopeBatch>(batch =>
+        {
+            foreach (var envelope in batch.Envelopes)
+            {
+                _engine.Receive(envelope, Now);
+            }
+        });
+        Receive<GroupHandle.Drain>(_ => DrainSends());
         Receive<Tick>(_ => OnTick());
-        Receive<MulticastCommand>(command => Sender.Tell(_engine.Send(command.Ordering, command.Payload, Now)));
         Receive<ClusterEvent.CurrentClusterState>(OnClusterState);
         Receive<ClusterEvent.MemberUp>(_ => OnMembershipChanged());
         Receive<ClusterEvent.MemberRemoved>(e => Suspect(e.Member));
@@ -66,13 +80,24 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
     public void Send(MemberId to, Envelope envelope)
     {
-        if (!_peers.TryGetValue(to.Node, out var peer))
+        if (!_outbox.TryGetValue(to.Node, out var envelopes))
         {
-            peer = Context.ActorSelection($"{to.Node}/user/{ActorName(_group)}");
-            _peers[to.Node] = peer;
+            envelopes = [];
+            _outbox[to.Node] = envelopes;
         }
 
-        peer.Tell(envelope);
+        envelopes.Add(envelope);
+    }
+
+    private ActorSelection Peer(string node)
+    {
+        if (!_peers.TryGetValue(node, out var peer))
+        {
+            peer = Context.ActorSelection($"{node}/user/{ActorName(_group)}");
+            _peers[node] = peer;
+        }
+
+        return peer;
     }
 
     public void Delivered(Delivery delivery) => _handle.Publish(new MessageDelivered(delivery));
@@ -119,6 +144,64 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         }
 
         _engine.Tick(now);
+        DrainSends();
+    }
+
+    /// <summary>Moves waiting multicasts into the protocol while this member's unstable bytes stay under the credit.</summary>
+    private void DrainSends()
+    {
+        _handle.DrainStarted();
+        while (_engine.UnstableOwnBytes < _options.MaxUnstableBytes && _handle.TryTakeSend(out var pending))
+        {
+            pending.Complete(_engine.Send(pending.Ordering, pending.Payload, Now));
+        }
+    }
+
+    protected override bool AroundReceive(Receive receive, object message)
+    {
+        var handled = base.AroundReceive(receive, message);
+        FlushOutbox();
+        return handled;
+    }
+
+    /// <summary>Sends what the last input produced, one transport message per member (bounded in size).</summary>
+    private void FlushOutbox()
+    {
+        foreach (var (node, envelopes) in _outbox)
+        {
+            if (envelopes.Count == 0)
+            {
+                continue;
+            }
+
+            var peer = Peer(node);
+            if (envelopes.Count == 1)
+            {
+                peer.Tell(envelopes[0]);
+            }
+            else
+            {
+                var batch = new EnvelopeBatch();
+                var size = 0;
+                foreach (var envelope in envelopes)
+                {
+                    var envelopeSize = envelope.CalculateSize();
+                    if (size > 0 && size + envelopeSize > MaxBatchBytes)
+                    {
+                        peer.Tell(batch);
+                        batch = new EnvelopeBatch();
+                        size = 0;
+                    }
+
+                    batch.Envelopes.Add(envelope);
+                    size += envelopeSize;
+                }
+
+                peer.Tell(batch);
+            }
+
+            envelopes.Clear();
+        }
     }
 
     /// <summary>
@@ -185,8 +268,6 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
     private void Suspect(Member member) => _engine.SuspectNode(member.Address.ToString(), member.UniqueAddress.Uid, Now);
 
-    internal sealed record MulticastCommand(MessageOrdering Ordering, ReadOnlyMemory<byte> Payload);
-
     private sealed class Tick
     {
         public static readonly Tick Instance = new();
@@ -199,9 +280,19 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 public sealed class GroupHandle
 {
     private readonly Channel<GroupEvent> _events = Channel.CreateUnbounded<GroupEvent>(new UnboundedChannelOptions { SingleWriter = true });
+    private readonly Channel<PendingMulticast> _sends;
     private IActorRef _actor = ActorRefs.Nobody;
+    private int _drainRequested;
 
-    internal GroupHandle(string name) => Name = name;
+    internal GroupHandle(string name, int sendQueueCapacity)
+    {
+        Name = name;
+        _sends = Channel.CreateBounded<PendingMulticast>(new BoundedChannelOptions(sendQueueCapacity)
+        {
+            SingleReader = true,
+            FullMode = BoundedChannelFullMode.Wait,
+        });
+    }
 
     /// <summary>The group's name.</summary>
     public string Name { get; }
@@ -220,12 +311,19 @@ public sealed class GroupHandle
 
     /// <summary>
     /// Multicasts to every member of the current view. Completes once the message is sent, or queued for the next view
-    /// while a view change runs.
+    /// while a view change runs. Waits while too many of this member's messages are not yet stable (back-pressure).
     /// </summary>
     /// <exception cref="GroupUnavailableException">This member is in no view, on a minority side, or too many sends wait.</exception>
     public async Task MulticastAsync(ReadOnlyMemory<byte> payload, MessageOrdering ordering, CancellationToken cancellationToken = default)
     {
-        var status = await _actor.Ask<SendStatus>(new GroupActor.MulticastCommand(ordering, payload), cancellationToken);
+        var pending = new PendingMulticast(ordering, payload);
+        await _sends.Writer.WriteAsync(pending, cancellationToken);
+        if (Interlocked.Exchange(ref _drainRequested, 1) == 0)
+        {
+            _actor.Tell(Drain.Instance);
+        }
+
+        var status = await pending.Completion.WaitAsync(cancellationToken);
         if (status == SendStatus.Refused)
         {
             throw new GroupUnavailableException(
@@ -238,4 +336,26 @@ public sealed class GroupHandle
     internal void Attach(IActorRef actor) => _actor = actor;
 
     internal void Publish(GroupEvent groupEvent) => _events.Writer.TryWrite(groupEvent);
+
+    internal void DrainStarted() => Volatile.Write(ref _drainRequested, 0);
+
+    internal bool TryTakeSend(out PendingMulticast pending) => _sends.Reader.TryRead(out pending!);
+
+    internal sealed class Drain
+    {
+        public static readonly Drain Instance = new();
+    }
+
+    internal sealed class PendingMulticast(MessageOrdering ordering, ReadOnlyMemory<byte> payload)
+    {
+        private readonly TaskCompletionSource<SendStatus> _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public MessageOrdering Ordering { get; } = ordering;
+
+        public ReadOnlyMemory<byte> Payload { get; } = payload;
+
+        public Task<SendStatus> Completion => _completion.Task;
+
+        public void Complete(SendStatus status) => _completion.TrySetResult(status);
+    }
 }

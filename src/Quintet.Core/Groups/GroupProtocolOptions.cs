@@ -29,6 +29,14 @@ public sealed class GroupProtocolOptions
     /// <summary>How many sends may wait while a view change blocks sending. <value>Default: 10 000.</value></summary>
     public int MaxQueuedSends { get; set; } = 10_000;
 
+    /// <summary>How many payload bytes of its own a member may have multicast that are not yet stable; further sends
+    /// wait (back-pressure to the sender). <value>Default: 4 MiB.</value></summary>
+    public long MaxUnstableBytes { get; set; } = 4 << 20;
+
+    /// <summary>How many multicasts may wait to enter the protocol before <c>MulticastAsync</c> waits too.
+    /// <value>Default: 10 000.</value></summary>
+    public int SendQueueCapacity { get; set; } = 10_000;
+
     /// <summary>How many envelopes from a newer view are kept until that view is installed here.
     /// <value>Default: 10 000.</value></summary>
     public int MaxFutureEnvelopes { get; set; } = 10_000;

@@ -55,7 +55,7 @@ public sealed class GroupService : IDisposable
                 return existing;
             }
 
-            var handle = new GroupHandle(name);
+            var handle = new GroupHandle(name, _options.Protocol.SendQueueCapacity);
             IGroupTraceSink? trace = null;
             if (_options.TraceDirectory is { } directory)
             {
