@@ -2,8 +2,15 @@ using System.Diagnostics;
 using System.Globalization;
 using Quintet.Benchmarks;
 
-// Cluster figures of the component manager, each beside a peer measured in the same run:
-//   dotnet run -c Release --project tests/Quintet.Benchmarks [-- --runs 10 --peer-runs 5]
+// Figures of Quintet, each beside a peer measured in the same run:
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5]
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5]
+if (args.Length > 0 && args[0] == "multicast")
+{
+    await MulticastBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Int(args, "--failovers", 5));
+    return;
+}
+
 var runs = Arguments.Int(args, "--runs", 10);
 var peerRuns = Arguments.Int(args, "--peer-runs", 5);
 

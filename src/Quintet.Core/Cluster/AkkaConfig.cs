@@ -41,6 +41,9 @@ internal static class AkkaConfig
                 dot-netty.tcp {
                   hostname = {{Quote(options.Host)}}
                   port = {{options.Port}}
+                  # Group batches stay under 64 KB; a large application payload may not. Socket buffers stay at their
+                  # defaults: larger ones would queue heartbeats behind megabytes of data.
+                  maximum-frame-size = 4194304b
                 }
               }
               cluster {
@@ -57,6 +60,9 @@ internal static class AkkaConfig
                 # Every manager watches every other (up to 16), so that each one's own failure detector can suspect any
                 # member of its groups; Akka.NET's default of 9 watchers suits large clusters.
                 monitored-by-nr-of-members = 16
+                # Heartbeats and gossip on threads of their own: a busy group or component cannot starve the failure
+                # detector into suspecting healthy managers.
+                use-dispatcher = akka.quintet-cluster-dispatcher
                 run-coordinated-shutdown-when-down = on
                 downing-provider-class = "Akka.Cluster.SBR.SplitBrainResolverProvider, Akka.Cluster"
                 split-brain-resolver {
@@ -67,6 +73,13 @@ internal static class AkkaConfig
                   heartbeat-interval = {{Millis(fd.HeartbeatInterval)}}
                   acceptable-heartbeat-pause = {{Millis(fd.AcceptableHeartbeatPause)}}
                   threshold = {{fd.Threshold.ToString("R", CultureInfo.InvariantCulture)}}
+                }
+              }
+              quintet-cluster-dispatcher {
+                type = ForkJoinDispatcher
+                throughput = 5
+                dedicated-thread-pool {
+                  thread-count = 2
                 }
               }
               # The host drives shutdown (SIGTERM, service stop); the CLR hook would race it.

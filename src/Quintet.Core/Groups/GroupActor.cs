@@ -43,7 +43,9 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle = handle;
         _options = options;
         _cluster = Akka.Cluster.Cluster.Get(Context.System);
-        var self = new MemberId(_cluster.SelfAddress.ToString(), _cluster.SelfUniqueAddress.Uid, 1);
+        // After a restart (a fault in this actor) the state is gone: the member comes back as a new incarnation.
+        var incarnation = handle.Self.Node is null ? 1 : handle.Self.Incarnation + 1;
+        var self = new MemberId(_cluster.SelfAddress.ToString(), _cluster.SelfUniqueAddress.Uid, incarnation);
         _engine = new GroupEngine(group, self, options, this, this, trace);
         handle.Self = self;
 
@@ -104,6 +106,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
     public void ViewInstalled(GroupView view)
     {
+        _handle.LastChange = (_handle.FirstSuspicionTimestamp, Stopwatch.GetTimestamp());
+        _handle.FirstSuspicionTimestamp = 0;
         _handle.View = view;
         _handle.InPrimary = true;
         _handle.Publish(new ViewInstalled(view));
@@ -221,6 +225,11 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             if (member.Node != _handle.Self.Node && _addresses.TryGetValue(member.Node, out var address)
                 && !_cluster.FailureDetector.IsAvailable(address))
             {
+                if (_handle.FirstSuspicionTimestamp == 0)
+                {
+                    _handle.FirstSuspicionTimestamp = Stopwatch.GetTimestamp();
+                }
+
                 _engine.SuspectNode(member.Node, member.Uid, Now);
             }
         }
@@ -308,6 +317,14 @@ public sealed class GroupHandle
 
     /// <summary>Deliveries, views and losses, in the order they happened at this member.</summary>
     public ChannelReader<GroupEvent> Events => _events.Reader;
+
+    /// <summary>
+    /// The last view change as this member saw it, in <see cref="Stopwatch"/> timestamps: when its failure detector first
+    /// suspected a member (0 when the change had another cause, such as a join) and when it installed the view.
+    /// </summary>
+    public (long Suspected, long Installed) LastChange { get; internal set; }
+
+    internal long FirstSuspicionTimestamp { get; set; }
 
     /// <summary>
     /// Multicasts to every member of the current view. Completes once the message is sent, or queued for the next view

@@ -26,6 +26,8 @@ internal enum SendStatus
 /// </summary>
 internal sealed partial class GroupEngine
 {
+    private const int MaxRetransmitBytes = 48 * 1024;
+
     private readonly string _group;
     private readonly GroupProtocolOptions _options;
     private readonly IGroupTransport _transport;
@@ -49,7 +51,7 @@ internal sealed partial class GroupEngine
     private long _lastTotalIndex;
     private TimeSpan _now;
     private TimeSpan _lastDigestAt;
-    private TimeSpan _lastJoinRequestAt = TimeSpan.MinValue;
+    private TimeSpan _lastJoinRequestAt = TimeSpan.FromDays(-1);
     private IReadOnlyCollection<MemberId> _joinContacts = [];
 
     public GroupEngine(string group, MemberId self, GroupProtocolOptions options, IGroupTransport transport, IGroupObserver observer, IGroupTraceSink? trace)
@@ -276,6 +278,11 @@ internal sealed partial class GroupEngine
         if (_promised is not null)
         {
             CheckFlushComplete();
+        }
+        else if (_now - _lastAckAt >= _options.AckInterval && HoldsMoreThanAcked())
+        {
+            // Acknowledge at once rather than at the next tick: total-order delivery waits for a majority's acks.
+            SendDigest();
         }
     }
 

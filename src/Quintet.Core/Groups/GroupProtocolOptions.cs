@@ -30,8 +30,8 @@ public sealed class GroupProtocolOptions
     public int MaxQueuedSends { get; set; } = 10_000;
 
     /// <summary>How many payload bytes of its own a member may have multicast that are not yet stable; further sends
-    /// wait (back-pressure to the sender). <value>Default: 4 MiB.</value></summary>
-    public long MaxUnstableBytes { get; set; } = 4 << 20;
+    /// wait (back-pressure to the sender). <value>Default: 1 MiB.</value></summary>
+    public long MaxUnstableBytes { get; set; } = 1 << 20;
 
     /// <summary>How many multicasts may wait to enter the protocol before <c>MulticastAsync</c> waits too.
     /// <value>Default: 10 000.</value></summary>

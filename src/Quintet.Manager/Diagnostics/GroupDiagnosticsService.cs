@@ -22,6 +22,7 @@ public sealed class DiagnosticsOptions
 internal sealed class GroupDiagnosticsService(
     ManagersGroupMonitor monitor,
     GroupWorkload workload,
+    RawRemotingWorkload raw,
     IOptions<DiagnosticsOptions> options) : GroupDiagnostics.GroupDiagnosticsBase
 {
     public override Task<GroupStatus> GetGroupStatus(GroupStatusRequest request, ServerCallContext context)
@@ -46,6 +47,8 @@ internal sealed class GroupDiagnosticsService(
             ViewsInstalled = monitor.ViewsInstalled,
             LatencyP50Ms = p50,
             LatencyP99Ms = p99,
+            LastSuspicionTimestamp = group.LastChange.Suspected,
+            LastInstallTimestamp = group.LastChange.Installed,
         };
         if (view is not null)
         {
@@ -72,7 +75,26 @@ internal sealed class GroupDiagnosticsService(
             throw new RpcException(new Status(StatusCode.InvalidArgument, $"payload_bytes must be between 16 and 1048576, not {request.PayloadBytes}."));
         }
 
+        if (request.TotalFraction is < 0 or > 1 || double.IsNaN(request.TotalFraction))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"total_fraction must be between 0 and 1, not {request.TotalFraction}."));
+        }
+
         workload.Set(request.MessagesPerSecond, request.PayloadBytes, request.TotalFraction);
         return Task.FromResult(new SetWorkloadResponse());
     }
+
+    public override Task<SetWorkloadResponse> SetRawWorkload(SetRawWorkloadRequest request, ServerCallContext context)
+    {
+        if (!options.Value.EnableWorkload)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, "The synthetic workload is off; start the manager with Quintet:Diagnostics:EnableWorkload=true to use it."));
+        }
+
+        raw.Set(request.On, Math.Clamp(request.PayloadBytes, 1, 1 << 20));
+        return Task.FromResult(new SetWorkloadResponse());
+    }
+
+    public override Task<RawStatus> GetRawStatus(GroupStatusRequest request, ServerCallContext context) =>
+        Task.FromResult(new RawStatus { Received = raw.Received, Sent = raw.Sent });
 }

@@ -8,6 +8,31 @@ namespace Quintet.Manager.Diagnostics;
 /// A synthetic multicast load on the managers group, for tests and benchmarks: a given rate of messages, part of them
 /// in total order, each starting with its send timestamp so that the sender can measure delivery latency.
 /// </summary>
+/// <summary>The head of a workload message: a marker, then the send timestamp (Stopwatch ticks, machine-wide).</summary>
+internal static class WorkloadPayload
+{
+    public const int MinimumLength = 16;
+    private const long Marker = 0x414F_4C4B_524F_5751; // "QWORKLOA"
+
+    public static void Stamp(Span<byte> payload)
+    {
+        BinaryPrimitives.WriteInt64LittleEndian(payload, Marker);
+        BinaryPrimitives.WriteInt64LittleEndian(payload[8..], Stopwatch.GetTimestamp());
+    }
+
+    public static bool TryReadTimestamp(ReadOnlySpan<byte> payload, out long timestamp)
+    {
+        timestamp = 0;
+        if (payload.Length < MinimumLength || BinaryPrimitives.ReadInt64LittleEndian(payload) != Marker)
+        {
+            return false;
+        }
+
+        timestamp = BinaryPrimitives.ReadInt64LittleEndian(payload[8..]);
+        return true;
+    }
+}
+
 internal sealed class GroupWorkload(ManagersGroupMonitor monitor, ILogger<GroupWorkload> logger) : BackgroundService
 {
     private readonly Lock _gate = new();
@@ -24,7 +49,7 @@ internal sealed class GroupWorkload(ManagersGroupMonitor monitor, ILogger<GroupW
     {
         lock (_gate)
         {
-            _settings = (rate, Math.Max(16, payloadBytes == 0 ? 64 : payloadBytes), totalFraction is > 0 and <= 1 ? totalFraction : 0.5);
+            _settings = (rate, Math.Max(16, payloadBytes == 0 ? 64 : payloadBytes), Math.Clamp(totalFraction, 0, 1));
             _changed.TrySetResult();
             _changed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         }
@@ -72,7 +97,7 @@ internal sealed class GroupWorkload(ManagersGroupMonitor monitor, ILogger<GroupW
             {
                 issued++;
                 var payload = new byte[current.PayloadBytes];
-                BinaryPrimitives.WriteInt64LittleEndian(payload, Stopwatch.GetTimestamp());
+                WorkloadPayload.Stamp(payload);
                 var ordering = random.NextDouble() < current.TotalFraction ? MessageOrdering.Total : MessageOrdering.Atomic;
                 sends.Add(SendOneAsync(payload, ordering, stoppingToken));
             }

@@ -1,4 +1,3 @@
-using System.Buffers.Binary;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using Quintet.Core.Groups;
@@ -7,7 +6,8 @@ namespace Quintet.Manager.Diagnostics;
 
 /// <summary>
 /// Reads the managers group's events on this manager: counts deliveries, logs views and losses, and measures the
-/// delivery latency of this manager's own workload messages (their payload starts with the send timestamp).
+/// delivery latency of workload messages (their payload carries the send timestamp; managers share the machine's
+/// monotonic clock only when they share the machine, as in tests and benchmarks).
 /// </summary>
 internal sealed partial class ManagersGroupMonitor(GroupService groups, ILogger<ManagersGroupMonitor> logger) : BackgroundService
 {
@@ -55,9 +55,8 @@ internal sealed partial class ManagersGroupMonitor(GroupService groups, ILogger<
                     case MessageDelivered { Delivery: var delivery }:
                         Interlocked.Increment(ref _delivered);
                         Deliveries.Add(1);
-                        if (delivery.Sender == group.Self && delivery.Payload.Length >= 8)
+                        if (WorkloadPayload.TryReadTimestamp(delivery.Payload.Span, out var sentAt))
                         {
-                            var sentAt = BinaryPrimitives.ReadInt64LittleEndian(delivery.Payload.Span);
                             var latency = Stopwatch.GetElapsedTime(sentAt).TotalMilliseconds;
                             lock (_gate)
                             {

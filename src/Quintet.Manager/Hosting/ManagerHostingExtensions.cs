@@ -65,6 +65,8 @@ public static class ManagerHostingExtensions
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagersGroupMonitor>());
         builder.Services.AddSingleton<GroupWorkload>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<GroupWorkload>());
+        builder.Services.AddSingleton<RawRemotingWorkload>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<RawRemotingWorkload>());
 
         builder.Services.AddGrpc(o => o.EnableDetailedErrors = false);
         builder.Services.AddGrpcHealthChecks().AddCheck<ClusterMembershipHealthCheck>("cluster-membership");

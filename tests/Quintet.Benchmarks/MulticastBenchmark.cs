@@ -1,0 +1,170 @@
+using System.Diagnostics;
+using System.Globalization;
+using Grpc.Core;
+using Quintet.Protocol.Diagnostics;
+using Quintet.TestingHost;
+
+namespace Quintet.Benchmarks;
+
+/// <summary>
+/// Multicast throughput and latency of the managers group on 3 and 5 manager processes, beside raw Akka.NET remoting
+/// one-way between the same processes; then the group's failover (kill -9 to the new view at all survivors, split into
+/// detection and flush) and a join.
+/// </summary>
+internal static class MulticastBenchmark
+{
+    private static readonly TimeSpan Warmup = TimeSpan.FromSeconds(2);
+
+    public static async Task RunAsync(int seconds, int failovers)
+    {
+        var window = TimeSpan.FromSeconds(seconds);
+        Console.WriteLine($"Quintet multicast benchmark: {seconds} s windows after {Warmup.TotalSeconds:F0} s warm-up; {Environment.ProcessorCount} cores; {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC.");
+        Console.WriteLine("Throughput is messages delivered per second at the slowest member; every member sends at full speed.");
+        Console.WriteLine();
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"{"managers",8} {"bytes",6} {"ordering",9} {"group/s",10} {"raw/s",10} {"ratio",6} {"p50 ms",8} {"p99 ms",8} {"p50@200/s",10} {"p99@200/s",10}"));
+        foreach (var managers in new[] { 3, 5 })
+        {
+            foreach (var bytes in new[] { 64, 1024 })
+            {
+                // A fresh cluster per size: an overload in one configuration must not spill into the next.
+                try
+                {
+                    await using var cluster = await StartAsync(managers);
+                    var raw = await MeasureRawAsync(cluster, bytes, window);
+                    foreach (var (name, fraction) in new[] { ("atomic", 0.0), ("total", 1.0) })
+                    {
+                        var (rate, p50, p99) = await MeasureGroupAsync(cluster, bytes, fraction, 1_000_000, window);
+                        var (_, lightP50, lightP99) = await MeasureGroupAsync(cluster, bytes, fraction, 200, TimeSpan.FromSeconds(3));
+                        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                            $"{managers,8} {bytes,6} {name,9} {rate,10:F0} {raw,10:F0} {rate / raw,6:F2} {p50,8:F1} {p99,8:F1} {lightP50,10:F1} {lightP99,10:F1}"));
+                    }
+                }
+                catch (Exception ex) when (ex is RpcException or TimeoutException or InvalidOperationException)
+                {
+                    Console.WriteLine($"{managers,8} {bytes,6} failed: {ex.GetType().Name}: {ex.Message.Split('\n')[0]}");
+                }
+            }
+        }
+
+        Console.WriteLine();
+        await MeasureFailoverAsync(failovers);
+    }
+
+    private static async Task<LocalCluster> StartAsync(int managers)
+    {
+        var options = new LocalClusterOptions { InitialManagers = managers, Timeout = TimeSpan.FromSeconds(90) };
+        options.Settings["Quintet:Diagnostics:EnableWorkload"] = "true";
+        options.Settings["Logging:LogLevel:Default"] = "Warning";
+        var cluster = await LocalCluster.StartAsync(options);
+        await WaitForGroupViewAsync(cluster.Managers, TimeSpan.FromSeconds(60));
+        return cluster;
+    }
+
+    private static GroupDiagnostics.GroupDiagnosticsClient Diagnostics(ManagerProcess manager) => new(manager.Channel);
+
+    private static async Task<GroupStatus[]> StatusesAsync(IEnumerable<ManagerProcess> managers) =>
+        await Task.WhenAll(managers.Select(async m => await Diagnostics(m).GetGroupStatusAsync(new GroupStatusRequest(), deadline: DateTime.UtcNow.AddSeconds(10))));
+
+    private static async Task<double> MeasureRawAsync(LocalCluster cluster, int bytes, TimeSpan window)
+    {
+        await Task.WhenAll(cluster.Managers.Select(async m => await Diagnostics(m).SetRawWorkloadAsync(new SetRawWorkloadRequest { On = true, PayloadBytes = bytes })));
+        await Task.Delay(Warmup);
+        var before = await Task.WhenAll(cluster.Managers.Select(async m => (await Diagnostics(m).GetRawStatusAsync(new GroupStatusRequest())).Received));
+        var clock = Stopwatch.StartNew();
+        await Task.Delay(window);
+        var after = await Task.WhenAll(cluster.Managers.Select(async m => (await Diagnostics(m).GetRawStatusAsync(new GroupStatusRequest())).Received));
+        var elapsed = clock.Elapsed.TotalSeconds;
+        await Task.WhenAll(cluster.Managers.Select(async m => await Diagnostics(m).SetRawWorkloadAsync(new SetRawWorkloadRequest { On = false })));
+        await Task.Delay(TimeSpan.FromSeconds(1));
+        return before.Zip(after, (b, a) => (a - b) / elapsed).Min();
+    }
+
+    private static async Task<(double Rate, double P50, double P99)> MeasureGroupAsync(LocalCluster cluster, int bytes, double totalFraction, double rate, TimeSpan window)
+    {
+        await SetWorkloadAsync(cluster, rate, bytes, totalFraction);
+        await Task.Delay(Warmup);
+        var before = await StatusesAsync(cluster.Managers); // also resets the latency samples
+        var clock = Stopwatch.StartNew();
+        await Task.Delay(window);
+        var after = await StatusesAsync(cluster.Managers);
+        var elapsed = clock.Elapsed.TotalSeconds;
+        await SetWorkloadAsync(cluster, 0, bytes, totalFraction);
+        await Task.Delay(TimeSpan.FromSeconds(2));
+        var throughput = before.Zip(after, (b, a) => (a.Delivered - b.Delivered) / elapsed).Min();
+        var p50 = after.Select(s => s.LatencyP50Ms).Order().ElementAt(after.Length / 2);
+        var p99 = after.Max(s => s.LatencyP99Ms);
+        return (throughput, p50, p99);
+    }
+
+    private static async Task SetWorkloadAsync(LocalCluster cluster, double rate, int bytes, double totalFraction) =>
+        await Task.WhenAll(cluster.Active.Select(async m => await Diagnostics(m).SetWorkloadAsync(
+            new SetWorkloadRequest { MessagesPerSecond = rate, PayloadBytes = bytes, TotalFraction = totalFraction })));
+
+    private static async Task<TimeSpan> WaitForGroupViewAsync(IReadOnlyCollection<ManagerProcess> managers, TimeSpan bound)
+    {
+        var clock = Stopwatch.StartNew();
+        while (clock.Elapsed < bound)
+        {
+            try
+            {
+                var statuses = await StatusesAsync(managers);
+                if (statuses.All(s => s.InPrimary && s.ViewId == statuses[0].ViewId && s.Members.Count == managers.Count))
+                {
+                    return clock.Elapsed;
+                }
+            }
+            catch (RpcException)
+            {
+                // A manager still starting: ask again.
+            }
+
+            await Task.Delay(20);
+        }
+
+        throw new TimeoutException($"No common group view of {managers.Count} managers within {bound}.");
+    }
+
+    /// <summary>kill -9 of a member of 3 under light traffic: detection (a survivor's failure detector suspects it) and the
+    /// view change (to the new view installed at every survivor), from the managers' own timestamps.</summary>
+    private static async Task MeasureFailoverAsync(int runs)
+    {
+        var detections = new List<double>();
+        var totals = new List<double>();
+        var joins = new List<double>();
+        for (var run = 0; run < runs; run++)
+        {
+            await using var cluster = await StartAsync(3);
+            await SetWorkloadAsync(cluster, 100, 64, 0.5);
+            await Task.Delay(TimeSpan.FromSeconds(1));
+
+            var victim = cluster.Managers[2];
+            var survivors = cluster.Managers.Take(2).ToList();
+            var killedAt = Stopwatch.GetTimestamp();
+            await cluster.KillAsync(victim);
+            await WaitForGroupViewAsync(survivors, TimeSpan.FromSeconds(30));
+            var statuses = await StatusesAsync(survivors);
+            var suspected = statuses.Where(s => s.LastSuspicionTimestamp > 0).Select(s => s.LastSuspicionTimestamp).DefaultIfEmpty(killedAt).Min();
+            var installed = statuses.Max(s => s.LastInstallTimestamp);
+            detections.Add(Stopwatch.GetElapsedTime(killedAt, suspected).TotalMilliseconds);
+            totals.Add(Stopwatch.GetElapsedTime(killedAt, installed).TotalMilliseconds);
+            var total = totals[^1];
+
+            var joinClock = Stopwatch.StartNew();
+            var joiner = await cluster.AddManagerAsync();
+            await cluster.WaitForViewAsync([.. survivors, joiner]);
+            var up = joinClock.Elapsed.TotalMilliseconds;
+            await WaitForGroupViewAsync([.. survivors, joiner], TimeSpan.FromSeconds(30));
+            joins.Add(joinClock.Elapsed.TotalMilliseconds - up);
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"failover run {run + 1}/{runs}: detection {detections[^1],6:F0} ms, flush {total - detections[^1],5:F0} ms, view at all survivors {total,6:F0} ms; join: Up to group view {joins[^1],5:F0} ms"));
+        }
+
+        static double Median(List<double> values) => values.Order().ElementAt(values.Count / 2);
+        var flushes = totals.Zip(detections, (t, d) => t - d).ToList();
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"median: detection {Median(detections):F0} ms, detection to new view at all survivors {Median(flushes):F0} ms (target 500 ms), kill to new view {Median(totals):F0} ms; manager Up to in the group view {Median(joins):F0} ms"));
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"peer: MSCS detection + regroup 10200 ms; ratio {Median(totals) / 10200:F2}"));
+    }
+}
