@@ -134,6 +134,34 @@ public class GroupProtocolTests(ITestOutputHelper output)
         AssertProperties(simulation);
     }
 
+    [Theory]
+    [InlineData(1)]
+    [InlineData(2)]
+    [InlineData(3)]
+    public void Coordinator_crash_in_the_middle_of_a_flush_keeps_every_property(int seed)
+    {
+        var simulation = Start(5, seed);
+        simulation.WorkloadOn = true;
+        simulation.RunFor(Second);
+        simulation.Crash(simulation.Members[4]);
+
+        // Run until the view change has begun (members promised and stopped delivering), then crash its leader.
+        var waited = TimeSpan.Zero;
+        while (!simulation.Members.Take(4).Any(m => m.Engine.IsBlocked) && waited < 5 * Second)
+        {
+            simulation.RunFor(TimeSpan.FromMilliseconds(1));
+            waited += TimeSpan.FromMilliseconds(1);
+        }
+
+        Assert.True(waited < 5 * Second, "no view change started");
+        simulation.Crash(simulation.Members[0]);
+        simulation.RunFor(5 * Second);
+        simulation.Quiesce();
+
+        AssertOneFinalView(simulation, 3);
+        AssertProperties(simulation);
+    }
+
     [Fact]
     public void Member_joins_during_traffic()
     {
