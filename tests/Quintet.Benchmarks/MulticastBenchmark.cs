@@ -15,15 +15,17 @@ internal static class MulticastBenchmark
 {
     private static readonly TimeSpan Warmup = TimeSpan.FromSeconds(2);
 
-    public static async Task RunAsync(int seconds, int failovers)
+    public static async Task RunAsync(int seconds, int failovers, int[] managerCounts, int rate)
     {
         var window = TimeSpan.FromSeconds(seconds);
         Console.WriteLine($"Quintet multicast benchmark: {seconds} s windows after {Warmup.TotalSeconds:F0} s warm-up; {Environment.ProcessorCount} cores; {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC.");
-        Console.WriteLine("Throughput is messages delivered per second at the slowest member; every member sends at full speed.");
+        Console.WriteLine(rate >= 1_000_000
+            ? "Throughput is messages delivered per second at the slowest member; every member sends at full speed."
+            : $"Throughput is messages delivered per second at the slowest member; every member offers {rate} messages per second.");
         Console.WriteLine();
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
             $"{"managers",8} {"bytes",6} {"ordering",9} {"group/s",10} {"raw/s",10} {"ratio",6} {"p50 ms",8} {"p99 ms",8} {"p50@200/s",10} {"p99@200/s",10}"));
-        foreach (var managers in new[] { 3, 5 })
+        foreach (var managers in managerCounts)
         {
             foreach (var bytes in new[] { 64, 1024 })
             {
@@ -34,10 +36,10 @@ internal static class MulticastBenchmark
                     var raw = await MeasureRawAsync(cluster, bytes, window);
                     foreach (var (name, fraction) in new[] { ("atomic", 0.0), ("total", 1.0) })
                     {
-                        var (rate, p50, p99) = await MeasureGroupAsync(cluster, bytes, fraction, 1_000_000, window);
+                        var (throughput, p50, p99) = await MeasureGroupAsync(cluster, bytes, fraction, rate, window);
                         var (_, lightP50, lightP99) = await MeasureGroupAsync(cluster, bytes, fraction, 200, TimeSpan.FromSeconds(3));
                         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                            $"{managers,8} {bytes,6} {name,9} {rate,10:F0} {raw,10:F0} {rate / raw,6:F2} {p50,8:F1} {p99,8:F1} {lightP50,10:F1} {lightP99,10:F1}"));
+                            $"{managers,8} {bytes,6} {name,9} {throughput,10:F0} {raw,10:F0} {throughput / raw,6:F2} {p50,8:F1} {p99,8:F1} {lightP50,10:F1} {lightP99,10:F1}"));
                     }
                 }
                 catch (Exception ex) when (ex is RpcException or TimeoutException or InvalidOperationException)
@@ -47,8 +49,11 @@ internal static class MulticastBenchmark
             }
         }
 
-        Console.WriteLine();
-        await MeasureFailoverAsync(failovers);
+        if (failovers > 0)
+        {
+            Console.WriteLine();
+            await MeasureFailoverAsync(failovers);
+        }
     }
 
     private static async Task<LocalCluster> StartAsync(int managers)

@@ -4,10 +4,15 @@ using Quintet.Benchmarks;
 
 // Figures of Quintet, each beside a peer measured in the same run:
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5]
-//   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5]
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N]
+//   (--rate: messages per second per manager; the default is as fast as the group accepts them)
 if (args.Length > 0 && args[0] == "multicast")
 {
-    await MulticastBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Int(args, "--failovers", 5));
+    await MulticastBenchmark.RunAsync(
+        Arguments.Int(args, "--seconds", 5),
+        Arguments.Int(args, "--failovers", 5),
+        Arguments.Ints(args, "--managers", [3, 5]),
+        Arguments.Int(args, "--rate", 1_000_000));
     return;
 }
 
@@ -47,8 +52,16 @@ namespace Quintet.Benchmarks
         public static int Int(string[] args, string name, int fallback)
         {
             var i = Array.IndexOf(args, name);
-            return i >= 0 && i + 1 < args.Length && int.TryParse(args[i + 1], CultureInfo.InvariantCulture, out var value) && value > 0
+            return i >= 0 && i + 1 < args.Length && int.TryParse(args[i + 1], CultureInfo.InvariantCulture, out var value) && value >= 0
                 ? value
+                : fallback;
+        }
+
+        public static int[] Ints(string[] args, string name, int[] fallback)
+        {
+            var i = Array.IndexOf(args, name);
+            return i >= 0 && i + 1 < args.Length
+                ? [.. args[i + 1].Split(',').Select(v => int.Parse(v, CultureInfo.InvariantCulture))]
                 : fallback;
         }
     }

@@ -14,8 +14,8 @@ namespace Quintet.Manager.Diagnostics;
 internal sealed class RawRemotingWorkload(ClusterNode node) : BackgroundService
 {
     private const string ActorName = "quintet-raw-probe";
-    private const int AckEvery = 1000;
-    private const int Window = 20_000;
+    private const int AckEvery = 200;
+    private const int Window = 2_000;
 
     private readonly Lock _gate = new();
     private IActorRef _probe = ActorRefs.Nobody;
