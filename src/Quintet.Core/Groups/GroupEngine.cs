@@ -45,7 +45,6 @@ internal sealed partial class GroupEngine
     private long[][] _held = [];
     private long[] _lastAcked = [];
     private TimeSpan _lastAckAt;
-    private long[] _lastSentBy = [];
     private long[] _sequencerScanned = [];
     private long _lastSent;
     private long _lastTotalIndex;
@@ -309,7 +308,6 @@ internal sealed partial class GroupEngine
         }
 
         _digests[fromRank] = [.. digest.Processed];
-        _lastSentBy[fromRank] = Math.Max(_lastSentBy[fromRank], digest.LastSent);
         if (digest.Contiguous.Count == _streams.Length)
         {
             for (var r = 0; r < _streams.Length; r++)
@@ -575,7 +573,6 @@ internal sealed partial class GroupEngine
         _digests = [.. Enumerable.Range(0, n).Select(_ => new long[n])];
         _held = [.. Enumerable.Range(0, n).Select(_ => new long[n])];
         _lastAcked = new long[n];
-        _lastSentBy = new long[n];
         _sequencerScanned = new long[n];
         _orderApplied = 0;
         _lastSent = 0;
