@@ -3,6 +3,7 @@ using System.Text;
 using Grpc.Core;
 using Grpc.Health.V1;
 using Quintet.Protocol.Admin;
+using Quintet.Protocol.Diagnostics;
 
 namespace Quintet.TestingHost;
 
@@ -230,6 +231,47 @@ public sealed class LocalCluster : IAsyncDisposable
 
             await Task.Delay(PollInterval, cancellationToken);
         }
+    }
+
+    /// <summary>The manager's membership in the managers group (view, members, counters), from its diagnostics API.</summary>
+    public async Task<GroupStatus> GroupStatusAsync(ManagerProcess manager, CancellationToken cancellationToken = default)
+    {
+        EnsureOwned(manager);
+        return await new GroupDiagnostics.GroupDiagnosticsClient(manager.Channel).GetGroupStatusAsync(
+            new GroupStatusRequest(), deadline: DateTime.UtcNow + CallDeadline, cancellationToken: cancellationToken);
+    }
+
+    /// <summary>
+    /// Waits until every one of <paramref name="managers"/> is in the primary component, in one and the same group view of
+    /// exactly those managers, and returns how long that took.
+    /// </summary>
+    /// <exception cref="TimeoutException">Not within <see cref="LocalClusterOptions.Timeout"/>; the message holds the last statuses.</exception>
+    public async Task<TimeSpan> WaitForGroupViewAsync(IReadOnlyCollection<ManagerProcess> managers, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(managers);
+        var started = Stopwatch.StartNew();
+        var last = string.Empty;
+        while (started.Elapsed < _options.Timeout)
+        {
+            try
+            {
+                var statuses = await Task.WhenAll(managers.Select(m => GroupStatusAsync(m, cancellationToken)));
+                last = string.Join("; ", statuses.Select(s => $"{s.Self}: view {s.ViewId} [{string.Join(", ", s.Members)}]"));
+                if (statuses.All(s => s.InPrimary && s.ViewId == statuses[0].ViewId && s.Members.Count == managers.Count)
+                    && managers.All(m => statuses[0].Members.Any(member => member.StartsWith(m.ClusterAddress + "#", StringComparison.Ordinal))))
+                {
+                    return started.Elapsed;
+                }
+            }
+            catch (RpcException ex)
+            {
+                last = ex.Status.ToString();
+            }
+
+            await Task.Delay(PollInterval, cancellationToken);
+        }
+
+        throw new TimeoutException($"No common group view of {managers.Count} managers within {_options.Timeout.TotalSeconds:F0} s. Last: {last}");
     }
 
     /// <summary>Waits until the manager's <c>grpc.health.v1</c> service answers SERVING.</summary>

@@ -62,7 +62,7 @@ internal static class MulticastBenchmark
         options.Settings["Quintet:Diagnostics:EnableWorkload"] = "true";
         options.Settings["Logging:LogLevel:Default"] = "Warning";
         var cluster = await LocalCluster.StartAsync(options);
-        await WaitForGroupViewAsync(cluster.Managers, TimeSpan.FromSeconds(60));
+        await cluster.WaitForGroupViewAsync(cluster.Managers);
         return cluster;
     }
 
@@ -106,30 +106,6 @@ internal static class MulticastBenchmark
         await Task.WhenAll(cluster.Active.Select(async m => await Diagnostics(m).SetWorkloadAsync(
             new SetWorkloadRequest { MessagesPerSecond = rate, PayloadBytes = bytes, TotalFraction = totalFraction })));
 
-    private static async Task<TimeSpan> WaitForGroupViewAsync(IReadOnlyCollection<ManagerProcess> managers, TimeSpan bound)
-    {
-        var clock = Stopwatch.StartNew();
-        while (clock.Elapsed < bound)
-        {
-            try
-            {
-                var statuses = await StatusesAsync(managers);
-                if (statuses.All(s => s.InPrimary && s.ViewId == statuses[0].ViewId && s.Members.Count == managers.Count))
-                {
-                    return clock.Elapsed;
-                }
-            }
-            catch (RpcException)
-            {
-                // A manager still starting: ask again.
-            }
-
-            await Task.Delay(20);
-        }
-
-        throw new TimeoutException($"No common group view of {managers.Count} managers within {bound}.");
-    }
-
     /// <summary>kill -9 of a member of 3 under light traffic: detection (a survivor's failure detector suspects it) and the
     /// view change (to the new view installed at every survivor), from the managers' own timestamps.</summary>
     private static async Task MeasureFailoverAsync(int runs)
@@ -147,7 +123,7 @@ internal static class MulticastBenchmark
             var survivors = cluster.Managers.Take(2).ToList();
             var killedAt = Stopwatch.GetTimestamp();
             await cluster.KillAsync(victim);
-            await WaitForGroupViewAsync(survivors, TimeSpan.FromSeconds(30));
+            await cluster.WaitForGroupViewAsync(survivors);
             var statuses = await StatusesAsync(survivors);
             var suspected = statuses.Where(s => s.LastSuspicionTimestamp > 0).Select(s => s.LastSuspicionTimestamp).DefaultIfEmpty(killedAt).Min();
             var installed = statuses.Max(s => s.LastInstallTimestamp);
@@ -159,7 +135,7 @@ internal static class MulticastBenchmark
             var joiner = await cluster.AddManagerAsync();
             await cluster.WaitForViewAsync([.. survivors, joiner]);
             var up = joinClock.Elapsed.TotalMilliseconds;
-            await WaitForGroupViewAsync([.. survivors, joiner], TimeSpan.FromSeconds(30));
+            await cluster.WaitForGroupViewAsync([.. survivors, joiner]);
             joins.Add(joinClock.Elapsed.TotalMilliseconds - up);
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
                 $"failover run {run + 1}/{runs}: detection {detections[^1],6:F0} ms, flush {total - detections[^1],5:F0} ms, view at all survivors {total,6:F0} ms; join: Up to group view {joins[^1],5:F0} ms"));

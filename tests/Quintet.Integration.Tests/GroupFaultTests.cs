@@ -1,5 +1,4 @@
 using System.Diagnostics;
-using Grpc.Core;
 using Quintet.Core.Groups.Tracing;
 using Quintet.Protocol.Diagnostics;
 using Quintet.TestingHost;
@@ -13,8 +12,6 @@ namespace Quintet.Integration.Tests;
 /// </summary>
 public class GroupFaultTests(ITestOutputHelper output)
 {
-    private static readonly TimeSpan Bound = TimeSpan.FromSeconds(60);
-
     private static LocalClusterOptions Options(int managers, out string traceDirectory)
     {
         var options = ClusterTest.Options(managers);
@@ -25,37 +22,6 @@ public class GroupFaultTests(ITestOutputHelper output)
     }
 
     private static GroupDiagnostics.GroupDiagnosticsClient Diagnostics(ManagerProcess manager) => new(manager.Channel);
-
-    private static async Task<GroupStatus> StatusAsync(ManagerProcess manager) =>
-        await Diagnostics(manager).GetGroupStatusAsync(new GroupStatusRequest(), deadline: DateTime.UtcNow.AddSeconds(5));
-
-    /// <summary>Waits until every given manager is in one group view of exactly those managers, and returns the time it took.</summary>
-    private static async Task<TimeSpan> WaitForGroupViewAsync(IReadOnlyCollection<ManagerProcess> managers)
-    {
-        var started = Stopwatch.StartNew();
-        var last = string.Empty;
-        while (started.Elapsed < Bound)
-        {
-            try
-            {
-                var statuses = await Task.WhenAll(managers.Select(StatusAsync));
-                last = string.Join("; ", statuses.Select(s => $"{s.Self}: view {s.ViewId} [{string.Join(", ", s.Members)}]"));
-                if (statuses.All(s => s.InPrimary && s.ViewId == statuses[0].ViewId && s.Members.Count == managers.Count)
-                    && managers.All(m => statuses[0].Members.Any(member => member.StartsWith(m.ClusterAddress + "#", StringComparison.Ordinal))))
-                {
-                    return started.Elapsed;
-                }
-            }
-            catch (RpcException ex)
-            {
-                last = ex.Status.ToString();
-            }
-
-            await Task.Delay(100);
-        }
-
-        throw new TimeoutException($"No common group view of {managers.Count} managers within {Bound}. Last: {last}");
-    }
 
     private static async Task SetWorkloadAsync(IEnumerable<ManagerProcess> managers, double rate) =>
         await Task.WhenAll(managers.Select(m => Diagnostics(m).SetWorkloadAsync(
@@ -90,14 +56,14 @@ public class GroupFaultTests(ITestOutputHelper output)
         var options = Options(3, out var traces);
         return ClusterTest.RunAsync(output, options, async cluster =>
         {
-            await WaitForGroupViewAsync(cluster.Managers);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
             await SetWorkloadAsync(cluster.Managers, 100);
             await Task.Delay(TimeSpan.FromSeconds(2));
 
             var victim = cluster.Managers[victimIndex];
             var killed = Stopwatch.StartNew();
             await cluster.KillAsync(victim);
-            await WaitForGroupViewAsync(cluster.Managers.Where(m => m != victim).ToList());
+            await cluster.WaitForGroupViewAsync(cluster.Managers.Where(m => m != victim).ToList());
             output.WriteLine($"kill -9 of {victim.Name} to a group view without it at both survivors: {killed.ElapsedMilliseconds} ms");
 
             await Task.Delay(TimeSpan.FromSeconds(1));
@@ -111,13 +77,13 @@ public class GroupFaultTests(ITestOutputHelper output)
         var options = Options(3, out var traces);
         return ClusterTest.RunAsync(output, options, async cluster =>
         {
-            await WaitForGroupViewAsync(cluster.Managers);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
             await SetWorkloadAsync(cluster.Managers, 100);
             await Task.Delay(TimeSpan.FromSeconds(1));
 
             var joined = Stopwatch.StartNew();
             var fourth = await cluster.AddManagerAsync();
-            await WaitForGroupViewAsync(cluster.Managers);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
             output.WriteLine($"new manager process start to its group view installed everywhere: {joined.ElapsedMilliseconds} ms");
             await SetWorkloadAsync([fourth], 100);
 
@@ -132,14 +98,14 @@ public class GroupFaultTests(ITestOutputHelper output)
         var options = Options(5, out var traces);
         return ClusterTest.RunAsync(output, options, async cluster =>
         {
-            await WaitForGroupViewAsync(cluster.Managers);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
             await SetWorkloadAsync(cluster.Managers, 60);
             await Task.Delay(TimeSpan.FromSeconds(2));
 
             await cluster.KillAsync(cluster.Managers[1]);
             await Task.Delay(TimeSpan.FromMilliseconds(200));
             await cluster.KillAsync(cluster.Managers[3]);
-            await WaitForGroupViewAsync([cluster.Managers[0], cluster.Managers[2], cluster.Managers[4]]);
+            await cluster.WaitForGroupViewAsync([cluster.Managers[0], cluster.Managers[2], cluster.Managers[4]]);
 
             await Task.Delay(TimeSpan.FromSeconds(1));
             await StopAndCheckAsync(cluster, traces);
@@ -155,18 +121,18 @@ public class GroupFaultTests(ITestOutputHelper output)
         options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:00:30";
         return ClusterTest.RunAsync(output, options, async cluster =>
         {
-            await WaitForGroupViewAsync(cluster.Managers);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
             await SetWorkloadAsync(cluster.Managers, 100);
             await Task.Delay(TimeSpan.FromSeconds(1));
 
             var paused = cluster.Managers[2];
-            var before = await StatusAsync(paused);
+            var before = await cluster.GroupStatusAsync(paused);
             await cluster.PauseAsync(paused);
-            await WaitForGroupViewAsync(cluster.Managers.Take(2).ToList());
+            await cluster.WaitForGroupViewAsync(cluster.Managers.Take(2).ToList());
             await cluster.ResumeAsync(paused);
 
-            await WaitForGroupViewAsync(cluster.Managers);
-            var after = await StatusAsync(paused);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            var after = await cluster.GroupStatusAsync(paused);
             output.WriteLine($"{before.Self} rejoined as {after.Self}");
             Assert.EndsWith("/1", before.Self, StringComparison.Ordinal);
             Assert.EndsWith("/2", after.Self, StringComparison.Ordinal);
@@ -190,7 +156,7 @@ public class GroupFaultTests(ITestOutputHelper output)
         options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:00:30";
         return ClusterTest.RunAsync(output, options, async cluster =>
         {
-            await WaitForGroupViewAsync(cluster.Managers);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
             await SetWorkloadAsync(cluster.Managers, 50);
             var kills = 0;
             for (var step = 0; step < 3; step++)
@@ -220,7 +186,7 @@ public class GroupFaultTests(ITestOutputHelper output)
                 }
             }
 
-            await WaitForGroupViewAsync(cluster.Active);
+            await cluster.WaitForGroupViewAsync(cluster.Active);
             await Task.Delay(TimeSpan.FromSeconds(1));
             await StopAndCheckAsync(cluster, traces);
         });

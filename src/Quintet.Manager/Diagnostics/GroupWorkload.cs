@@ -33,7 +33,7 @@ internal static class WorkloadPayload
     }
 }
 
-internal sealed class GroupWorkload(ManagersGroupMonitor monitor, ILogger<GroupWorkload> logger) : BackgroundService
+internal sealed class GroupWorkload(ManagersGroupMonitor monitor) : BackgroundService
 {
     private readonly Lock _gate = new();
     private (double Rate, int PayloadBytes, double TotalFraction) _settings;
@@ -127,11 +127,6 @@ internal sealed class GroupWorkload(ManagersGroupMonitor monitor, ILogger<GroupW
         catch (GroupUnavailableException)
         {
             Interlocked.Increment(ref _refused);
-        }
-        catch (Akka.Actor.AskTimeoutException ex)
-        {
-            Interlocked.Increment(ref _refused);
-            logger.LogDebug(ex, "A workload multicast timed out");
         }
         catch (OperationCanceledException)
         {
