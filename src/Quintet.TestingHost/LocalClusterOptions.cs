@@ -16,6 +16,14 @@ public sealed class LocalClusterOptions
     public string Host { get; set; } = "127.0.0.1";
 
     /// <summary>
+    /// A network namespace to run the managers in, each on its own address (<see cref="IsolatedNetwork.AddressOf"/>),
+    /// so that a test can partition them; <see cref="Host"/> is then not used. The cluster does not own it: dispose
+    /// it after the cluster.
+    /// <value>Default: none (managers share <see cref="Host"/> on this machine's loopback).</value>
+    /// </summary>
+    public IsolatedNetwork? Network { get; set; }
+
+    /// <summary>
     /// The cluster name; unique by default so that clusters of concurrent tests never join each other.
     /// <value>Default: <c>quintet-test-</c> and a random suffix.</value>
     /// </summary>

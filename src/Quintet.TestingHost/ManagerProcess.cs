@@ -93,11 +93,12 @@ public sealed class ManagerProcess : IAsyncDisposable
         _logFiles.Add(logFile);
         File.Delete(endpointFile);
 
+        var host = _options.Network?.AddressOf(Index) ?? _options.Host;
         var arguments = new List<string>
         {
             "exec", _managerPath,
             $"--Quintet:Cluster:Name={_options.ClusterName}",
-            $"--Quintet:Cluster:Host={_options.Host}",
+            $"--Quintet:Cluster:Host={host}",
             $"--Quintet:Cluster:Port={ClusterPort}",
             $"--Quintet:Manager:GrpcPort={GrpcPort}",
             $"--Quintet:Manager:NodeName={Name}",
@@ -107,7 +108,18 @@ public sealed class ManagerProcess : IAsyncDisposable
         arguments.AddRange(seeds.Select((seed, i) => $"--Quintet:Cluster:Seeds:{i}={seed}"));
         arguments.AddRange(_options.Settings.Select(s => $"--{s.Key}={s.Value}"));
 
-        _process = ProcessLauncher.Start(ManagerLocator.DotnetHost(), arguments, logFile);
+        if (_options.Network is { } network)
+        {
+            // Inside the namespace; the prefix execs the manager, so the process id stays the manager's own.
+            var prefix = network.CommandPrefix(Index);
+            arguments.InsertRange(0, [.. prefix.Skip(1), ManagerLocator.DotnetHost()]);
+            _process = ProcessLauncher.Start(prefix[0], arguments, logFile);
+        }
+        else
+        {
+            _process = ProcessLauncher.Start(ManagerLocator.DotnetHost(), arguments, logFile);
+        }
+
         IsPaused = false;
         ProcessId = _process.Id;
 

@@ -23,25 +23,56 @@ public class GroupFaultTests(ITestOutputHelper output)
 
     private static GroupDiagnostics.GroupDiagnosticsClient Diagnostics(ManagerProcess manager) => new(manager.Channel);
 
+    /// <summary>
+    /// Multicast traffic on the managers group at <paramref name="rate"/> per manager, and beside it light groups with
+    /// churning members (two per group per manager) sending at a tenth of the rate each.
+    /// </summary>
     private static async Task SetWorkloadAsync(IEnumerable<ManagerProcess> managers, double rate) =>
-        await Task.WhenAll(managers.Select(m => Diagnostics(m).SetWorkloadAsync(
-            new SetWorkloadRequest { MessagesPerSecond = rate, PayloadBytes = 64, TotalFraction = 0.5 },
-            deadline: DateTime.UtcNow.AddSeconds(5)).ResponseAsync));
+        await Task.WhenAll(managers.SelectMany(m => new Task[]
+        {
+            Diagnostics(m).SetWorkloadAsync(
+                new SetWorkloadRequest { MessagesPerSecond = rate, PayloadBytes = 64, TotalFraction = 0.5 },
+                deadline: DateTime.UtcNow.AddSeconds(5)).ResponseAsync,
+            Diagnostics(m).SetLightWorkloadAsync(
+                new SetLightWorkloadRequest { Groups = { "orders", "accounts" }, MembersPerGroup = 2, MessagesPerSecond = rate / 10, Churn = true },
+                deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
+        }));
 
-    /// <summary>Stops the traffic, lets the group settle, and checks every manager's trace.</summary>
+    /// <summary>Stops the traffic, lets the groups settle, and checks every manager's trace and every light group's.</summary>
     private async Task StopAndCheckAsync(LocalCluster cluster, string traceDirectory)
     {
-        await SetWorkloadAsync(cluster.Active, 0);
+        // Every light member leaves (the workload returns once they have), so no message is in flight while the traces
+        // are read: a send read after its delivery would look invented.
+        await Task.WhenAll(cluster.Active.SelectMany(m => new Task[]
+        {
+            Diagnostics(m).SetWorkloadAsync(new SetWorkloadRequest(), deadline: DateTime.UtcNow.AddSeconds(5)).ResponseAsync,
+            Diagnostics(m).SetLightWorkloadAsync(new SetLightWorkloadRequest(), deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
+        }));
         await Task.Delay(TimeSpan.FromSeconds(3));
         var files = Directory.GetFiles(traceDirectory, "*.jsonl");
-        var events = files.SelectMany(JsonLinesTraceSink.Read).ToList();
+        var light = files.Where(f => Path.GetFileName(f).StartsWith("light-", StringComparison.Ordinal)).ToList();
+        var events = files.Except(light).SelectMany(JsonLinesTraceSink.Read).ToList();
         var sends = events.Count(e => e.Kind == GroupTraceKind.Send);
         var deliveries = events.Count(e => e.Kind == GroupTraceKind.Deliver);
-        output.WriteLine($"traces: {files.Length} members, {sends} sends, {deliveries} deliveries, {events.Count(e => e.Kind == GroupTraceKind.Install)} installs");
+        output.WriteLine($"managers group traces: {files.Length - light.Count} members, {sends} sends, {deliveries} deliveries, {events.Count(e => e.Kind == GroupTraceKind.Install)} installs");
         Assert.True(sends > 100, $"only {sends} messages were multicast");
 
         var result = VirtualSynchronyChecker.Check(events, quiescent: true);
         Assert.True(result.Passed, result.ToString());
+
+        var lightEvents = light.SelectMany(JsonLinesTraceSink.Read).ToList();
+        foreach (var group in lightEvents.GroupBy(e => e.Group))
+        {
+            var members = group.Select(e => e.Member).Distinct().Count();
+            var views = group.Where(e => e.Kind == GroupTraceKind.Install).Select(e => e.ViewId).Distinct().Count();
+            var lightSends = group.Count(e => e.Kind == GroupTraceKind.Send);
+            output.WriteLine($"light group {group.Key}: {members} members over time, {views} views, {lightSends} sends, {group.Count(e => e.Kind == GroupTraceKind.Deliver)} deliveries");
+            Assert.True(views > 2 && lightSends > 10, $"light group {group.Key} saw too little: {views} views, {lightSends} sends");
+            var lightResult = VirtualSynchronyChecker.Check(group, quiescent: true, primaryViews: false);
+            Assert.True(lightResult.Passed, $"light group {group.Key}: {lightResult}");
+        }
+
+        Assert.Equal(2, lightEvents.Select(e => e.Group).Distinct().Count());
     }
 
     [Fact]
@@ -112,6 +143,51 @@ public class GroupFaultTests(ITestOutputHelper output)
         });
     }
 
+    /// <summary>
+    /// Kills a member, waits until the coordinator suspects it (the view change it leads starts within the batching
+    /// window), then kills the coordinator in the middle of that flush: a new leader must finish it.
+    /// </summary>
+    [Fact]
+    public Task Kill_9_of_the_coordinator_in_the_middle_of_a_flush_keeps_virtual_synchrony()
+    {
+        var options = Options(5, out var traces);
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 60);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+
+            var coordinator = cluster.Managers[0];
+            var survivors = cluster.Managers.Take(4).ToList();
+            await cluster.KillAsync(cluster.Managers[4]);
+            var waited = Stopwatch.StartNew();
+
+            // The first suspicion anywhere is reported to the coordinator, which then leads the change.
+            while ((await Task.WhenAll(survivors.Select(m => cluster.GroupStatusAsync(m)))).All(s => s.PendingSuspicionTimestamp == 0))
+            {
+                Assert.True(waited.Elapsed < options.Timeout, "No manager suspected the killed member.");
+                await Task.Delay(TimeSpan.FromMilliseconds(10));
+            }
+
+            // The change waits 150 ms (ChangeBatchWindow) for more suspicions, then proposes, flushes and commits within
+            // a few ms: aim at that span, from the first suspicion's own timestamp (managers share this machine's clock).
+            var suspectedAt = (await Task.WhenAll(survivors.Select(m => cluster.GroupStatusAsync(m))))
+                .Select(s => s.PendingSuspicionTimestamp).Where(t => t != 0).Min();
+            var aim = TimeSpan.FromMilliseconds(155) - Stopwatch.GetElapsedTime(suspectedAt);
+            if (aim > TimeSpan.Zero)
+            {
+                await Task.Delay(aim);
+            }
+
+            await cluster.KillAsync(coordinator);
+            output.WriteLine($"killed the coordinator {Stopwatch.GetElapsedTime(suspectedAt).TotalMilliseconds:F0} ms after the first suspicion of the member killed before");
+            await cluster.WaitForGroupViewAsync(cluster.Managers.Skip(1).Take(3).ToList());
+
+            await Task.Delay(TimeSpan.FromSeconds(1));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
+
     [Fact]
     public Task Manager_paused_past_detection_is_excluded_and_rejoins_as_a_new_incarnation()
     {
@@ -136,6 +212,58 @@ public class GroupFaultTests(ITestOutputHelper output)
             output.WriteLine($"{before.Self} rejoined as {after.Self}");
             Assert.EndsWith("/1", before.Self, StringComparison.Ordinal);
             Assert.EndsWith("/2", after.Self, StringComparison.Ordinal);
+
+            await Task.Delay(TimeSpan.FromSeconds(1));
+            await StopAndCheckAsync(cluster, traces);
+        });
+    }
+
+    /// <summary>
+    /// Five managers in a network namespace of their own, cut 2 | 3 with nftables under traffic: the three install a
+    /// view without the two, which stop (minority) and, once the network heals, rejoin as new incarnations.
+    /// </summary>
+    [Fact]
+    public async Task Partition_of_two_from_three_leaves_the_majority_going_and_the_minority_rejoining()
+    {
+        Assert.True(IsolatedNetwork.WhyUnavailable() is null, $"This test needs a network namespace: {IsolatedNetwork.WhyUnavailable()}.");
+        await using var network = await IsolatedNetwork.CreateAsync(5);
+        var options = Options(5, out var traces);
+        options.Network = network;
+
+        // Keep the cluster from downing the minority: this test is about the group's own primary partition.
+        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:01:00";
+        await ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 50);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+
+            var minority = cluster.Managers.Take(2).ToList();
+            var majority = cluster.Managers.Skip(2).ToList();
+            var before = await Task.WhenAll(minority.Select(m => cluster.GroupStatusAsync(m)));
+            var cut = Stopwatch.StartNew();
+            await network.PartitionAsync([[.. minority.Select(m => m.Index)], [.. majority.Select(m => m.Index)]]);
+            await cluster.WaitForGroupViewAsync(majority);
+            output.WriteLine($"partition ({network}) to a group view of the majority: {cut.ElapsedMilliseconds} ms");
+            var waited = Stopwatch.StartNew();
+            while (!(await Task.WhenAll(minority.Select(m => cluster.GroupStatusAsync(m)))).All(s => !s.InPrimary))
+            {
+                Assert.True(waited.Elapsed < options.Timeout, "The two managers of the minority did not leave the primary component.");
+                await Task.Delay(TimeSpan.FromMilliseconds(200));
+            }
+
+            await Task.Delay(TimeSpan.FromSeconds(2));
+            var healed = Stopwatch.StartNew();
+            await network.HealAsync();
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            output.WriteLine($"heal to one group view of all five: {healed.ElapsedMilliseconds} ms");
+            var after = await Task.WhenAll(minority.Select(m => cluster.GroupStatusAsync(m)));
+            for (var i = 0; i < minority.Count; i++)
+            {
+                output.WriteLine($"{before[i].Self} rejoined as {after[i].Self}");
+                Assert.EndsWith("/1", before[i].Self, StringComparison.Ordinal);
+                Assert.EndsWith("/2", after[i].Self, StringComparison.Ordinal);
+            }
 
             await Task.Delay(TimeSpan.FromSeconds(1));
             await StopAndCheckAsync(cluster, traces);

@@ -13,10 +13,11 @@ public enum MessageOrdering
     Total = 2,
 }
 
-/// <summary>A message delivered to a member of a group.</summary>
+/// <summary>A message delivered to a member of a group: multicast to the view, or sent to this member alone.</summary>
 /// <param name="Sender">The member that multicast it.</param>
 /// <param name="ViewId">The view it was sent and is delivered in.</param>
 /// <param name="Sequence">Its position in the sender's stream of that view, from 1.</param>
 /// <param name="Ordering">Its ordering.</param>
 /// <param name="Payload">The bytes the sender multicast.</param>
-public sealed record Delivery(MemberId Sender, long ViewId, long Sequence, MessageOrdering Ordering, ReadOnlyMemory<byte> Payload);
+/// <param name="Direct">True when the sender addressed the message to this member alone.</param>
+public sealed record Delivery(MemberId Sender, long ViewId, long Sequence, MessageOrdering Ordering, ReadOnlyMemory<byte> Payload, bool Direct = false);

@@ -2,6 +2,8 @@ using System.Diagnostics;
 using System.Threading.Channels;
 using Akka.Actor;
 using Akka.Cluster;
+using Google.Protobuf;
+using Quintet.Core.Groups.Light;
 using Quintet.Core.Groups.Tracing;
 using Quintet.Core.Groups.Wire;
 using Envelope = Quintet.Core.Groups.Wire.Envelope;
@@ -26,6 +28,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private readonly string _group;
     private readonly GroupHandle _handle;
     private readonly GroupEngine _engine;
+    private readonly LightGroupEngine _light;
     private readonly Akka.Cluster.Cluster _cluster;
     private readonly Dictionary<string, ActorSelection> _peers = [];
     private readonly Stopwatch _clock = Stopwatch.StartNew();
@@ -35,9 +38,10 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private bool _started;
     private TimeSpan _lastTickAt;
     private TimeSpan _trustSuspicionFrom;
+    private readonly Dictionary<string, TimeSpan> _newcomerGraceUntil = [];
     private TimeSpan _lastReachabilityCheck;
 
-    public GroupActor(string group, GroupProtocolOptions options, IGroupTraceSink? trace, GroupHandle handle)
+    public GroupActor(string group, GroupProtocolOptions options, IGroupTraceSink? trace, IGroupTraceSink? lightTrace, GroupHandle handle)
     {
         _group = group;
         _handle = handle;
@@ -46,18 +50,23 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         // After a restart (a fault in this actor) the state is gone: the member comes back as a new incarnation.
         var incarnation = handle.Self.Node is null ? 1 : handle.Self.Incarnation + 1;
         var self = new MemberId(_cluster.SelfAddress.ToString(), _cluster.SelfUniqueAddress.Uid, incarnation);
-        _engine = new GroupEngine(group, self, options, this, this, trace);
+        _light = new LightGroupEngine(this, lightTrace, options.MaxUnstableBytes, options.MaxPendingDeliveries);
+        _engine = new GroupEngine(group, self, options, this, _light, trace);
+        _light.Attach(_engine);
         handle.Self = self;
 
-        Receive<Envelope>(envelope => _engine.Receive(envelope, Now));
+        Receive<Envelope>(OnEnvelope);
         Receive<EnvelopeBatch>(batch =>
         {
             foreach (var envelope in batch.Envelopes)
             {
-                _engine.Receive(envelope, Now);
+                OnEnvelope(envelope);
             }
         });
         Receive<GroupHandle.Drain>(_ => DrainSends());
+        Receive<LightGroupMember.JoinCommand>(c => c.Member.Joining(_light.Join(c.Member.Group, c.Member.Role, c.Member)));
+        Receive<LightGroupMember.LeaveCommand>(c => _light.Leave(c.Member.Self));
+        Receive<LightGroupMember.SendCommand>(c => _light.Send(c.Member.Self, c.Ordering, ByteString.CopyFrom(c.Payload.Span), c.To, c.Role, c.Complete));
         Receive<Tick>(_ => OnTick());
         Receive<ClusterEvent.CurrentClusterState>(OnClusterState);
         Receive<ClusterEvent.MemberUp>(_ => OnMembershipChanged());
@@ -102,10 +111,43 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         return peer;
     }
 
-    public void Delivered(Delivery delivery) => _handle.Publish(new MessageDelivered(delivery));
+    public bool AcceptsDeliveries => _handle.PendingEvents < _options.MaxPendingDeliveries;
+
+    public void Delivered(Delivery delivery, uint channel) => _handle.Publish(new MessageDelivered(delivery));
+
+    /// <summary>
+    /// Admits a join request only from a manager this manager's failure detector finds available: a manager coming back
+    /// from a partition would otherwise be let in and suspected at once, again and again, until heartbeats resume.
+    /// </summary>
+    private void OnEnvelope(Envelope envelope)
+    {
+        if (envelope.KindCase == Envelope.KindOneofCase.JoinRequest
+            && _addresses.TryGetValue(envelope.Sender.Node, out var address) && !_cluster.FailureDetector.IsAvailable(address))
+        {
+            return;
+        }
+
+        _engine.Receive(envelope, Now);
+    }
 
     public void ViewInstalled(GroupView view)
     {
+        if (_handle.View is not { } previous || !previous.Contains(_engine.Self))
+        {
+            // New in this view (first join or rejoin): this manager's failure detector may still hold the silence of a
+            // partition that just healed. Acting on it would have the newcomer report the majority as failed.
+            _trustSuspicionFrom = Now + StallGrace;
+        }
+        else
+        {
+            // Members new in this view may come back from a partition that just healed: this manager's failure detector
+            // can lag behind the leader's, which admitted them, for up to a heartbeat or two.
+            foreach (var member in view.Members.Where(m => !previous.Contains(m)))
+            {
+                _newcomerGraceUntil[member.Node] = Now + StallGrace;
+            }
+        }
+
         _handle.LastChange = (_handle.FirstSuspicionTimestamp, Stopwatch.GetTimestamp());
         _handle.FirstSuspicionTimestamp = 0;
         _handle.View = view;
@@ -157,13 +199,14 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.DrainStarted();
         while (_engine.UnstableOwnBytes < _options.MaxUnstableBytes && _handle.TryTakeSend(out var pending))
         {
-            pending.Complete(_engine.Send(pending.Ordering, pending.Payload, Now));
+            pending.Complete(_engine.Send(pending.Ordering, pending.Payload, Now, pending.To));
         }
     }
 
     protected override bool AroundReceive(Receive receive, object message)
     {
         var handled = base.AroundReceive(receive, message);
+        _light.Pump(Now);
         FlushOutbox();
         return handled;
     }
@@ -223,7 +266,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         foreach (var member in view.Members)
         {
             if (member.Node != _handle.Self.Node && _addresses.TryGetValue(member.Node, out var address)
-                && !_cluster.FailureDetector.IsAvailable(address))
+                && !_cluster.FailureDetector.IsAvailable(address)
+                && !(_newcomerGraceUntil.TryGetValue(member.Node, out var graceUntil) && Now < graceUntil))
             {
                 if (_handle.FirstSuspicionTimestamp == 0)
                 {
@@ -292,10 +336,12 @@ public sealed class GroupHandle
     private readonly Channel<PendingMulticast> _sends;
     private IActorRef _actor = ActorRefs.Nobody;
     private int _drainRequested;
+    private readonly int _sendQueueCapacity;
 
     internal GroupHandle(string name, int sendQueueCapacity)
     {
         Name = name;
+        _sendQueueCapacity = sendQueueCapacity;
         _sends = Channel.CreateBounded<PendingMulticast>(new BoundedChannelOptions(sendQueueCapacity)
         {
             SingleReader = true,
@@ -324,16 +370,43 @@ public sealed class GroupHandle
     /// </summary>
     public (long Suspected, long Installed) LastChange { get; internal set; }
 
-    internal long FirstSuspicionTimestamp { get; set; }
+    /// <summary>
+    /// When this member's failure detector first suspected a member of the current view, as a <see cref="Stopwatch"/>
+    /// timestamp, while the view change that follows has not installed yet; 0 otherwise.
+    /// </summary>
+    public long PendingSuspicionTimestamp => Interlocked.Read(ref _firstSuspicion);
+
+    internal long FirstSuspicionTimestamp
+    {
+        get => Interlocked.Read(ref _firstSuspicion);
+        set => Interlocked.Exchange(ref _firstSuspicion, value);
+    }
+
+    private long _firstSuspicion;
 
     /// <summary>
     /// Multicasts to every member of the current view. Completes once the message is sent, or queued for the next view
     /// while a view change runs. Waits while too many of this member's messages are not yet stable (back-pressure).
     /// </summary>
     /// <exception cref="GroupUnavailableException">This member is in no view, on a minority side, or too many sends wait.</exception>
-    public async Task MulticastAsync(ReadOnlyMemory<byte> payload, MessageOrdering ordering, CancellationToken cancellationToken = default)
+    public Task MulticastAsync(ReadOnlyMemory<byte> payload, MessageOrdering ordering, CancellationToken cancellationToken = default) =>
+        SendAsync(new PendingMulticast(ordering, payload, null), cancellationToken);
+
+    /// <summary>
+    /// Sends to the one member <paramref name="to"/> of the current view, with a multicast's guarantees: delivered in the
+    /// view it is sent in (or, if this member survives into the next view with the addressee, delivered there before
+    /// it), FIFO with this member's other messages, and for <see cref="MessageOrdering.Total"/> at its place in the one
+    /// order. The other members carry only a placeholder without the payload. Completes as
+    /// <see cref="MulticastAsync"/> does; a message queued during a view change is dropped if the addressee is not in
+    /// the next view, as if it had failed just before.
+    /// </summary>
+    /// <exception cref="GroupUnavailableException">This member is in no view, on a minority side, too many sends wait, or
+    /// <paramref name="to"/> is not in the current view.</exception>
+    public Task SendAsync(MemberId to, ReadOnlyMemory<byte> payload, MessageOrdering ordering = MessageOrdering.Atomic, CancellationToken cancellationToken = default) =>
+        SendAsync(new PendingMulticast(ordering, payload, to), cancellationToken);
+
+    private async Task SendAsync(PendingMulticast pending, CancellationToken cancellationToken)
     {
-        var pending = new PendingMulticast(ordering, payload);
         await _sends.Writer.WriteAsync(pending, cancellationToken);
         if (Interlocked.Exchange(ref _drainRequested, 1) == 0)
         {
@@ -341,6 +414,11 @@ public sealed class GroupHandle
         }
 
         var status = await pending.Completion.WaitAsync(cancellationToken);
+        if (status == SendStatus.NotMember)
+        {
+            throw new GroupUnavailableException($"Member {pending.To} is not in the current view of group '{Name}'; it may have failed or left.");
+        }
+
         if (status == SendStatus.Refused)
         {
             throw new GroupUnavailableException(
@@ -350,9 +428,34 @@ public sealed class GroupHandle
         }
     }
 
+    /// <summary>
+    /// Joins (or creates) the light group <paramref name="group"/> multiplexed on this group, as a new member hosted by
+    /// this manager. Completes once a view of the light group includes the member.
+    /// </summary>
+    public async Task<LightGroupMember> JoinLightGroupAsync(string group, LightGroupJoinOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(group);
+        var member = new LightGroupMember(_actor, group, options ?? new LightGroupJoinOptions(), _sendQueueCapacity);
+        _actor.Tell(new LightGroupMember.JoinCommand(member));
+        try
+        {
+            await member.Joined.WaitAsync(cancellationToken);
+        }
+        catch (OperationCanceledException)
+        {
+            _actor.Tell(new LightGroupMember.LeaveCommand(member));
+            throw;
+        }
+
+        return member;
+    }
+
     internal void Attach(IActorRef actor) => _actor = actor;
 
     internal void Publish(GroupEvent groupEvent) => _events.Writer.TryWrite(groupEvent);
+
+    /// <summary>Events published and not yet read by the application.</summary>
+    internal int PendingEvents => _events.Reader.Count;
 
     internal void DrainStarted() => Volatile.Write(ref _drainRequested, 0);
 
@@ -363,8 +466,10 @@ public sealed class GroupHandle
         public static readonly Drain Instance = new();
     }
 
-    internal sealed class PendingMulticast(MessageOrdering ordering, ReadOnlyMemory<byte> payload)
+    internal sealed class PendingMulticast(MessageOrdering ordering, ReadOnlyMemory<byte> payload, MemberId? to)
     {
+        public MemberId? To { get; } = to;
+
         private readonly TaskCompletionSource<SendStatus> _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
         public MessageOrdering Ordering { get; } = ordering;

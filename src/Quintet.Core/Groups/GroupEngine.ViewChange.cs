@@ -339,9 +339,11 @@ internal sealed partial class GroupEngine
         message.Upto.AddRange(cut);
         for (var r = 0; r < n; r++)
         {
+            // The sender itself when it survives: it alone (with the addressee) holds the payload of a message to one
+            // member; others hold a placeholder. Fetching from each sender also spreads the flush's traffic.
             var rank = r;
-            var holder = needed.Contains(_rank) && round.Promises[_rank].Contiguous[rank] >= cut[rank]
-                ? _rank
+            var holder = needed.Contains(rank) && round.Promises[rank].Contiguous[rank] >= cut[rank] ? rank
+                : needed.Contains(_rank) && round.Promises[_rank].Contiguous[rank] >= cut[rank] ? _rank
                 : needed.First(h => round.Promises[h].Contiguous[rank] >= cut[rank]);
             message.Holder.Add(holder);
         }
@@ -378,7 +380,8 @@ internal sealed partial class GroupEngine
         _lastFetchAt = _now;
         if (_pendingCommit is { } commit)
         {
-            RequestUpTo(commit.Upto, _ => _pendingCommitFrom);
+            var next = GroupView.FromWire(commit.Next);
+            RequestUpTo(commit.Upto, r => next.Contains(_view!.Members[r]) ? _view.Members[r] : _pendingCommitFrom);
         }
         else if (_accepted is { } cut && !_flushOkSent)
         {

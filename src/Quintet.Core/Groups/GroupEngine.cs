@@ -4,7 +4,7 @@ using Quintet.Core.Groups.Wire;
 
 namespace Quintet.Core.Groups;
 
-/// <summary>The outcome of <see cref="GroupEngine.Send"/>.</summary>
+/// <summary>The outcome of <c>GroupEngine.Send</c>.</summary>
 internal enum SendStatus
 {
     /// <summary>Multicast in the current view.</summary>
@@ -15,6 +15,9 @@ internal enum SendStatus
 
     /// <summary>Refused: this member is in no view, is on a minority side, or too many sends already wait.</summary>
     Refused,
+
+    /// <summary>Refused: the member a message was addressed to is not in the current view.</summary>
+    NotMember,
 }
 
 /// <summary>
@@ -33,7 +36,7 @@ internal sealed partial class GroupEngine
     private readonly IGroupTransport _transport;
     private readonly IGroupObserver _observer;
     private readonly IGroupTraceSink? _trace;
-    private readonly List<(MessageOrdering Ordering, ByteString Payload)> _queuedSends = [];
+    private readonly List<(MessageOrdering Ordering, ByteString Payload, MemberId? To, uint Channel)> _queuedSends = [];
     private readonly List<Envelope> _futureEnvelopes = [];
 
     private MemberId _self;
@@ -94,7 +97,16 @@ internal sealed partial class GroupEngine
     /// <summary>Updates the members a joining member asks (the managers it currently knows).</summary>
     public void UpdateJoinContacts(IReadOnlyCollection<MemberId> contacts) => _joinContacts = contacts;
 
-    public SendStatus Send(MessageOrdering ordering, ReadOnlyMemory<byte> payload, TimeSpan now)
+    /// <summary>
+    /// Multicasts <paramref name="payload"/>, or sends it to the one member <paramref name="to"/> with the same
+    /// guarantees (delivered in the view it was sent in, FIFO with the sender's other messages, and for total order at
+    /// its place in the one order): the others receive only a placeholder, without the payload, to step over.
+    /// </summary>
+    public SendStatus Send(MessageOrdering ordering, ReadOnlyMemory<byte> payload, TimeSpan now, MemberId? to = null) =>
+        Send(ordering, ByteString.CopyFrom(payload.Span), now, to, channel: 0);
+
+    /// <summary>Sends bytes this engine may keep, on a <paramref name="channel"/> (0 the application, 1 light groups).</summary>
+    public SendStatus Send(MessageOrdering ordering, ByteString bytes, TimeSpan now, MemberId? to, uint channel)
     {
         _now = now;
         if (_view is null || _primaryLost)
@@ -102,7 +114,6 @@ internal sealed partial class GroupEngine
             return SendStatus.Refused;
         }
 
-        var bytes = ByteString.CopyFrom(payload.Span);
         if (_promised is not null)
         {
             if (_queuedSends.Count >= _options.MaxQueuedSends)
@@ -110,11 +121,16 @@ internal sealed partial class GroupEngine
                 return SendStatus.Refused;
             }
 
-            _queuedSends.Add((ordering, bytes));
+            _queuedSends.Add((ordering, bytes, to, channel));
             return SendStatus.Queued;
         }
 
-        SendNow(ordering, bytes);
+        if (to is { } target && !_view.Contains(target))
+        {
+            return SendStatus.NotMember;
+        }
+
+        SendNow(ordering, bytes, to, channel);
         AfterInput();
         return SendStatus.Sent;
     }
@@ -244,7 +260,7 @@ internal sealed partial class GroupEngine
         return fromRank >= 0;
     }
 
-    private void SendNow(MessageOrdering ordering, ByteString payload)
+    private void SendNow(MessageOrdering ordering, ByteString payload, MemberId? to, uint channel)
     {
         var entry = new StreamEntry
         {
@@ -254,12 +270,47 @@ internal sealed partial class GroupEngine
                 Ordering = ordering == MessageOrdering.Total ? Ordering.Total : Ordering.Atomic,
                 TotalIndex = ordering == MessageOrdering.Total ? ++_lastTotalIndex : 0,
                 Payload = payload,
+                Channel = channel,
             },
         };
-        _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Send, _view!.Id, null, _self.ToString(), entry.Seq, ordering, _group));
+        if (to is { } target)
+        {
+            entry.Data.ToRank = _view!.RankOf(target);
+        }
+
+        _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Send, _view!.Id, null, _self.ToString(), entry.Seq, ordering, _group)
+        {
+            To = to is { } addressee ? [addressee.ToString()] : null,
+        });
         _streams[_rank].Add(entry);
-        Multicast(new Envelope { Entries = new Entries { StreamRank = _rank, Items = { entry } } });
+        if (!entry.Data.HasToRank)
+        {
+            Multicast(new Envelope { Entries = new Entries { StreamRank = _rank, Items = { entry } } });
+            return;
+        }
+
+        var placeholder = new Envelope { Entries = new Entries { StreamRank = _rank, Items = { Elide(entry) } } };
+        for (var rank = 0; rank < _view!.Members.Length; rank++)
+        {
+            if (rank != _rank)
+            {
+                Post(_view.Members[rank], rank == entry.Data.ToRank ? new Envelope { Entries = new Entries { StreamRank = _rank, Items = { entry } } } : placeholder);
+            }
+        }
     }
+
+    /// <summary>The copy of a message to one member that every other member gets: its place in the stream, no payload.</summary>
+    private static StreamEntry Elide(StreamEntry entry)
+    {
+        var placeholder = entry.Clone();
+        placeholder.Data.Payload = ByteString.Empty;
+        placeholder.Data.Elided = true;
+        return placeholder;
+    }
+
+    /// <summary>What <paramref name="toRank"/> may receive of an entry: a message to another member only as a placeholder.</summary>
+    private static StreamEntry CopyFor(StreamEntry entry, int toRank) =>
+        entry.Data is { HasToRank: true, Elided: false } data && data.ToRank != toRank ? Elide(entry) : entry;
 
     private void OnEntries(Entries entries)
     {
@@ -292,8 +343,9 @@ internal sealed partial class GroupEngine
             return;
         }
 
+        var toRank = _view!.RankOf(from);
         var reply = new Entries { StreamRank = nak.StreamRank };
-        reply.Items.AddRange(_streams[nak.StreamRank].Range(nak.FromSeq, nak.ToSeq));
+        reply.Items.AddRange(_streams[nak.StreamRank].Range(nak.FromSeq, nak.ToSeq).Select(e => CopyFor(e, toRank)));
         if (reply.Items.Count > 0)
         {
             Post(from, new Envelope { Entries = reply });
@@ -487,6 +539,12 @@ internal sealed partial class GroupEngine
         do
         {
             progress = false;
+            if (limit is null && !_observer.AcceptsDeliveries)
+            {
+                // The application is behind: what it has not read holds stability back, and so the senders.
+                return;
+            }
+
             for (var r = 0; r < _streams.Length; r++)
             {
                 var stream = _streams[r];
@@ -513,7 +571,10 @@ internal sealed partial class GroupEngine
 
                     stream.Processed = entry.Seq;
                     progress = true;
-                    if (entry.Data is { } delivered)
+
+                    // A message to another member is stepped over; so is one to this member whose payload died with its
+                    // sender (only a placeholder survived a flush): nobody else could deliver it either.
+                    if (entry.Data is { } delivered && (!delivered.HasToRank || (delivered.ToRank == _rank && !delivered.Elided)))
                     {
                         DeliverEntry(r, entry.Seq, delivered);
                     }
@@ -528,7 +589,7 @@ internal sealed partial class GroupEngine
         var sender = _view!.Members[rank];
         var ordering = data.Ordering == Ordering.Total ? MessageOrdering.Total : MessageOrdering.Atomic;
         _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Deliver, _view.Id, null, sender.ToString(), seq, ordering, _group));
-        _observer.Delivered(new Delivery(sender, _view.Id, seq, ordering, data.Payload.Memory));
+        _observer.Delivered(new Delivery(sender, _view.Id, seq, ordering, data.Payload.Memory, data.HasToRank), data.Channel);
     }
 
     private void Multicast(Envelope envelope)
@@ -583,9 +644,13 @@ internal sealed partial class GroupEngine
 
         var queued = _queuedSends.ToList();
         _queuedSends.Clear();
-        foreach (var (ordering, payload) in queued)
+        foreach (var (ordering, payload, to, channel) in queued)
         {
-            SendNow(ordering, payload);
+            // A message to a member that did not make it into this view goes nowhere, as if sent just before it failed.
+            if (to is not { } target || view.Contains(target))
+            {
+                SendNow(ordering, payload, to, channel);
+            }
         }
 
         var future = _futureEnvelopes.ToList();

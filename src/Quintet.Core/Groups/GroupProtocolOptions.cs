@@ -33,6 +33,11 @@ public sealed class GroupProtocolOptions
     /// wait (back-pressure to the sender). <value>Default: 1 MiB.</value></summary>
     public long MaxUnstableBytes { get; set; } = 1 << 20;
 
+    /// <summary>How many delivered messages may wait for the application to read them; beyond that a member delivers no
+    /// more until it reads, so that its stability stops advancing and its senders' credit runs out: a slow reader slows
+    /// its senders instead of filling memory. A view change's flush delivers regardless. <value>Default: 10 000.</value></summary>
+    public int MaxPendingDeliveries { get; set; } = 10_000;
+
     /// <summary>How many multicasts may wait to enter the protocol before <c>MulticastAsync</c> waits too.
     /// <value>Default: 10 000.</value></summary>
     public int SendQueueCapacity { get; set; } = 10_000;

@@ -65,14 +65,30 @@ public sealed class GroupService : IDisposable
                 trace = sink;
             }
 
+            IGroupTraceSink? lightTrace = null;
+            if (_options.TraceDirectory is { } lightDirectory)
+            {
+                var address = _node.SelfAddress;
+                var sink = new JsonLinesTraceSink(Path.Combine(lightDirectory, $"light-{name}-{address.Host}-{address.Port}-{_node.Cluster.SelfUniqueAddress.Uid}.jsonl"));
+                _traces.Add(sink);
+                lightTrace = sink;
+            }
+
             var actor = _node.System.ActorOf(
-                Props.Create(() => new GroupActor(name, _options.Protocol, trace, handle)),
+                Props.Create(() => new GroupActor(name, _options.Protocol, trace, lightTrace, handle)),
                 GroupActor.ActorName(name));
             handle.Attach(actor);
             _groups[name] = handle;
             return handle;
         }
     }
+
+    /// <summary>
+    /// Joins (or creates) a light group multiplexed on the <see cref="ManagersGroup"/>, as a new member hosted by this
+    /// manager; completes once a view of the light group includes it. See <see cref="Light.LightGroupMember"/>.
+    /// </summary>
+    public Task<Light.LightGroupMember> JoinLightGroupAsync(string name, Light.LightGroupJoinOptions? options = null, CancellationToken cancellationToken = default) =>
+        Join(ManagersGroup).JoinLightGroupAsync(name, options, cancellationToken);
 
     /// <inheritdoc />
     public void Dispose()

@@ -11,9 +11,13 @@ internal interface IGroupTransport
 /// <summary>What a group member tells its application.</summary>
 internal interface IGroupObserver
 {
-    void Delivered(Delivery delivery);
+    /// <summary>A message was delivered, on <paramref name="channel"/> (0 the application, 1 light groups).</summary>
+    void Delivered(Delivery delivery, uint channel);
 
     void ViewInstalled(GroupView view);
+
+    /// <summary>False while the application has too many deliveries still to read: normal delivery pauses.</summary>
+    bool AcceptsDeliveries { get; }
 
     /// <summary>This member is on a minority side: it delivers nothing and cannot send until it rejoins.</summary>
     void PrimaryLost(GroupView view);

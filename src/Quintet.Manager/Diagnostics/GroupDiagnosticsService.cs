@@ -23,6 +23,7 @@ internal sealed class GroupDiagnosticsService(
     ManagersGroupMonitor monitor,
     GroupWorkload workload,
     RawRemotingWorkload raw,
+    LightGroupWorkload light,
     IOptions<DiagnosticsOptions> options) : GroupDiagnostics.GroupDiagnosticsBase
 {
     public override Task<GroupStatus> GetGroupStatus(GroupStatusRequest request, ServerCallContext context)
@@ -49,6 +50,7 @@ internal sealed class GroupDiagnosticsService(
             LatencyP99Ms = p99,
             LastSuspicionTimestamp = group.LastChange.Suspected,
             LastInstallTimestamp = group.LastChange.Installed,
+            PendingSuspicionTimestamp = group.PendingSuspicionTimestamp,
         };
         if (view is not null)
         {
@@ -93,6 +95,42 @@ internal sealed class GroupDiagnosticsService(
 
         raw.Set(request.On, Math.Clamp(request.PayloadBytes, 1, 1 << 20));
         return Task.FromResult(new SetWorkloadResponse());
+    }
+
+    public override async Task<LightWorkloadStatus> SetLightWorkload(SetLightWorkloadRequest request, ServerCallContext context)
+    {
+        RequireWorkloadEnabled();
+        if (request.Groups.Count > 0 && request.MembersPerGroup is < 1 or > 16)
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"members_per_group must be between 1 and 16, not {request.MembersPerGroup}."));
+        }
+
+        if (request.MessagesPerSecond is < 0 or > 10_000 || double.IsNaN(request.MessagesPerSecond))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"messages_per_second must be between 0 and 10000, not {request.MessagesPerSecond}."));
+        }
+
+        if (request.Groups.Any(string.IsNullOrWhiteSpace))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, "A light group name must not be empty."));
+        }
+
+        await light.SetAsync([.. request.Groups], request.MembersPerGroup, request.MessagesPerSecond, request.Churn);
+        return LightStatus();
+    }
+
+    public override Task<LightWorkloadStatus> GetLightWorkloadStatus(GroupStatusRequest request, ServerCallContext context) =>
+        Task.FromResult(LightStatus());
+
+    private LightWorkloadStatus LightStatus() =>
+        new() { Joined = light.Joined, Sent = light.Sent, Refused = light.Refused, Delivered = light.Delivered };
+
+    private void RequireWorkloadEnabled()
+    {
+        if (!options.Value.EnableWorkload)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, "The synthetic workload is off; start the manager with Quintet:Diagnostics:EnableWorkload=true to use it."));
+        }
     }
 
     public override Task<RawStatus> GetRawStatus(GroupStatusRequest request, ServerCallContext context) =>

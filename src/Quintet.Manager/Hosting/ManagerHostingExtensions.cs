@@ -65,6 +65,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagersGroupMonitor>());
         builder.Services.AddSingleton<GroupWorkload>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<GroupWorkload>());
+        builder.Services.AddSingleton<LightGroupWorkload>();
         builder.Services.AddSingleton<RawRemotingWorkload>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<RawRemotingWorkload>());
 

@@ -23,7 +23,8 @@ public sealed record CheckResult(string? Violation, IReadOnlyList<GroupTraceEven
 /// (2) self-inclusion; (3) at most one delivery per member, only in the sending view, only of sent messages;
 /// (4) members that install V and then the same V' delivered the same set in V; (5) one total order;
 /// (6) FIFO and no gaps per sender; (7) a message sent in V by a member that installs V's successor is delivered by
-/// every member of V that installs it too.
+/// every member of V that installs it too. A message sent to some members only (<see cref="GroupTraceEvent.To"/>) is
+/// held to these properties among its addressees, and must not be delivered by anyone else.
 /// </summary>
 public static class VirtualSynchronyChecker
 {
@@ -31,21 +32,36 @@ public static class VirtualSynchronyChecker
     /// <param name="events">The merged traces.</param>
     /// <param name="quiescent">The run ended with no traffic in flight: in each member's last view, it delivered
     /// everything sent in that view by members that were still in it.</param>
-    public static CheckResult Check(IEnumerable<GroupTraceEvent> events, bool quiescent = false)
+    /// <param name="primaryViews">Each view must keep a majority of its predecessor (true for a heavyweight group;
+    /// a light group's views follow joins and leaves and need not).</param>
+    public static CheckResult Check(IEnumerable<GroupTraceEvent> events, bool quiescent = false, bool primaryViews = true)
     {
         ArgumentNullException.ThrowIfNull(events);
         var all = events.ToList();
         var byMember = all.GroupBy(e => e.Member).ToDictionary(g => g.Key, g => g.ToList());
+        var sends = new Dictionary<string, GroupTraceEvent>();
+        foreach (var send in all.Where(e => e.Kind == GroupTraceKind.Send))
+        {
+            if (!sends.TryAdd(send.MessageId, send))
+            {
+                return Fail($"Message {send.MessageId} was sent twice.", sends[send.MessageId], send);
+            }
+        }
 
-        return CheckViews(all, byMember)
-            ?? CheckDeliveries(all, byMember)
-            ?? CheckSameSets(byMember)
-            ?? CheckTotalOrder(byMember)
+        return CheckViews(all, byMember, primaryViews)
+            ?? CheckDeliveries(all, byMember, sends)
+            ?? CheckSameSets(byMember, sends)
+            ?? CheckTotalOrder(byMember, sends)
             ?? CheckLiveness(all, byMember, quiescent)
             ?? new CheckResult(null, []);
     }
 
-    private static CheckResult? CheckViews(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember)
+    private static bool AddressedTo(GroupTraceEvent send, string member) => send.To is null || send.To.Contains(member);
+
+    private static bool AddressedTo(Dictionary<string, GroupTraceEvent> sends, string messageId, string member) =>
+        !sends.TryGetValue(messageId, out var send) || AddressedTo(send, member);
+
+    private static CheckResult? CheckViews(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember, bool primaryViews)
     {
         var lists = new Dictionary<long, GroupTraceEvent>();
         foreach (var install in all.Where(e => e.Kind == GroupTraceKind.Install))
@@ -78,7 +94,7 @@ public static class VirtualSynchronyChecker
         }
 
         var history = lists.Keys.Order().ToList();
-        for (var i = 1; i < history.Count; i++)
+        for (var i = 1; primaryViews && i < history.Count; i++)
         {
             var before = lists[history[i - 1]];
             var after = lists[history[i]];
@@ -92,20 +108,11 @@ public static class VirtualSynchronyChecker
         return null;
     }
 
-    private static CheckResult? CheckDeliveries(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember)
+    private static CheckResult? CheckDeliveries(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember, Dictionary<string, GroupTraceEvent> sends)
     {
-        var sends = new Dictionary<string, GroupTraceEvent>();
-        foreach (var send in all.Where(e => e.Kind == GroupTraceKind.Send))
-        {
-            if (!sends.TryAdd(send.MessageId, send))
-            {
-                return Fail($"Message {send.MessageId} was sent twice.", sends[send.MessageId], send);
-            }
-        }
-
-        var sentSeqs = all.Where(e => e.Kind == GroupTraceKind.Send)
+        var sendsBySender = all.Where(e => e.Kind == GroupTraceKind.Send)
             .GroupBy(e => (e.Sender, e.ViewId))
-            .ToDictionary(g => g.Key, g => g.Select(e => e.Sequence).Order().ToList());
+            .ToDictionary(g => g.Key, g => g.OrderBy(e => e.Sequence).ToList());
 
         foreach (var (member, events) in byMember)
         {
@@ -146,8 +153,14 @@ public static class VirtualSynchronyChecker
                     return Fail($"{member} delivered {e.MessageId} twice.", e);
                 }
 
-                // FIFO without gaps: the n-th delivery from a sender in a view is the sender's n-th message of the view.
-                var seqs = sentSeqs[(e.Sender, e.ViewId)];
+                if (!AddressedTo(send, member))
+                {
+                    return Fail($"{member} delivered {e.MessageId}, which was addressed to {string.Join(", ", send.To!)} only.", send, e);
+                }
+
+                // FIFO without gaps: the n-th delivery from a sender in a view is the sender's n-th message of the view
+                // among those addressed to this member.
+                var seqs = sendsBySender[(e.Sender, e.ViewId)].Where(x => AddressedTo(x, member)).Select(x => x.Sequence).ToList();
                 var index = nextFrom.GetValueOrDefault(e.Sender!);
                 if (index >= seqs.Count || seqs[index] != e.Sequence)
                 {
@@ -195,7 +208,7 @@ public static class VirtualSynchronyChecker
         }
     }
 
-    private static CheckResult? CheckSameSets(Dictionary<string, List<GroupTraceEvent>> byMember)
+    private static CheckResult? CheckSameSets(Dictionary<string, List<GroupTraceEvent>> byMember, Dictionary<string, GroupTraceEvent> sends)
     {
         foreach (var transition in Epochs(byMember).Where(e => e.Next is not null).GroupBy(e => (e.View, e.Next)))
         {
@@ -205,7 +218,8 @@ public static class VirtualSynchronyChecker
             foreach (var other in epochs.Skip(1))
             {
                 var otherSet = other.Deliveries.Select(d => d.MessageId).ToHashSet();
-                var missing = referenceSet.Except(otherSet).FirstOrDefault() ?? otherSet.Except(referenceSet).FirstOrDefault();
+                var missing = referenceSet.Except(otherSet).FirstOrDefault(id => AddressedTo(sends, id, other.Member))
+                    ?? otherSet.Except(referenceSet).FirstOrDefault(id => AddressedTo(sends, id, reference.Member));
                 if (missing is not null)
                 {
                     var evidence = reference.Deliveries.Concat(other.Deliveries).Where(d => d.MessageId == missing).ToArray();
@@ -219,7 +233,7 @@ public static class VirtualSynchronyChecker
         return null;
     }
 
-    private static CheckResult? CheckTotalOrder(Dictionary<string, List<GroupTraceEvent>> byMember)
+    private static CheckResult? CheckTotalOrder(Dictionary<string, List<GroupTraceEvent>> byMember, Dictionary<string, GroupTraceEvent> sends)
     {
         foreach (var view in Epochs(byMember).GroupBy(e => e.View))
         {
@@ -227,16 +241,20 @@ public static class VirtualSynchronyChecker
                 .Select(e => (e.Member, Order: e.Deliveries.Where(d => d.Ordering == MessageOrdering.Total).ToList()))
                 .OrderByDescending(s => s.Order.Count)
                 .ToList();
-            var longest = sequences[0];
+            var longestAll = sequences[0];
             foreach (var other in sequences.Skip(1))
             {
-                for (var i = 0; i < other.Order.Count; i++)
+                // What both could deliver: the longest sequence without messages addressed to others than this member,
+                // and this member's without those addressed to others than the longest's member.
+                var longest = longestAll.Order.Where(d => AddressedTo(sends, d.MessageId, other.Member)).ToList();
+                var order = other.Order.Where(d => AddressedTo(sends, d.MessageId, longestAll.Member)).ToList();
+                for (var i = 0; i < Math.Min(order.Count, longest.Count); i++)
                 {
-                    if (other.Order[i].MessageId != longest.Order[i].MessageId)
+                    if (order[i].MessageId != longest[i].MessageId)
                     {
                         return Fail(
-                            $"Total order differs in view {view.Key}: position {i + 1} is {longest.Order[i].MessageId} at {longest.Member} but {other.Order[i].MessageId} at {other.Member}.",
-                            longest.Order[i], other.Order[i]);
+                            $"Total order differs in view {view.Key}: position {i + 1} is {longest[i].MessageId} at {longestAll.Member} but {order[i].MessageId} at {other.Member}.",
+                            longest[i], order[i]);
                     }
                 }
             }
@@ -260,12 +278,13 @@ public static class VirtualSynchronyChecker
             if (epoch.Next is { } next && next == successor)
             {
                 // Sent in this view by senders that also installed the successor.
-                owed = all.Where(e => e.Kind == GroupTraceKind.Send && e.ViewId == epoch.View && installedIn[successor].Contains(e.Sender!));
+                owed = all.Where(e => e.Kind == GroupTraceKind.Send && e.ViewId == epoch.View && installedIn[successor].Contains(e.Sender!)
+                    && AddressedTo(e, epoch.Member));
             }
             else if (epoch.Next is null && quiescent && successor == 0)
             {
                 // The final view of a quiet run: everything its members sent in it.
-                owed = all.Where(e => e.Kind == GroupTraceKind.Send && e.ViewId == epoch.View
+                owed = all.Where(e => e.Kind == GroupTraceKind.Send && e.ViewId == epoch.View && AddressedTo(e, epoch.Member)
                     && epochs.Any(o => o.Member == e.Sender && o.View == epoch.View && o.Next is null));
             }
             else

@@ -1,5 +1,6 @@
 using Google.Protobuf;
 using Quintet.Core.Groups;
+using Quintet.Core.Groups.Light;
 using Quintet.Core.Groups.Tracing;
 using Quintet.Core.Groups.Wire;
 
@@ -36,10 +37,25 @@ internal sealed class GroupSimulation
 
     public List<GroupTraceEvent> Trace { get; } = [];
 
+    /// <summary>The light groups' trace events of every member.</summary>
+    public List<GroupTraceEvent> LightTrace { get; } = [];
+
+    /// <summary>Light groups the light workload uses.</summary>
+    public IReadOnlyList<string> LightGroups { get; set; } = ["alpha", "beta"];
+
+    /// <summary>Members join and leave light groups and send in them (multicast, to a role, to one member).</summary>
+    public bool LightWorkloadOn { get; set; }
+
+    /// <summary>Light messages each live light member sends per second while the light workload runs.</summary>
+    public double LightSendRate { get; set; } = 20;
+
     /// <summary>Messages each live member multicasts per second while the workload runs.</summary>
     public double SendRate { get; set; } = 50;
 
     public bool WorkloadOn { get; set; }
+
+    /// <summary>The share of the workload's messages sent to one member of the view rather than multicast.</summary>
+    public double DirectFraction { get; set; } = 0.25;
 
     public TimeSpan MinDetection { get; set; } = TimeSpan.FromMilliseconds(300);
 
@@ -52,7 +68,9 @@ internal sealed class GroupSimulation
     {
         var id = _nextNode++;
         var member = new SimMember(this, $"sim://n{id}", id);
-        member.Engine = new GroupEngine("test", new MemberId(member.Node, id, 1), _options, member, member, member);
+        member.Light = new LightGroupEngine(member, new TraceList(LightTrace), _options.MaxUnstableBytes, _options.MaxPendingDeliveries);
+        member.Engine = new GroupEngine("test", new MemberId(member.Node, id, 1), _options, member, member.Light, member);
+        member.Light.Attach(member.Engine);
         var contacts = Live.Select(m => m.Engine.Self).ToList();
         Members.Add(member);
         if (contacts.Count == 0)
@@ -63,6 +81,8 @@ internal sealed class GroupSimulation
         {
             member.Engine.Join(contacts, Now);
         }
+
+        member.Light.Pump(Now);
 
         Schedule(TickInterval, () => TickLoop(member));
         return member;
@@ -88,6 +108,7 @@ internal sealed class GroupSimulation
         foreach (var bytes in backlog)
         {
             member.Engine.Receive(Envelope.Parser.ParseFrom(bytes), Now);
+            member.Light.Pump(Now);
         }
     }
 
@@ -112,6 +133,7 @@ internal sealed class GroupSimulation
                     if (observer.Alive && observer.Side != suspect.Side)
                     {
                         observer.Engine.SuspectNode(suspect.Node, suspect.Uid, Now);
+                        observer.Light.Pump(Now);
                     }
                 });
             }
@@ -142,6 +164,7 @@ internal sealed class GroupSimulation
     public void Quiesce(TimeSpan? settle = null)
     {
         WorkloadOn = false;
+        LightWorkloadOn = false;
         RunFor(settle ?? TimeSpan.FromSeconds(5));
     }
 
@@ -182,6 +205,7 @@ internal sealed class GroupSimulation
             }
 
             target.Engine.Receive(Envelope.Parser.ParseFrom(bytes), Now);
+            target.Light.Pump(Now);
         });
     }
 
@@ -194,6 +218,7 @@ internal sealed class GroupSimulation
                 if (observer.Alive && stillFaulty())
                 {
                     observer.Engine.SuspectNode(faulty.Node, faulty.Uid, Now);
+                    observer.Light.Pump(Now);
                 }
             });
         }
@@ -216,11 +241,64 @@ internal sealed class GroupSimulation
             {
                 var ordering = _random.Next(2) == 0 ? MessageOrdering.Atomic : MessageOrdering.Total;
                 var payload = BitConverter.GetBytes(_random.NextInt64());
-                member.Engine.Send(ordering, payload, Now);
+                var view = member.Engine.View.Members;
+                MemberId? to = _random.NextDouble() < DirectFraction ? view[_random.Next(view.Length)] : null;
+                member.Engine.Send(ordering, payload, Now, to);
             }
+
+            if (LightWorkloadOn && member.Engine.View is not null)
+            {
+                LightWorkloadStep(member);
+            }
+
+            member.Light.Pump(Now);
         }
 
         Schedule(TickInterval, () => TickLoop(member));
+    }
+
+    private static readonly string[] Roles = ["instance", "factory"];
+
+    private void LightWorkloadStep(SimMember member)
+    {
+        var tick = TickInterval.TotalSeconds;
+        if (_random.NextDouble() < 1.5 * tick && member.LightMembers.Count(l => !l.Gone) < 4)
+        {
+            var group = LightGroups[_random.Next(LightGroups.Count)];
+            var light = new SimLightMember(group, Roles[_random.Next(Roles.Length)]);
+            light.Id = member.Light.Join(group, light.Role, light);
+            member.LightMembers.Add(light);
+        }
+
+        foreach (var light in member.LightMembers.Where(l => !l.Gone && !l.Leaving).ToList())
+        {
+            if (_random.NextDouble() < 0.3 * tick && light.View is not null)
+            {
+                light.Leaving = true;
+                member.Light.Leave(light.Id);
+                continue;
+            }
+
+            if (light.View is not { } view || _random.NextDouble() >= LightSendRate * tick)
+            {
+                continue;
+            }
+
+            var payload = Google.Protobuf.ByteString.CopyFrom(BitConverter.GetBytes(_random.NextInt64()));
+            var ordering = _random.Next(2) == 0 ? MessageOrdering.Atomic : MessageOrdering.Total;
+            switch (_random.Next(4))
+            {
+                case 0:
+                    member.Light.Send(light.Id, MessageOrdering.Atomic, payload, view.Members[_random.Next(view.Members.Length)].Id, null, light.Outcomes.Add);
+                    break;
+                case 1:
+                    member.Light.Send(light.Id, ordering, payload, null, Roles[_random.Next(Roles.Length)], light.Outcomes.Add);
+                    break;
+                default:
+                    member.Light.Send(light.Id, ordering, payload, null, null, light.Outcomes.Add);
+                    break;
+            }
+        }
     }
 
     private void Schedule(TimeSpan after, Action action) => ScheduleAt(Now + after, action);
@@ -236,6 +314,10 @@ internal sealed class SimMember(GroupSimulation simulation, string node, long ui
     public long Uid { get; } = uid;
 
     public GroupEngine Engine { get; set; } = null!;
+
+    public LightGroupEngine Light { get; set; } = null!;
+
+    public List<SimLightMember> LightMembers { get; } = [];
 
     public bool Alive { get; set; } = true;
 
@@ -255,7 +337,12 @@ internal sealed class SimMember(GroupSimulation simulation, string node, long ui
 
     public void Send(MemberId to, Envelope envelope) => simulation.Transmit(this, to, envelope);
 
-    public void Delivered(Delivery delivery) => Deliveries.Add(delivery);
+    public void Delivered(Delivery delivery, uint channel) => Deliveries.Add(delivery);
+
+    /// <summary>Set to simulate an application that stops reading its deliveries.</summary>
+    public bool ApplicationStalled { get; set; }
+
+    public bool AcceptsDeliveries => !ApplicationStalled;
 
     public void ViewInstalled(GroupView view) => Views.Add(view);
 
@@ -270,4 +357,58 @@ internal sealed class SimMember(GroupSimulation simulation, string node, long ui
     public void Record(GroupTraceEvent traceEvent) => simulation.Trace.Add(traceEvent);
 
     public override string ToString() => $"{Node} ({Engine.View?.ToString() ?? "no view"})";
+}
+
+/// <summary>Appends trace events to a list.</summary>
+internal sealed class TraceList(List<GroupTraceEvent> events) : IGroupTraceSink
+{
+    public void Record(GroupTraceEvent traceEvent) => events.Add(traceEvent);
+}
+
+/// <summary>One simulated light-group member: what it delivered and installed.</summary>
+internal sealed class SimLightMember(string group, string role) : ILightMemberObserver
+{
+    public string Group { get; } = group;
+
+    public string Role { get; } = role;
+
+    public LightMemberId Id { get; set; }
+
+    public LightGroupView? View { get; private set; }
+
+    public bool Leaving { get; set; }
+
+    public bool Gone { get; private set; }
+
+    public List<LightDelivery> Deliveries { get; } = [];
+
+    public List<LightGroupView> Views { get; } = [];
+
+    public List<LightSendOutcome> Outcomes { get; } = [];
+
+    public void Delivered(LightDelivery delivery) => Deliveries.Add(delivery);
+
+    public void ViewInstalled(LightGroupView view)
+    {
+        View = view;
+        Views.Add(view);
+    }
+
+    public void Left()
+    {
+        View = null;
+        Gone = true;
+    }
+
+    public void Suspended()
+    {
+    }
+
+    public int PendingEvents => 0;
+
+    public void Rejoining(LightMemberId next)
+    {
+        View = null;
+        Id = next;
+    }
 }

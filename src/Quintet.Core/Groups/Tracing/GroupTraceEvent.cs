@@ -35,6 +35,12 @@ public sealed record GroupTraceEvent(
     MessageOrdering? Ordering,
     string Group)
 {
+    /// <summary>
+    /// For a send to some members only (one member, or a subset of a light group): who it is addressed to. Null for a
+    /// multicast to the whole view.
+    /// </summary>
+    public IReadOnlyList<string>? To { get; init; }
+
     /// <summary>The message's identity: sender, view and sequence.</summary>
     public string MessageId => $"{Sender}@{ViewId}:{Sequence}";
 }

@@ -76,6 +76,17 @@ public sealed class JsonLinesTraceSink : IGroupTraceSink, IDisposable
                 _writer.WriteString("messageId", traceEvent.MessageId);
             }
 
+            if (traceEvent.To is { } to)
+            {
+                _writer.WriteStartArray("to");
+                foreach (var member in to)
+                {
+                    _writer.WriteStringValue(member);
+                }
+
+                _writer.WriteEndArray();
+            }
+
             if (traceEvent.Ordering is { } ordering)
             {
                 _writer.WriteString("ordering", ordering == MessageOrdering.Total ? "total" : "atomic");
