@@ -40,6 +40,46 @@ public class VirtualSynchronyCheckerTests
     [Fact]
     public void A_valid_trace_passes() => Assert.True(VirtualSynchronyChecker.Check(Valid()).Passed);
 
+    /// <summary>a sends 1 to everyone, 2 to b alone, 3 to everyone: b delivers all three, a and c deliver 1 and 3.</summary>
+    private static List<GroupTraceEvent> WithDirect() =>
+    [
+        Install("a", 1, Abc), Install("b", 1, Abc), Install("c", 1, Abc),
+        Send("a", 1, 1), Send("a", 1, 2) with { To = ["b"] }, Send("a", 1, 3),
+        Deliver("a", "a", 1, 1), Deliver("a", "a", 1, 3),
+        Deliver("b", "a", 1, 1), Deliver("b", "a", 1, 2), Deliver("b", "a", 1, 3),
+        Deliver("c", "a", 1, 1), Deliver("c", "a", 1, 3),
+        Install("a", 2, Abc.Append("d").ToArray()), Install("b", 2, Abc.Append("d").ToArray()), Install("c", 2, Abc.Append("d").ToArray()),
+    ];
+
+    [Fact]
+    public void A_message_to_one_member_is_held_to_the_properties_among_its_addressees() =>
+        Assert.True(VirtualSynchronyChecker.Check(WithDirect(), quiescent: true).Passed, VirtualSynchronyChecker.Check(WithDirect()).ToString());
+
+    [Fact]
+    public void Delivery_by_a_member_a_message_was_not_addressed_to_is_caught()
+    {
+        var trace = WithDirect();
+        trace.Insert(trace.IndexOf(Deliver("c", "a", 1, 3)), Deliver("c", "a", 1, 2));
+        AssertViolation(trace, "addressed to b only");
+    }
+
+    [Fact]
+    public void An_addressee_that_skips_its_message_is_caught()
+    {
+        var trace = WithDirect();
+        trace.Remove(Deliver("b", "a", 1, 2));
+        AssertViolation(trace, "FIFO order expects 2");
+    }
+
+    [Fact]
+    public void A_light_group_view_that_keeps_no_majority_is_allowed_when_views_need_not_be_primary()
+    {
+        List<GroupTraceEvent> trace = [Install("a", 1, Abc), Install("a", 2, "a"), Install("d", 3, "a", "d"), Install("a", 3, "a", "d")];
+
+        Assert.False(VirtualSynchronyChecker.Check(trace).Passed);
+        Assert.True(VirtualSynchronyChecker.Check(trace, primaryViews: false).Passed);
+    }
+
     [Fact]
     public void Install_without_self_is_caught() =>
         AssertViolation([.. Valid(), Install("c", 3, "a", "b")], "self-inclusion");
