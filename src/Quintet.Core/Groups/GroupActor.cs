@@ -64,6 +64,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             }
         });
         Receive<GroupHandle.Drain>(_ => DrainSends());
+        Receive<GroupHandle.LeaveCommand>(_ => _engine.Leave(Now));
         Receive<LightGroupMember.JoinCommand>(c => c.Member.Joining(_light.Join(c.Member.Group, c.Member.Role, c.Member)));
         Receive<LightGroupMember.LeaveCommand>(c => _light.Leave(c.Member.Self));
         Receive<LightGroupMember.SendCommand>(c => _light.Send(c.Member.Self, c.Ordering, ByteString.CopyFrom(c.Payload.Span), c.To, c.Role, c.Complete));
@@ -159,6 +160,16 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     {
         _handle.InPrimary = false;
         _handle.Publish(new PrimaryComponentLost(view));
+    }
+
+    public void Left()
+    {
+        var last = _handle.View;
+        _handle.View = null;
+        _handle.InPrimary = false;
+        _handle.Publish(new GroupLeft(last));
+        _handle.CompleteLeave();
+        Context.Stop(Self);
     }
 
     public void Excluded(MemberId next)
@@ -450,7 +461,32 @@ public sealed class GroupHandle
         return member;
     }
 
+    /// <summary>
+    /// Leaves the group: a view change in which this member still takes part (its messages are flushed) installs a
+    /// view without it. Completes when it is out; its events end with <see cref="GroupLeft"/>.
+    /// </summary>
+    public async Task LeaveAsync(CancellationToken cancellationToken = default)
+    {
+        _actor.Tell(LeaveCommand.Instance);
+        await _left.Task.WaitAsync(cancellationToken);
+    }
+
+    internal void CompleteLeave()
+    {
+        _events.Writer.TryComplete();
+        _left.TrySetResult();
+    }
+
+    private readonly TaskCompletionSource _left = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    internal sealed class LeaveCommand
+    {
+        public static readonly LeaveCommand Instance = new();
+    }
+
     internal void Attach(IActorRef actor) => _actor = actor;
+
+    internal IActorRef Actor => _actor;
 
     internal void Publish(GroupEvent groupEvent) => _events.Writer.TryWrite(groupEvent);
 

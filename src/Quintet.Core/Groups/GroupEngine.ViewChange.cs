@@ -1,3 +1,4 @@
+using Quintet.Core.Groups.Tracing;
 using Quintet.Core.Groups.Wire;
 
 namespace Quintet.Core.Groups;
@@ -14,6 +15,9 @@ internal sealed partial class GroupEngine
 {
     private readonly HashSet<MemberId> _suspects = [];
     private readonly List<MemberId> _joiners = [];
+    private readonly HashSet<MemberId> _leavers = [];
+    private bool _leaving;
+    private TimeSpan _leaveRequestedAt;
     private Ballot? _promised;
     private Cut? _accepted;
     private bool _flushOkSent;
@@ -114,9 +118,55 @@ internal sealed partial class GroupEngine
         }
     }
 
-    /// <summary>This incarnation is out of the group: forget everything and rejoin as the next incarnation.</summary>
+    /// <summary>
+    /// Leaves the group: the leader runs a view change in which this member still takes part, so that its messages
+    /// are flushed, and which installs a view without it. <see cref="IGroupObserver.Left"/> tells when it is done.
+    /// </summary>
+    public void Leave(TimeSpan now)
+    {
+        _now = now;
+        if (_leaving)
+        {
+            return;
+        }
+
+        _leaving = true;
+        if (_view is null || _view.Members.Length == 1)
+        {
+            Exclude();
+            return;
+        }
+
+        RequestLeave();
+    }
+
+    private void RequestLeave()
+    {
+        _leaveRequestedAt = _now;
+        var leader = _view!.Members.First(m => !_suspects.Contains(m));
+        if (leader == _self)
+        {
+            OnLeaveRequest(_self);
+        }
+        else
+        {
+            Post(leader, new Envelope { LeaveRequest = new LeaveRequest() });
+        }
+    }
+
+    private void OnLeaveRequest(MemberId from)
+    {
+        if (_view is not null && _view.Contains(from) && _leavers.Add(from))
+        {
+            _changeWantedSince ??= _now;
+        }
+    }
+
+    /// <summary>This incarnation is out of the group: forget everything and rejoin as the next incarnation (or, when it
+    /// asked to leave, stop).</summary>
     private void Exclude()
     {
+        var leftView = _view?.Id ?? 0;
         _view = null;
         _rank = -1;
         _streams = [];
@@ -124,6 +174,13 @@ internal sealed partial class GroupEngine
         _futureEnvelopes.Clear();
         ResetViewChange();
         _lastCommit = null;
+        if (_leaving)
+        {
+            _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Leave, leftView, null, null, 0, null, _group));
+            _observer.Left();
+            return;
+        }
+
         _self = _self.NextIncarnation();
         _observer.Excluded(_self);
         SendJoinRequest();
@@ -132,6 +189,7 @@ internal sealed partial class GroupEngine
     private void ResetViewChange()
     {
         _suspects.Clear();
+        _leavers.Clear();
         if (_view is not null)
         {
             _joiners.RemoveAll(_view.Contains);
@@ -165,6 +223,11 @@ internal sealed partial class GroupEngine
             FetchMissing();
         }
 
+        if (_leaving && _promised is null && _now - _leaveRequestedAt >= _options.RetryInterval)
+        {
+            RequestLeave();
+        }
+
         if (!IsLeader)
         {
             return;
@@ -172,7 +235,7 @@ internal sealed partial class GroupEngine
 
         if (_round is null)
         {
-            var wanted = _suspects.Count > 0 || _joiners.Count > 0;
+            var wanted = _suspects.Count > 0 || _joiners.Count > 0 || _leavers.Count > 0;
             if (wanted && _changeWantedSince is { } since && _now - since >= _options.ChangeBatchWindow)
             {
                 StartRound();
@@ -209,7 +272,15 @@ internal sealed partial class GroupEngine
 
         var round = Math.Max(_highestRound, _promised?.Round ?? 0) + 1;
         _highestRound = round;
-        var next = new GroupView(view.Id + 1, view.Members.Where(m => !_suspects.Contains(m)).Concat(_joiners));
+        var staying = view.Members.Where(m => !_suspects.Contains(m) && !_leavers.Contains(m)).Concat(_joiners).ToList();
+        if (staying.Count == 0)
+        {
+            // Everyone is leaving: the last to go closes the group alone.
+            _leavers.Remove(_self);
+            staying = [.. view.Members.Where(m => !_suspects.Contains(m) && !_leavers.Contains(m))];
+        }
+
+        var next = new GroupView(view.Id + 1, staying);
         _round = new LeaderRound(new Ballot { Round = round, LeaderRank = _rank }, next, _now);
         var propose = new Propose { Ballot = _round.Ballot, Next = next.ToWire() };
         foreach (var rank in needed.Where(r => r != _rank))
@@ -448,7 +519,9 @@ internal sealed partial class GroupEngine
         var commit = new Commit { Ballot = cut.Ballot, Next = cut.Next };
         commit.Upto.AddRange(cut.Upto);
         var next = GroupView.FromWire(cut.Next);
-        var targets = next.Members.Where(m => m != _self).ToHashSet();
+
+        // Leavers took part in the flush; the commit tells them it is done.
+        var targets = next.Members.Concat(Needed().Select(r => _view!.Members[r])).Where(m => m != _self).ToHashSet();
         foreach (var member in targets)
         {
             Post(member, new Envelope { Commit = commit.Clone() });
@@ -535,6 +608,11 @@ internal sealed partial class GroupEngine
         FinishFlush([.. commit.Upto]);
         if (!next.Contains(_self))
         {
+            if (_leaving && from != _self)
+            {
+                Post(from, new Envelope { CommitAck = new CommitAck { ViewId = next.Id } });
+            }
+
             Exclude();
             return;
         }

@@ -167,6 +167,11 @@ internal sealed partial class GroupEngine
     public void Tick(TimeSpan now)
     {
         _now = now;
+        if (_view is null && _leaving)
+        {
+            return;
+        }
+
         if (_view is null)
         {
             if (now - _lastJoinRequestAt >= _options.JoinRetryInterval)
@@ -213,6 +218,9 @@ internal sealed partial class GroupEngine
                 break;
             case Envelope.KindOneofCase.CommitAck:
                 OnCommitAck(from, envelope.CommitAck);
+                break;
+            case Envelope.KindOneofCase.LeaveRequest:
+                OnLeaveRequest(from);
                 break;
             case Envelope.KindOneofCase.SuspectReport:
                 foreach (var suspect in envelope.SuspectReport.Suspects)

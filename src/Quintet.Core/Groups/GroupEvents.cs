@@ -22,6 +22,10 @@ public sealed record PrimaryComponentLost(GroupView LastView) : GroupEvent;
 /// <param name="NextIncarnation">The identity under which it rejoins.</param>
 public sealed record MemberExcluded(MemberId NextIncarnation) : GroupEvent;
 
+/// <summary>This member left the group, as it asked; the event stream ends here.</summary>
+/// <param name="LastView">The last view it was in, if any.</param>
+public sealed record GroupLeft(GroupView? LastView) : GroupEvent;
+
 /// <summary>A multicast was refused: the member is in no view, on a minority side, or too many sends wait.</summary>
 public sealed class GroupUnavailableException : Exception
 {

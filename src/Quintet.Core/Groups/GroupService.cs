@@ -83,6 +83,30 @@ public sealed class GroupService : IDisposable
         }
     }
 
+    /// <summary>Leaves <paramref name="name"/> (see <see cref="GroupHandle.LeaveAsync"/>); a later <see cref="Join"/> joins anew.</summary>
+    public async Task LeaveAsync(string name, CancellationToken cancellationToken = default)
+    {
+        GroupHandle? handle;
+        lock (_gate)
+        {
+            _groups.TryGetValue(name, out handle);
+        }
+
+        if (handle is null)
+        {
+            return;
+        }
+
+        await handle.LeaveAsync(cancellationToken);
+
+        // The actor's name is the group's: it must be gone before the group can be joined again.
+        await handle.Actor.GracefulStop(TimeSpan.FromSeconds(10));
+        lock (_gate)
+        {
+            _groups.Remove(name);
+        }
+    }
+
     /// <summary>
     /// Joins (or creates) a light group multiplexed on the <see cref="ManagersGroup"/>, as a new member hosted by this
     /// manager; completes once a view of the light group includes it. See <see cref="Light.LightGroupMember"/>.

@@ -24,4 +24,7 @@ internal interface IGroupObserver
 
     /// <summary>This member was excluded from the group's newer view; it rejoins as <paramref name="next"/>.</summary>
     void Excluded(MemberId next);
+
+    /// <summary>This member left the group, as it asked: it is in no view and sends and delivers nothing more.</summary>
+    void Left();
 }

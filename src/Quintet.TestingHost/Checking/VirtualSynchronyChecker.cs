@@ -93,12 +93,14 @@ public static class VirtualSynchronyChecker
             }
         }
 
+        // A member that left took part in the flush that ended its view: it counts towards that view's majority.
+        var leftAt = all.Where(e => e.Kind == GroupTraceKind.Leave).ToLookup(e => e.ViewId, e => e.Member);
         var history = lists.Keys.Order().ToList();
         for (var i = 1; primaryViews && i < history.Count; i++)
         {
             var before = lists[history[i - 1]];
             var after = lists[history[i]];
-            var kept = after.Members!.Count(before.Members!.Contains);
+            var kept = after.Members!.Count(before.Members!.Contains) + leftAt[before.ViewId].Count(m => before.Members!.Contains(m) && !after.Members!.Contains(m));
             if (kept * 2 <= before.Members!.Count)
             {
                 return Fail($"View {after.ViewId} keeps {kept} of the {before.Members.Count} members of view {before.ViewId}: not a majority.", before, after);

@@ -126,6 +126,31 @@ public class GroupProtocolTests(ITestOutputHelper output)
         AssertProperties(simulation);
     }
 
+    [Theory]
+    [InlineData(2, 1)]
+    [InlineData(3, 1)]
+    [InlineData(3, 0)]
+    [InlineData(2, 0)]
+    public void A_member_that_leaves_under_traffic_takes_part_in_the_flush_and_is_out_of_the_next_view(int members, int leaverIndex)
+    {
+        var simulation = Start(members);
+        simulation.WorkloadOn = true;
+        simulation.RunFor(Second);
+        var leaver = simulation.Members[leaverIndex];
+        leaver.Engine.Leave(simulation.Now);
+        simulation.RunFor(2 * Second);
+
+        Assert.True(leaver.HasLeft);
+        Assert.Null(leaver.Engine.View);
+        Assert.Equal(0, leaver.Exclusions);
+        var stayers = simulation.Members.Where(m => m != leaver).ToList();
+        Assert.All(stayers, m => Assert.Equal(members - 1, m.Engine.View!.Members.Length));
+        Assert.All(stayers, m => Assert.DoesNotContain(leaver.Engine.Self, m.Engine.View!.Members));
+        Assert.All(stayers, m => Assert.Equal(0, m.PrimaryLosses));
+        simulation.Quiesce();
+        AssertProperties(simulation);
+    }
+
     [Fact]
     public void Message_to_a_member_outside_the_view_is_refused()
     {
@@ -311,12 +336,17 @@ public class GroupProtocolTests(ITestOutputHelper output)
 
             // Faults never take away the majority of the current view: without one, nothing may happen by design.
             var canLoseOne = (liveInView - 1) * 2 > current.Members.Length;
-            switch (random.Next(4))
+            switch (random.Next(5))
             {
                 case 0 when canLoseOne:
                     var victim = live[random.Next(live.Count)];
                     schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms crash {victim.Node}");
                     simulation.Crash(victim);
+                    break;
+                case 4 when live.Count > 2:
+                    var leaver = live[random.Next(live.Count)];
+                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms leave {leaver.Node}");
+                    leaver.Engine.Leave(simulation.Now);
                     break;
                 case 1 when canLoseOne:
                     var sleeper = live[random.Next(live.Count)];

@@ -61,7 +61,7 @@ internal sealed class GroupSimulation
 
     public TimeSpan MaxDetection { get; set; } = TimeSpan.FromMilliseconds(700);
 
-    public IEnumerable<SimMember> Live => Members.Where(m => m.Alive && !m.Paused);
+    public IEnumerable<SimMember> Live => Members.Where(m => m.Alive && !m.Paused && !m.HasLeft);
 
     /// <summary>Adds a member: the first starts the group, later ones join through the live members.</summary>
     public SimMember AddMember()
@@ -347,6 +347,10 @@ internal sealed class SimMember(GroupSimulation simulation, string node, long ui
     public void ViewInstalled(GroupView view) => Views.Add(view);
 
     public void PrimaryLost(GroupView view) => PrimaryLosses++;
+
+    public bool HasLeft { get; private set; }
+
+    public void Left() => HasLeft = true;
 
     public void Excluded(MemberId next)
     {

@@ -72,6 +72,16 @@ public class VirtualSynchronyCheckerTests
     }
 
     [Fact]
+    public void A_member_that_left_counts_towards_the_majority_of_the_view_it_left()
+    {
+        List<GroupTraceEvent> trace = [Install("a", 1, "a", "b"), Install("b", 1, "a", "b"), Install("a", 2, "a")];
+        Assert.False(VirtualSynchronyChecker.Check(trace).Passed);
+
+        trace.Add(new GroupTraceEvent("b", GroupTraceKind.Leave, 1, null, null, 0, null, "g"));
+        Assert.True(VirtualSynchronyChecker.Check(trace).Passed, VirtualSynchronyChecker.Check(trace).ToString());
+    }
+
+    [Fact]
     public void A_light_group_view_that_keeps_no_majority_is_allowed_when_views_need_not_be_primary()
     {
         List<GroupTraceEvent> trace = [Install("a", 1, Abc), Install("a", 2, "a"), Install("d", 3, "a", "d"), Install("a", 3, "a", "d")];

@@ -338,6 +338,18 @@ internal sealed class LightGroupEngine : IGroupObserver
         }
     }
 
+    public void Left()
+    {
+        _application.Left();
+        _hasState = false;
+        _groups.Clear();
+        _control.Clear();
+        foreach (var local in _locals.ToList())
+        {
+            RemoveLocal(local);
+        }
+    }
+
     public void Excluded(MemberId next)
     {
         _application.Excluded(next);

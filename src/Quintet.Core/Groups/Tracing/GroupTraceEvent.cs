@@ -11,6 +11,9 @@ public enum GroupTraceKind
 
     /// <summary>The member delivered a message.</summary>
     Deliver,
+
+    /// <summary>The member left the group as it asked, after taking part in the flush of this view.</summary>
+    Leave,
 }
 
 /// <summary>

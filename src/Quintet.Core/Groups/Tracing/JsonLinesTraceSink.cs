@@ -55,6 +55,7 @@ public sealed class JsonLinesTraceSink : IGroupTraceSink, IDisposable
             {
                 GroupTraceKind.Install => "install",
                 GroupTraceKind.Send => "send",
+                GroupTraceKind.Leave => "leave",
                 _ => "deliver",
             });
             _writer.WriteNumber("viewId", traceEvent.ViewId);
