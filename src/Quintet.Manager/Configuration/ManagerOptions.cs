@@ -46,4 +46,10 @@ public sealed class ManagerOptions
     /// <value>Default: none.</value>
     /// </summary>
     public int? ParentProcessId { get; set; }
+
+    /// <summary>
+    /// The folder where the manager keeps what it needs across calls: deployed packages.
+    /// <value>Default: <c>quintet/&lt;node name&gt;</c> under the system temp folder.</value>
+    /// </summary>
+    public string? DataDirectory { get; set; }
 }

@@ -8,6 +8,7 @@ using OpenTelemetry.Trace;
 using Quintet.Core.Cluster;
 using Quintet.Diagnostics;
 using Quintet.Manager.Admin;
+using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Diagnostics;
 using Quintet.Manager.Health;
@@ -69,7 +70,16 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<RawRemotingWorkload>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<RawRemotingWorkload>());
 
-        builder.Services.AddGrpc(o => o.EnableDetailedErrors = false);
+        builder.Services.AddGrpc(o =>
+            {
+                o.EnableDetailedErrors = false;
+
+                // Unknown paths go on to the component call endpoint, which serves deployed contracts.
+                o.IgnoreUnknownServices = true;
+            })
+            .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024));
+        builder.Services.AddSingleton<ComponentHost>();
+        builder.Services.AddSingleton<PackageStore>();
         builder.Services.AddGrpcHealthChecks().AddCheck<ClusterMembershipHealthCheck>("cluster-membership");
 
         builder.WebHost.ConfigureKestrel(kestrel =>
@@ -96,6 +106,8 @@ public static class ManagerHostingExtensions
         app.MapGrpcHealthChecksService();
         app.MapGrpcService<ClusterAdminService>();
         app.MapGrpcService<GroupDiagnosticsService>();
+        app.MapGrpcService<ComponentAdminService>();
+        app.MapComponentCalls();
         return app;
     }
 

@@ -1,0 +1,75 @@
+namespace Quintet.Components;
+
+/// <summary>Why an instance is being activated.</summary>
+public enum ActivationReason
+{
+    /// <summary>A new instance: first call to its key, or a fresh instance from its factory.</summary>
+    Created = 1,
+
+    /// <summary>A retired instance is brought back by a call; its checkpoint is available.</summary>
+    Reactivated = 2,
+
+    /// <summary>The instance moved here from another manager.</summary>
+    Migrated = 3,
+}
+
+/// <summary>Why an instance is being deactivated.</summary>
+public enum DeactivationReason
+{
+    /// <summary>Idle past its QoS retire-after time: checkpoint now, the next call reactivates it.</summary>
+    Retired = 1,
+
+    /// <summary>Moving to another manager.</summary>
+    Migrating = 2,
+
+    /// <summary>Its package is being undeployed.</summary>
+    Undeployed = 3,
+
+    /// <summary>Its manager is stopping.</summary>
+    ManagerStopping = 4,
+}
+
+/// <summary>
+/// The base class of every component. An instance handles one call at a time (calls to it are queued in order), so
+/// its fields need no locks. Override the lifecycle hooks to load and save state explicitly: nothing is persisted
+/// behind the component's back.
+/// </summary>
+public abstract class Component : IComponentLifecycle
+{
+    private ComponentContext? _context;
+
+    /// <summary>Who this instance is and where it runs; available from <see cref="OnActivateAsync"/> on.</summary>
+    public ComponentContext Context => _context ?? throw new InvalidOperationException("The component is not activated yet: its context is set just before OnActivateAsync.");
+
+    /// <summary>Called before the first call is delivered to this activation.</summary>
+    protected virtual Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken) => Task.CompletedTask;
+
+    /// <summary>Called after the last call of this activation has completed; no call runs concurrently.</summary>
+    protected virtual Task OnDeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken) => Task.CompletedTask;
+
+    Task IComponentLifecycle.ActivateAsync(ComponentContext context, ActivationReason reason, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        _context = context;
+        return OnActivateAsync(reason, cancellationToken);
+    }
+
+    Task IComponentLifecycle.DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken) =>
+        OnDeactivateAsync(reason, cancellationToken);
+}
+
+/// <summary>The manager's side of a component's lifecycle; component authors override the hooks of <see cref="Component"/> instead.</summary>
+public interface IComponentLifecycle
+{
+    /// <summary>Sets the context and runs the activation hook.</summary>
+    Task ActivateAsync(ComponentContext context, ActivationReason reason, CancellationToken cancellationToken);
+
+    /// <summary>Runs the deactivation hook.</summary>
+    Task DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken);
+}
+
+/// <summary>Who an instance is and where it runs.</summary>
+/// <param name="ClassName">The component class, as the package manifest names it.</param>
+/// <param name="Key">The instance's key: the one the client asked for, or the id a factory gave a fresh instance.</param>
+/// <param name="Manager">The node name of the manager that hosts this activation.</param>
+public sealed record ComponentContext(string ClassName, string Key, string Manager);

@@ -1,0 +1,142 @@
+using System.IO.Compression;
+using Grpc.Core;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>The package admin API: deploy (a zipped package), undeploy, list.</summary>
+internal sealed class ComponentAdminService(ComponentHost host, PackageStore store) : ComponentAdmin.ComponentAdminBase
+{
+    /// <summary>The largest zipped package accepted.</summary>
+    public const int MaxPackageBytes = 64 * 1024 * 1024;
+
+    public override async Task<DeployPackageResponse> DeployPackage(DeployPackageRequest request, ServerCallContext context)
+    {
+        if (request.PackageZip.IsEmpty)
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, "package_zip is empty; send the zipped package folder (quintet-package.json at its root)."));
+        }
+
+        var directory = await store.ExtractAsync(request.PackageZip.Memory, context.CancellationToken);
+        try
+        {
+            var package = host.Deploy(directory);
+            return new DeployPackageResponse { Package = Describe(package) };
+        }
+        catch (PackageException e)
+        {
+            PackageStore.Delete(directory);
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, "The package was refused: " + e.Message));
+        }
+    }
+
+    public override async Task<UndeployPackageResponse> UndeployPackage(UndeployPackageRequest request, ServerCallContext context)
+    {
+        var directory = host.Packages.FirstOrDefault(p => p.Name == request.Name)?.Directory;
+        if (!await host.UndeployAsync(request.Name, context.CancellationToken))
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"No package named '{request.Name}' is deployed on this manager."));
+        }
+
+        if (directory is not null)
+        {
+            PackageStore.Delete(directory);
+        }
+
+        return new UndeployPackageResponse();
+    }
+
+    public override Task<ListPackagesResponse> ListPackages(ListPackagesRequest request, ServerCallContext context)
+    {
+        var response = new ListPackagesResponse { Instances = host.InstanceCount };
+        response.Packages.AddRange(host.Packages.Select(Describe));
+        return Task.FromResult(response);
+    }
+
+    private static PackageInfo Describe(ComponentPackage package)
+    {
+        var info = new PackageInfo { Name = package.Name, Version = package.Version };
+        foreach (var componentClass in package.Classes)
+        {
+            var classInfo = new ComponentClassInfo { ClassName = componentClass.Name };
+            classInfo.Contracts.AddRange(componentClass.Contracts.Select(c => c.ServiceName));
+            info.Classes.Add(classInfo);
+        }
+
+        return info;
+    }
+}
+
+/// <summary>Where this manager keeps the packages it has deployed: one folder each under its data folder.</summary>
+internal sealed class PackageStore(Microsoft.Extensions.Options.IOptions<Configuration.ManagerOptions> options, Hosting.ManagerIdentity identity)
+{
+    /// <summary>The most a package may hold once unzipped.</summary>
+    public const long MaxExtractedBytes = 256L * 1024 * 1024;
+
+    private string Root => Path.Combine(options.Value.DataDirectory ?? Path.Combine(Path.GetTempPath(), "quintet", identity.NodeName), "packages");
+
+    /// <summary>Unzips a package into a new folder, refusing entries that would land outside it and oversized contents.</summary>
+    public async Task<string> ExtractAsync(ReadOnlyMemory<byte> zip, CancellationToken cancellationToken)
+    {
+        var directory = Path.GetFullPath(Path.Combine(Root, Guid.NewGuid().ToString("N")));
+        Directory.CreateDirectory(directory);
+        try
+        {
+            using var archive = new ZipArchive(new MemoryStream(zip.ToArray(), writable: false), ZipArchiveMode.Read);
+            long total = 0;
+            foreach (var entry in archive.Entries)
+            {
+                var target = Path.GetFullPath(Path.Combine(directory, entry.FullName));
+                if (!target.StartsWith(directory + Path.DirectorySeparatorChar, StringComparison.Ordinal))
+                {
+                    throw new RpcException(new Status(StatusCode.InvalidArgument, $"The zip entry '{entry.FullName}' would land outside the package folder."));
+                }
+
+                total += entry.Length;
+                if (total > MaxExtractedBytes)
+                {
+                    throw new RpcException(new Status(StatusCode.InvalidArgument, $"The package unzips to more than {MaxExtractedBytes / (1024 * 1024)} MiB."));
+                }
+
+                if (entry.FullName.EndsWith('/'))
+                {
+                    Directory.CreateDirectory(target);
+                    continue;
+                }
+
+                Directory.CreateDirectory(Path.GetDirectoryName(target)!);
+                await using var source = entry.Open();
+                await using var file = File.Create(target);
+                await source.CopyToAsync(file, cancellationToken);
+            }
+
+            return directory;
+        }
+        catch (InvalidDataException e)
+        {
+            Delete(directory);
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"package_zip is not a readable zip archive: {e.Message}"));
+        }
+        catch
+        {
+            Delete(directory);
+            throw;
+        }
+    }
+
+    public static void Delete(string directory)
+    {
+        try
+        {
+            Directory.Delete(directory, recursive: true);
+        }
+        catch (IOException)
+        {
+            // An unloaded assembly may still be mapped for a moment; the folder is left for the next start's cleanup.
+        }
+        catch (UnauthorizedAccessException)
+        {
+            // As above.
+        }
+    }
+}

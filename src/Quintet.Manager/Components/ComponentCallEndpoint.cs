@@ -1,0 +1,177 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Globalization;
+using System.IO.Pipelines;
+using Grpc.Core;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>
+/// Serves the operations of deployed contracts as plain gRPC unary methods, <c>/{service}/{operation}</c>, so that any
+/// gRPC client can call them from the contract's <c>.proto</c>. grpc-dotnet binds methods only at startup and cannot
+/// add a package's methods later (grpc/grpc-dotnet#972), so this endpoint speaks gRPC's unary framing itself: one
+/// length-prefixed message in, one out, the status in trailers. The instance key travels in the <c>quintet-key</c>
+/// header, the deadline in <c>grpc-timeout</c>.
+/// </summary>
+internal static class ComponentCallEndpoint
+{
+    /// <summary>The header that names the instance a call is for.</summary>
+    public const string KeyHeader = "quintet-key";
+
+    /// <summary>The largest request accepted, as gRPC's default.</summary>
+    public const int MaxRequestBytes = 4 * 1024 * 1024;
+
+    public static IEndpointConventionBuilder MapComponentCalls(this IEndpointRouteBuilder endpoints) =>
+        endpoints.MapPost("/{service}/{operation}", HandleAsync);
+
+    private static async Task HandleAsync(HttpContext context, string service, string operation, ComponentHost host)
+    {
+        var request = context.Request;
+        var response = context.Response;
+        if (request.ContentType is not { } contentType || !contentType.StartsWith("application/grpc", StringComparison.Ordinal))
+        {
+            response.StatusCode = StatusCodes.Status415UnsupportedMediaType;
+            await response.WriteAsync($"Component operations are called over gRPC (content-type application/grpc), not {request.ContentType ?? "without a content type"}.");
+            return;
+        }
+
+        response.ContentType = "application/grpc";
+        using var deadline = CancellationTokenSource.CreateLinkedTokenSource(context.RequestAborted);
+        if (request.Headers["grpc-timeout"].FirstOrDefault() is { } timeoutHeader)
+        {
+            if (!TryParseTimeout(timeoutHeader, out var timeout))
+            {
+                await FinishAsync(response, StatusCode.InvalidArgument, $"grpc-timeout '{timeoutHeader}' is not a gRPC timeout (digits and a unit H, M, S, m, u or n).");
+                return;
+            }
+
+            deadline.CancelAfter(timeout);
+        }
+
+        try
+        {
+            var message = await ReadMessageAsync(request.BodyReader, deadline.Token);
+            var key = request.Headers[KeyHeader].FirstOrDefault() ?? string.Empty;
+            var reply = await host.InvokeAsync(service, operation, key, new ReadOnlySequence<byte>(message), deadline.Token);
+            await response.StartAsync(deadline.Token);
+            var header = new byte[5];
+            BinaryPrimitives.WriteUInt32BigEndian(header.AsSpan(1), (uint)reply.Length);
+            await response.BodyWriter.WriteAsync(header, deadline.Token);
+            await response.BodyWriter.WriteAsync(reply, deadline.Token);
+            await FinishAsync(response, StatusCode.OK, null);
+        }
+        catch (InvocationException e)
+        {
+            await FinishAsync(response, e.Code, e.Message);
+        }
+        catch (OperationCanceledException) when (deadline.IsCancellationRequested && !context.RequestAborted.IsCancellationRequested)
+        {
+            await FinishAsync(response, StatusCode.DeadlineExceeded, $"{service}/{operation} did not complete within the call's deadline.");
+        }
+        catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
+        {
+            // The caller went away; nobody is left to answer.
+        }
+    }
+
+    /// <summary>Reads the one length-prefixed message of a unary call.</summary>
+    private static async Task<byte[]> ReadMessageAsync(PipeReader reader, CancellationToken cancellationToken)
+    {
+        while (true)
+        {
+            var result = await reader.ReadAsync(cancellationToken);
+            var buffer = result.Buffer;
+            if (TryReadPrefix(buffer, out var compressed, out var length))
+            {
+                if (compressed)
+                {
+                    throw new InvocationException(StatusCode.Unimplemented, "Compressed requests are not supported; send the message uncompressed.");
+                }
+
+                if (length > MaxRequestBytes)
+                {
+                    throw new InvocationException(StatusCode.ResourceExhausted, $"The request is {length} bytes; at most {MaxRequestBytes} are accepted.");
+                }
+
+                if (buffer.Length >= 5 + length)
+                {
+                    var message = buffer.Slice(5, length).ToArray();
+                    reader.AdvanceTo(buffer.GetPosition(5 + length));
+                    return message;
+                }
+            }
+
+            if (result.IsCompleted)
+            {
+                throw new InvocationException(StatusCode.InvalidArgument, "The request ended before its message did: a unary call sends one length-prefixed message.");
+            }
+
+            reader.AdvanceTo(buffer.Start, buffer.End);
+        }
+    }
+
+    private static bool TryReadPrefix(ReadOnlySequence<byte> buffer, out bool compressed, out uint length)
+    {
+        (compressed, length) = (false, 0);
+        if (buffer.Length < 5)
+        {
+            return false;
+        }
+
+        Span<byte> prefix = stackalloc byte[5];
+        buffer.Slice(0, 5).CopyTo(prefix);
+        compressed = prefix[0] != 0;
+        length = BinaryPrimitives.ReadUInt32BigEndian(prefix[1..]);
+        return true;
+    }
+
+    private static async Task FinishAsync(HttpResponse response, StatusCode code, string? message)
+    {
+        if (!response.HasStarted)
+        {
+            // Trailers-only: the status goes in the headers.
+            response.Headers["grpc-status"] = ((int)code).ToString(CultureInfo.InvariantCulture);
+            if (message is not null)
+            {
+                response.Headers["grpc-message"] = Uri.EscapeDataString(message);
+            }
+
+            await response.StartAsync();
+            return;
+        }
+
+        response.AppendTrailer("grpc-status", ((int)code).ToString(CultureInfo.InvariantCulture));
+        if (message is not null)
+        {
+            response.AppendTrailer("grpc-message", Uri.EscapeDataString(message));
+        }
+    }
+
+    /// <summary>Parses gRPC's timeout header: up to 8 digits and a unit.</summary>
+    internal static bool TryParseTimeout(string value, out TimeSpan timeout)
+    {
+        timeout = default;
+        if (value.Length is < 2 or > 9 || !long.TryParse(value.AsSpan(0, value.Length - 1), NumberStyles.None, CultureInfo.InvariantCulture, out var amount))
+        {
+            return false;
+        }
+
+        double? ticksPerUnit = value[^1] switch
+        {
+            'H' => TimeSpan.TicksPerHour,
+            'M' => TimeSpan.TicksPerMinute,
+            'S' => TimeSpan.TicksPerSecond,
+            'm' => TimeSpan.TicksPerMillisecond,
+            'u' => TimeSpan.TicksPerMillisecond / 1000.0,
+            'n' => TimeSpan.TicksPerMillisecond / 1_000_000.0,
+            _ => null,
+        };
+        if (ticksPerUnit is not { } ticks)
+        {
+            return false;
+        }
+
+        timeout = TimeSpan.FromTicks((long)Math.Min(amount * ticks, TimeSpan.MaxValue.Ticks));
+        return true;
+    }
+}

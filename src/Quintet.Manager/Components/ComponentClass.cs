@@ -1,0 +1,80 @@
+using System.Buffers;
+using System.Linq.Expressions;
+using System.Reflection;
+using ProtoBuf;
+using ProtoBuf.Meta;
+using Quintet.Components;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>One operation of a contract, ready to call: its wire name, its message types and a compiled invoker.</summary>
+internal sealed class ComponentOperation
+{
+    private readonly TypeModel _model;
+    private readonly Func<object, object, CancellationToken, Task<object?>> _invoke;
+
+    public ComponentOperation(string name, MethodInfo method, Type requestType, Type responseType, TypeModel model)
+    {
+        Name = name;
+        Method = method;
+        RequestType = requestType;
+        ResponseType = responseType;
+        _model = model;
+        _invoke = CompileInvoker(method, requestType, responseType);
+    }
+
+    /// <summary>The operation's name on the wire (the method's name without <c>Async</c>).</summary>
+    public string Name { get; }
+
+    public MethodInfo Method { get; }
+
+    public Type RequestType { get; }
+
+    public Type ResponseType { get; }
+
+    /// <summary>Reads a request; a malformed one throws <see cref="ProtoException"/> or <see cref="EndOfStreamException"/>.</summary>
+    public object ReadRequest(ReadOnlySequence<byte> bytes) => _model.Deserialize(RequestType, bytes, null, null);
+
+    public void WriteResponse(IBufferWriter<byte> writer, object? response) => _model.Serialize(writer, response ?? Activator.CreateInstance(ResponseType)!, null);
+
+    public Task<object?> InvokeAsync(object component, object request, CancellationToken cancellationToken) =>
+        _invoke(component, request, cancellationToken);
+
+    /// <summary>
+    /// Compiles <c>(c, r, t) =&gt; Box(((IContract)c).MethodAsync((TRequest)r, t))</c> once, at load: no reflection on
+    /// the call path.
+    /// </summary>
+    private static Func<object, object, CancellationToken, Task<object?>> CompileInvoker(MethodInfo method, Type requestType, Type responseType)
+    {
+        var component = Expression.Parameter(typeof(object), "component");
+        var request = Expression.Parameter(typeof(object), "request");
+        var token = Expression.Parameter(typeof(CancellationToken), "cancellationToken");
+        var call = Expression.Call(Expression.Convert(component, method.DeclaringType!), method, Expression.Convert(request, requestType), token);
+        var box = typeof(ComponentOperation).GetMethod(nameof(BoxAsync), BindingFlags.NonPublic | BindingFlags.Static)!.MakeGenericMethod(responseType);
+        return Expression.Lambda<Func<object, object, CancellationToken, Task<object?>>>(Expression.Call(box, call), component, request, token).Compile();
+    }
+
+    private static async Task<object?> BoxAsync<T>(Task<T> task) => await task.ConfigureAwait(false);
+}
+
+/// <summary>A contract a component class serves: its service name and operations.</summary>
+internal sealed class ComponentContract(string serviceName, Type interfaceType, IReadOnlyDictionary<string, ComponentOperation> operations)
+{
+    public string ServiceName { get; } = serviceName;
+
+    public Type InterfaceType { get; } = interfaceType;
+
+    public IReadOnlyDictionary<string, ComponentOperation> Operations { get; } = operations;
+}
+
+/// <summary>A component class of a deployed package.</summary>
+internal sealed class ComponentClass(string name, Type type, IReadOnlyList<ComponentContract> contracts, Func<Component> create)
+{
+    public string Name { get; } = name;
+
+    public Type Type { get; } = type;
+
+    public IReadOnlyList<ComponentContract> Contracts { get; } = contracts;
+
+    public Component CreateInstance() => create();
+}

@@ -1,0 +1,33 @@
+using System.Reflection;
+using System.Runtime.Loader;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>
+/// The collectible load context of one deployed package: its own assemblies load here, so undeploying unloads them;
+/// the assemblies a component shares with its manager (Quintet.Abstractions, protobuf-net and what the runtime
+/// provides) come from the manager's context, so that <c>Component</c> and <c>[ProtoContract]</c> are the same types
+/// on both sides.
+/// </summary>
+internal sealed class PackageLoadContext(string name, string directory) : AssemblyLoadContext($"quintet-package:{name}", isCollectible: true)
+{
+    private static readonly HashSet<string> Shared = new(StringComparer.OrdinalIgnoreCase)
+    {
+        "Quintet.Abstractions",
+        "protobuf-net",
+        "protobuf-net.Core",
+        "Microsoft.Extensions.Logging.Abstractions",
+    };
+
+
+    protected override Assembly? Load(AssemblyName assemblyName)
+    {
+        if (assemblyName.Name is { } shared && Shared.Contains(shared))
+        {
+            return null;
+        }
+
+        var path = Path.Combine(directory, assemblyName.Name + ".dll");
+        return File.Exists(path) ? LoadFromAssemblyPath(path) : null;
+    }
+}

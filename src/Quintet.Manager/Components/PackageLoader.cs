@@ -1,0 +1,147 @@
+using System.Linq.Expressions;
+using System.Reflection;
+using ProtoBuf;
+using ProtoBuf.Meta;
+using Quintet.Components;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>A package loaded in its own collectible context: its component classes, ready to instantiate and call.</summary>
+internal sealed class ComponentPackage(PackageManifest manifest, string directory, PackageLoadContext context, IReadOnlyList<ComponentClass> classes)
+{
+    public string Name => manifest.Name;
+
+    public string Version => manifest.Version;
+
+    public string Directory { get; } = directory;
+
+    public IReadOnlyList<ComponentClass> Classes { get; } = classes;
+
+    /// <summary>Starts unloading the package's assemblies; the reference tells when the runtime has let them go.</summary>
+    public WeakReference Unload()
+    {
+        context.Unload();
+        return new WeakReference(context);
+    }
+}
+
+/// <summary>
+/// Loads a package from a folder and checks it through: the manifest, the assembly, every class and contract it names,
+/// and every operation's shape. Anything wrong is refused with a <see cref="PackageException"/> that names it, and the
+/// half-loaded context is unloaded: a refused package changes nothing.
+/// </summary>
+internal static class PackageLoader
+{
+    public static ComponentPackage Load(string directory)
+    {
+        var manifest = PackageManifest.Read(directory);
+        var assemblyPath = Path.Combine(directory, manifest.Assembly);
+        if (!File.Exists(assemblyPath))
+        {
+            throw new PackageException($"The assembly {manifest.Assembly} that {PackageManifest.FileName} names is not in the package.");
+        }
+
+        var context = new PackageLoadContext(manifest.Name, directory);
+        try
+        {
+            Assembly assembly;
+            try
+            {
+                assembly = context.LoadFromAssemblyPath(assemblyPath);
+            }
+            catch (BadImageFormatException e)
+            {
+                throw new PackageException($"{manifest.Assembly} is not a .NET assembly this manager can load: {e.Message}", e);
+            }
+
+            // One protobuf-net model per package: it holds the package's types and goes with them on undeploy.
+            var model = RuntimeTypeModel.Create($"quintet-package-{manifest.Name}");
+            var classes = manifest.Components.Select((entry, i) => LoadClass(assembly, entry, i, model)).ToList();
+            var duplicate = classes.SelectMany(c => c.Contracts).GroupBy(c => c.ServiceName, StringComparer.Ordinal).FirstOrDefault(g => g.Count() > 1);
+            if (duplicate is not null)
+            {
+                throw new PackageException($"Contract {duplicate.Key} is served by two classes of the package; a contract names one component class.");
+            }
+
+            return new ComponentPackage(manifest, directory, context, classes);
+        }
+        catch (Exception e) when (e is TypeLoadException or FileNotFoundException or FileLoadException or ReflectionTypeLoadException)
+        {
+            context.Unload();
+            throw new PackageException($"The package is not compatible with this manager (a type or assembly it needs cannot be loaded): {e.Message}", e);
+        }
+        catch
+        {
+            context.Unload();
+            throw;
+        }
+    }
+
+    private static ComponentClass LoadClass(Assembly assembly, PackageManifest.ComponentEntry entry, int index, TypeModel model)
+    {
+        var field = $"components[{index}]";
+        var type = assembly.GetType(entry.Class, throwOnError: false)
+            ?? throw new PackageException($"{field}.class: {entry.Class} is not in {assembly.GetName().Name}.");
+        if (!typeof(Component).IsAssignableFrom(type) || type.IsAbstract || !type.IsClass)
+        {
+            throw new PackageException($"{field}.class: {entry.Class} must be a non-abstract class derived from Quintet.Components.Component.");
+        }
+
+        if (type.GetConstructor(Type.EmptyTypes) is null)
+        {
+            throw new PackageException($"{field}.class: {entry.Class} needs a public constructor without parameters.");
+        }
+
+        var contracts = entry.Contracts.Select((name, i) => LoadContract(type, name, $"{field}.contracts[{i}]", model)).ToList();
+        var create = Expression.Lambda<Func<Component>>(Expression.Convert(Expression.New(type), typeof(Component))).Compile();
+        return new ComponentClass(entry.Class, type, contracts, create);
+    }
+
+    private static ComponentContract LoadContract(Type type, string name, string field, TypeModel model)
+    {
+        var contract = type.GetInterfaces().FirstOrDefault(i => i.FullName == name)
+            ?? throw new PackageException($"{field}: {type.FullName} does not implement {name}.");
+        var attribute = contract.GetCustomAttribute<ComponentContractAttribute>()
+            ?? throw new PackageException($"{field}: {name} is not marked [ComponentContract(\"service.name\")].");
+
+        var operations = new Dictionary<string, ComponentOperation>(StringComparer.Ordinal);
+        foreach (var method in contract.GetMethods())
+        {
+            var operation = LoadOperation(method, $"{field} ({name}.{method.Name})", model);
+            if (!operations.TryAdd(operation.Name, operation))
+            {
+                throw new PackageException($"{field}: {name} has two operations named {operation.Name}; names must be unique without the Async suffix.");
+            }
+        }
+
+        if (operations.Count == 0)
+        {
+            throw new PackageException($"{field}: {name} has no operations.");
+        }
+
+        return new ComponentContract(attribute.Name, contract, operations);
+    }
+
+    private static ComponentOperation LoadOperation(MethodInfo method, string field, TypeModel model)
+    {
+        var parameters = method.GetParameters();
+        var returnsTask = method.ReturnType.IsGenericType && method.ReturnType.GetGenericTypeDefinition() == typeof(Task<>);
+        if (!returnsTask || parameters.Length != 2 || parameters[1].ParameterType != typeof(CancellationToken))
+        {
+            throw new PackageException($"{field}: an operation must be Task<TResponse> NameAsync(TRequest request, CancellationToken cancellationToken).");
+        }
+
+        var requestType = parameters[0].ParameterType;
+        var responseType = method.ReturnType.GetGenericArguments()[0];
+        foreach (var (role, messageType) in new[] { ("request", requestType), ("response", responseType) })
+        {
+            if (!messageType.IsClass || messageType.GetCustomAttribute<ProtoContractAttribute>() is null || messageType.GetConstructor(Type.EmptyTypes) is null)
+            {
+                throw new PackageException($"{field}: the {role} type {messageType.FullName} must be a class marked [ProtoContract] with a constructor without parameters.");
+            }
+        }
+
+        var name = method.Name.EndsWith("Async", StringComparison.Ordinal) && method.Name.Length > 5 ? method.Name[..^5] : method.Name;
+        return new ComponentOperation(name, method, requestType, responseType, model);
+    }
+}

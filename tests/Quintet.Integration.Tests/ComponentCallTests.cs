@@ -1,0 +1,110 @@
+using System.IO.Compression;
+using System.Text;
+using Google.Protobuf;
+using Grpc.Core;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+using Samples.Counter;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>Deploying a package to a manager process and calling its component through the typed client.</summary>
+public class ComponentCallTests(ITestOutputHelper output)
+{
+    /// <summary>The Counter sample as a deployable package: its assembly and manifest, zipped.</summary>
+    internal static byte[] CounterPackage(Action<ZipArchive>? change = null, string? manifest = null)
+    {
+        var folder = Path.GetDirectoryName(typeof(CounterComponent).Assembly.Location)!;
+        using var buffer = new MemoryStream();
+        using (var zip = new ZipArchive(buffer, ZipArchiveMode.Create, leaveOpen: true))
+        {
+            zip.CreateEntryFromFile(Path.Combine(folder, "Counter.dll"), "Counter.dll");
+            var entry = zip.CreateEntry("quintet-package.json");
+            using (var writer = new StreamWriter(entry.Open(), Encoding.UTF8))
+            {
+                writer.Write(manifest ?? File.ReadAllText(Path.Combine(folder, "quintet-package.json")));
+            }
+
+            change?.Invoke(zip);
+        }
+
+        return buffer.ToArray();
+    }
+
+    private static ComponentAdmin.ComponentAdminClient Admin(ManagerProcess manager) => new(manager.Channel);
+
+    private static async Task<RpcException> RefusedAsync(ManagerProcess manager, byte[] zip) =>
+        await Assert.ThrowsAsync<RpcException>(async () =>
+            await Admin(manager).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(zip) }, deadline: DateTime.UtcNow.AddSeconds(30)));
+
+    [Fact]
+    public Task Deployed_counter_answers_typed_calls_per_key_and_bad_input_gets_distinct_statuses() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(1), async cluster =>
+        {
+            var manager = cluster.Managers[0];
+            var deployed = await Admin(manager).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            Assert.Equal("Counter", deployed.Package.Name);
+            Assert.Equal(["samples.counter.Counter"], deployed.Package.Classes.Single().Contracts);
+
+            using var client = QuintetClient.Over(manager.Channel);
+            var a = client.GetComponent<ICounter>("a");
+            var b = client.GetComponent<ICounter>("b");
+            Assert.Equal(5, (await a.AddAsync(new AddRequest { Amount = 5 }, CancellationToken.None)).Value);
+            Assert.Equal(7, (await a.AddAsync(new AddRequest { Amount = 2 }, CancellationToken.None)).Value);
+            var fromB = await b.AddAsync(new AddRequest { Amount = -1 }, CancellationToken.None);
+            Assert.Equal(-1, fromB.Value);
+            Assert.Equal(manager.Name, fromB.Manager);
+            Assert.Equal(7, (await client.GetComponent<ICounter>("a").GetAsync(new GetRequest(), CancellationToken.None)).Value);
+
+            // 64 concurrent adds to one key: one call at a time per instance, none lost.
+            var c = client.GetComponent<ICounter>("c");
+            await Task.WhenAll(Enumerable.Range(0, 64).Select(_ => c.AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None)));
+            Assert.Equal(64, (await c.GetAsync(new GetRequest(), CancellationToken.None)).Value);
+
+            // Unknown contract, unknown operation, malformed request: each its own status and a message to act on.
+            var raw = new RawCaller(manager.Channel);
+            var unknownContract = await Assert.ThrowsAsync<RpcException>(() => raw.CallAsync("acme.Nothing", "Add", [], "a"));
+            Assert.Equal(StatusCode.Unimplemented, unknownContract.StatusCode);
+            Assert.Contains("samples.counter.Counter", unknownContract.Status.Detail, StringComparison.Ordinal);
+            var unknownOperation = await Assert.ThrowsAsync<RpcException>(() => raw.CallAsync("samples.counter.Counter", "Reset", [], "a"));
+            Assert.Equal(StatusCode.Unimplemented, unknownOperation.StatusCode);
+            Assert.Contains("Add, Get", unknownOperation.Status.Detail, StringComparison.Ordinal);
+            var malformed = await Assert.ThrowsAsync<RpcException>(() => raw.CallAsync("samples.counter.Counter", "Add", [0x0A, 0xFF, 0xFF], "a"));
+            Assert.Equal(StatusCode.InvalidArgument, malformed.StatusCode);
+            Assert.Contains("AddRequest", malformed.Status.Detail, StringComparison.Ordinal);
+            output.WriteLine(string.Join("\n", unknownContract.Status.Detail, unknownOperation.Status.Detail, malformed.Status.Detail));
+
+            // The same package twice, a corrupt zip, a manifest naming a class that is not there: refused, nothing changed.
+            var twice = await RefusedAsync(manager, CounterPackage());
+            Assert.Equal(StatusCode.FailedPrecondition, twice.StatusCode);
+            Assert.Contains("already deployed", twice.Status.Detail, StringComparison.Ordinal);
+            var corrupt = await RefusedAsync(manager, [0x50, 0x4B, 0x03, 0x04, 1, 2, 3]);
+            Assert.Equal(StatusCode.InvalidArgument, corrupt.StatusCode);
+            var wrongClass = await RefusedAsync(manager, CounterPackage(manifest: """{"name":"Other","version":"1","assembly":"Counter.dll","components":[{"class":"Samples.Counter.Missing","contracts":["Samples.Counter.ICounter"]}]}"""));
+            Assert.Equal(StatusCode.FailedPrecondition, wrongClass.StatusCode);
+            Assert.Contains("components[0].class", wrongClass.Status.Detail, StringComparison.Ordinal);
+            output.WriteLine(string.Join("\n", twice.Status.Detail, corrupt.Status.Detail, wrongClass.Status.Detail));
+            Assert.Equal(7, (await a.GetAsync(new GetRequest(), CancellationToken.None)).Value);
+
+            // Undeploy: the contract is no longer served.
+            await Admin(manager).UndeployPackageAsync(new UndeployPackageRequest { Name = "Counter" }, deadline: DateTime.UtcNow.AddSeconds(30));
+            var gone = await Assert.ThrowsAsync<RpcException>(() => a.GetAsync(new GetRequest(), CancellationToken.None));
+            Assert.Equal(StatusCode.Unimplemented, gone.StatusCode);
+            var missing = await Assert.ThrowsAsync<RpcException>(async () => await Admin(manager).UndeployPackageAsync(new UndeployPackageRequest { Name = "Counter" }));
+            Assert.Equal(StatusCode.NotFound, missing.StatusCode);
+        });
+
+    /// <summary>Calls any method with raw bytes, as a client from another language could.</summary>
+    private sealed class RawCaller(ChannelBase channel)
+    {
+        private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(b => b, b => b);
+
+        public async Task<byte[]> CallAsync(string service, string method, byte[] request, string key)
+        {
+            var definition = new Method<byte[], byte[]>(MethodType.Unary, service, method, Bytes, Bytes);
+            var headers = new Metadata { { QuintetClient.KeyHeader, key } };
+            return await channel.CreateCallInvoker().AsyncUnaryCall(definition, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(30)), request);
+        }
+    }
+}
