@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using System.Globalization;
 
 namespace Quintet.TestingHost;
@@ -12,7 +11,6 @@ namespace Quintet.TestingHost;
 public sealed class IsolatedNetwork : IAsyncDisposable
 {
     private const string PartitionTable = "quintet_partition";
-    private static readonly SemaphoreSlim InstallGate = new(1, 1);
     private readonly string _suffix;
     private readonly int _subnet;
     private readonly int _managers;
@@ -159,32 +157,8 @@ public sealed class IsolatedNetwork : IAsyncDisposable
         await TryRunAsync(bounded.Token, "ip", "link", "del", Name);
     }
 
-    private static async Task EnsureNftablesAsync(CancellationToken cancellationToken)
-    {
-        await InstallGate.WaitAsync(cancellationToken);
-        try
-        {
-            if (FindOnPath("nft") is not null)
-            {
-                return;
-            }
-
-            if (FindOnPath("apt-get") is null)
-            {
-                throw new InvalidOperationException("nftables (the nft command) is missing and apt-get is not available to install it.");
-            }
-
-            // The package lists of a fresh machine may be empty: refresh them once, then install.
-            using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-            bounded.CancelAfter(TimeSpan.FromMinutes(5));
-            await TryRunAsync(bounded.Token, "apt-get", "update", "-qq");
-            await RunAsync(bounded.Token, "apt-get", "install", "-y", "-qq", "nftables");
-        }
-        finally
-        {
-            InstallGate.Release();
-        }
-    }
+    private static Task EnsureNftablesAsync(CancellationToken cancellationToken) =>
+        FindOnPath("nft") is not null ? Task.CompletedTask : DebianPackages.EnsureAsync(["nftables"], cancellationToken);
 
     private static async Task RunAsync(CancellationToken cancellationToken, params string[] command)
     {
@@ -195,35 +169,8 @@ public sealed class IsolatedNetwork : IAsyncDisposable
         }
     }
 
-    private static async Task<(int Code, string Output)> TryRunAsync(CancellationToken cancellationToken, params string[] command)
-    {
-        var info = new ProcessStartInfo(command[0])
-        {
-            RedirectStandardOutput = true,
-            RedirectStandardError = true,
-            UseShellExecute = false,
-        };
-        foreach (var argument in command.Skip(1))
-        {
-            info.ArgumentList.Add(argument);
-        }
-
-        info.Environment["DEBIAN_FRONTEND"] = "noninteractive";
-        using var process = Process.Start(info) ?? throw new InvalidOperationException($"Could not start {command[0]}.");
-        var stdout = process.StandardOutput.ReadToEndAsync(cancellationToken);
-        var stderr = process.StandardError.ReadToEndAsync(cancellationToken);
-        try
-        {
-            await process.WaitForExitAsync(cancellationToken);
-        }
-        catch (OperationCanceledException)
-        {
-            process.Kill();
-            throw;
-        }
-
-        return (process.ExitCode, await stdout + await stderr);
-    }
+    private static Task<(int Code, string Output)> TryRunAsync(CancellationToken cancellationToken, params string[] command) =>
+        DebianPackages.RunAsync(cancellationToken, command);
 
     private static string? FindOnPath(string command) =>
         (Environment.GetEnvironmentVariable("PATH") ?? string.Empty).Split(':')

@@ -35,6 +35,8 @@ public static class QuintetCli
         {
             DemoCommand.Create(context),
             ClusterCommand.Create(context),
+            ComponentCommand.Create(context),
+            ComponentCommand.CreateProto(context),
         };
 
         var parse = root.Parse(args);

@@ -53,6 +53,13 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageStore sto
         return Task.FromResult(response);
     }
 
+    public override Task<ExportProtoResponse> ExportProto(ExportProtoRequest request, ServerCallContext context)
+    {
+        var contract = host.Packages.SelectMany(p => p.Classes).SelectMany(c => c.Contracts).FirstOrDefault(c => c.ServiceName == request.Contract)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed component serves contract '{request.Contract}'; 'quintet component list' shows the deployed ones."));
+        return Task.FromResult(new ExportProtoResponse { FileName = contract.ServiceName + ".proto", Content = contract.ExportProto() });
+    }
+
     private static PackageInfo Describe(ComponentPackage package)
     {
         var info = new PackageInfo { Name = package.Name, Version = package.Version };

@@ -97,6 +97,7 @@ internal static class ComponentCallEndpoint
                 {
                     var message = buffer.Slice(5, length).ToArray();
                     reader.AdvanceTo(buffer.GetPosition(5 + length));
+                    await ReadToEndAsync(reader, cancellationToken);
                     return message;
                 }
             }
@@ -107,6 +108,29 @@ internal static class ComponentCallEndpoint
             }
 
             reader.AdvanceTo(buffer.Start, buffer.End);
+        }
+    }
+
+    /// <summary>
+    /// Waits for the client to finish sending: answering before that makes the server reset the stream, which some
+    /// clients (gRPC's C core) report as a lost stream instead of the status.
+    /// </summary>
+    private static async Task ReadToEndAsync(PipeReader reader, CancellationToken cancellationToken)
+    {
+        while (true)
+        {
+            var result = await reader.ReadAsync(cancellationToken);
+            var extra = result.Buffer.Length;
+            reader.AdvanceTo(result.Buffer.End);
+            if (extra > 0)
+            {
+                throw new InvocationException(StatusCode.InvalidArgument, "A unary call carries one message; the request held more.");
+            }
+
+            if (result.IsCompleted)
+            {
+                return;
+            }
         }
     }
 
@@ -127,17 +151,11 @@ internal static class ComponentCallEndpoint
 
     private static async Task FinishAsync(HttpResponse response, StatusCode code, string? message)
     {
+        // Headers, then the status in trailers, also for errors: every client reads that form (a trailers-only
+        // response as Kestrel would send it, headers and then an empty body, loses the status in gRPC's C core).
         if (!response.HasStarted)
         {
-            // Trailers-only: the status goes in the headers.
-            response.Headers["grpc-status"] = ((int)code).ToString(CultureInfo.InvariantCulture);
-            if (message is not null)
-            {
-                response.Headers["grpc-message"] = Uri.EscapeDataString(message);
-            }
-
             await response.StartAsync();
-            return;
         }
 
         response.AppendTrailer("grpc-status", ((int)code).ToString(CultureInfo.InvariantCulture));

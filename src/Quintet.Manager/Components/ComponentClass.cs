@@ -60,6 +60,30 @@ internal sealed class ComponentOperation
 /// <summary>A contract a component class serves: its service name and operations.</summary>
 internal sealed class ComponentContract(string serviceName, Type interfaceType, IReadOnlyDictionary<string, ComponentOperation> operations)
 {
+    /// <summary>
+    /// The contract as a proto3 file: its messages and its service, named so that the gRPC path of each method is the
+    /// one this manager serves (<c>/{service name}/{operation}</c>).
+    /// </summary>
+    public string ExportProto()
+    {
+        var lastDot = ServiceName.LastIndexOf('.');
+        var options = new SchemaGenerationOptions
+        {
+            Syntax = ProtoSyntax.Proto3,
+            Package = lastDot > 0 ? ServiceName[..lastDot] : null,
+        };
+        var service = new Service { Name = lastDot > 0 ? ServiceName[(lastDot + 1)..] : ServiceName };
+        foreach (var operation in Operations.Values.OrderBy(o => o.Name, StringComparer.Ordinal))
+        {
+            service.Methods.Add(new ServiceMethod { Name = operation.Name, InputType = operation.RequestType, OutputType = operation.ResponseType });
+            options.Types.Add(operation.RequestType);
+            options.Types.Add(operation.ResponseType);
+        }
+
+        options.Services.Add(service);
+        return RuntimeTypeModel.Create().GetSchema(options);
+    }
+
     public string ServiceName { get; } = serviceName;
 
     public Type InterfaceType { get; } = interfaceType;

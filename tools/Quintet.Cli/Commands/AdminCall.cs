@@ -1,0 +1,45 @@
+using System.CommandLine;
+using Grpc.Core;
+using Grpc.Net.Client;
+
+namespace Quintet.Cli.Commands;
+
+/// <summary>The endpoint option and the error handling every command that calls a manager shares.</summary>
+internal static class AdminCall
+{
+    public const string DefaultEndpoint = "http://127.0.0.1:5053";
+
+    public static Option<string> EndpointOption() => new("--endpoint", "-e")
+    {
+        Description = "The gRPC endpoint of any manager of the cluster.",
+        DefaultValueFactory = _ => DefaultEndpoint,
+    };
+
+    /// <summary>Runs <paramref name="call"/> against the manager at <paramref name="endpoint"/>, turning failures into exit codes and messages.</summary>
+    public static async Task<int> RunAsync(CliContext context, string endpoint, TimeSpan deadline, Func<GrpcChannel, DateTime, Task<int>> call)
+    {
+        if (!Uri.TryCreate(endpoint, UriKind.Absolute, out var uri) || (uri.Scheme != Uri.UriSchemeHttp && uri.Scheme != Uri.UriSchemeHttps))
+        {
+            return context.Fail(ExitCodes.Usage, $"--endpoint '{endpoint}' is not an http:// or https:// address (for example {DefaultEndpoint}).");
+        }
+
+        using var channel = GrpcChannel.ForAddress(uri, new GrpcChannelOptions { MaxSendMessageSize = 80 * 1024 * 1024 });
+        try
+        {
+            return await call(channel, DateTime.UtcNow + deadline);
+        }
+        catch (RpcException ex) when (ex.StatusCode is StatusCode.Unavailable or StatusCode.DeadlineExceeded)
+        {
+            var detail = ex.StatusCode == StatusCode.DeadlineExceeded ? $"no answer within {deadline.TotalSeconds:F0} s" : ex.Status.Detail;
+            return context.Fail(ExitCodes.Unreachable, $"cannot reach a manager at {endpoint} ({detail}). Is it running, and is --endpoint its gRPC address?");
+        }
+        catch (RpcException ex)
+        {
+            return context.Fail(ExitCodes.Failed, $"the manager at {endpoint} refused the request: {ex.StatusCode}: {ex.Status.Detail}");
+        }
+        catch (OperationCanceledException)
+        {
+            return ExitCodes.Interrupted;
+        }
+    }
+}
