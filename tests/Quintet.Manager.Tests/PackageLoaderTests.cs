@@ -1,0 +1,132 @@
+using System.Buffers;
+using System.Runtime.CompilerServices;
+using Quintet.Manager.Components;
+using Samples.Counter;
+
+namespace Quintet.Manager.Tests;
+
+/// <summary>Loading packages: the Counter sample loads in a context of its own; every broken package is refused by name.</summary>
+public sealed class PackageLoaderTests : IDisposable
+{
+    private const string ValidManifest = """{"name":"Counter","version":"1.0.0","assembly":"Counter.dll","components":[{"class":"Samples.Counter.CounterComponent","contracts":["Samples.Counter.ICounter"]}]}""";
+    private readonly string _root = Directory.CreateTempSubdirectory("quintet-package-tests-").FullName;
+
+    private string Package(string? manifest = ValidManifest, bool withAssembly = true)
+    {
+        var directory = Path.Combine(_root, Guid.NewGuid().ToString("N"));
+        Directory.CreateDirectory(directory);
+        if (withAssembly)
+        {
+            File.Copy(typeof(CounterComponent).Assembly.Location, Path.Combine(directory, "Counter.dll"));
+        }
+
+        if (manifest is not null)
+        {
+            File.WriteAllText(Path.Combine(directory, PackageManifest.FileName), manifest);
+        }
+
+        return directory;
+    }
+
+    private static string Refused(string directory) => Assert.Throws<PackageException>(() => PackageLoader.Load(directory)).Message;
+
+    [Fact]
+    public async Task The_counter_loads_in_its_own_context_and_its_operations_run()
+    {
+        var package = PackageLoader.Load(Package());
+
+        var counter = Assert.Single(package.Classes);
+        var contract = Assert.Single(counter.Contracts);
+        Assert.Equal("samples.counter.Counter", contract.ServiceName);
+        Assert.Equal(["Add", "Get"], contract.Operations.Keys.Order());
+        Assert.NotSame(typeof(CounterComponent), counter.Type);
+
+        var instance = counter.CreateInstance();
+        await ((Quintet.Components.IComponentLifecycle)instance).ActivateAsync(new("Samples.Counter.CounterComponent", "k", "test"), Quintet.Components.ActivationReason.Created, CancellationToken.None);
+        var add = contract.Operations["Add"];
+        var request = add.ReadRequest(new ReadOnlySequence<byte>([0x08, 0x05]));
+        var response = await add.InvokeAsync(instance, request, CancellationToken.None);
+        var writer = new ArrayBufferWriter<byte>();
+        add.WriteResponse(writer, response);
+        Assert.Equal<byte>([0x08, 0x05, 0x12, 0x04, (byte)'t', (byte)'e', (byte)'s', (byte)'t'], writer.WrittenSpan.ToArray());
+        Assert.Contains("service Counter", contract.ExportProto(), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void An_undeployed_package_is_unloaded() => Assert.True(LoadAndUnload(Package()), "the package's context was not collected");
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static bool LoadAndUnload(string directory)
+    {
+        var reference = Load(directory);
+        for (var i = 0; i < 20 && reference.IsAlive; i++)
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+        }
+
+        return !reference.IsAlive;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static WeakReference Load(string directory) => PackageLoader.Load(directory).Unload();
+
+    [Fact]
+    public void A_package_without_a_manifest_is_refused() =>
+        Assert.Contains("has no quintet-package.json", Refused(Package(manifest: null)), StringComparison.Ordinal);
+
+    [Fact]
+    public void A_manifest_that_is_not_json_is_refused() =>
+        Assert.Contains("is not valid", Refused(Package("{ name: ")), StringComparison.Ordinal);
+
+    [Fact]
+    public void A_manifest_with_an_unknown_field_is_refused() =>
+        Assert.Contains("replicas", Refused(Package(ValidManifest.Replace("\"version\"", "\"replicas\":3,\"version\"", StringComparison.Ordinal))), StringComparison.Ordinal);
+
+    [Fact]
+    public void A_manifest_without_a_name_is_refused() =>
+        Assert.Contains("name is missing", Refused(Package(ValidManifest.Replace("\"Counter\"", "\"\"", StringComparison.Ordinal))), StringComparison.Ordinal);
+
+    [Fact]
+    public void A_missing_assembly_is_refused() =>
+        Assert.Contains("Counter.dll that quintet-package.json names is not in the package", Refused(Package(withAssembly: false)), StringComparison.Ordinal);
+
+    [Fact]
+    public void An_assembly_that_is_not_one_is_refused()
+    {
+        var directory = Package(withAssembly: false);
+        File.WriteAllText(Path.Combine(directory, "Counter.dll"), "not an assembly");
+        Assert.Contains("not a .NET assembly", Refused(directory), StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void A_class_that_is_not_a_component_is_refused() =>
+        Assert.Contains("derived from Quintet.Components.Component", Refused(Package(ValidManifest.Replace("Samples.Counter.CounterComponent", "Samples.Counter.AddRequest", StringComparison.Ordinal))), StringComparison.Ordinal);
+
+    [Fact]
+    public void A_contract_the_class_does_not_implement_is_refused() =>
+        Assert.Contains("does not implement Samples.Counter.IOther", Refused(Package(ValidManifest.Replace("Samples.Counter.ICounter", "Samples.Counter.IOther", StringComparison.Ordinal))), StringComparison.Ordinal);
+
+    [Theory]
+    [InlineData("100m", 100 * TimeSpan.TicksPerMillisecond)]
+    [InlineData("5S", 5 * TimeSpan.TicksPerSecond)]
+    [InlineData("2M", 2 * TimeSpan.TicksPerMinute)]
+    [InlineData("1H", TimeSpan.TicksPerHour)]
+    [InlineData("2500u", 25_000)]
+    public void Grpc_timeouts_parse(string header, long ticks)
+    {
+        Assert.True(ComponentCallEndpoint.TryParseTimeout(header, out var timeout));
+        Assert.Equal(ticks, timeout.Ticks);
+    }
+
+    [Theory]
+    [InlineData("")]
+    [InlineData("S")]
+    [InlineData("10")]
+    [InlineData("-5S")]
+    [InlineData("123456789S")]
+    [InlineData("5s")]
+    public void Bad_grpc_timeouts_are_refused(string header) => Assert.False(ComponentCallEndpoint.TryParseTimeout(header, out _));
+
+    public void Dispose() => Directory.Delete(_root, recursive: true);
+}
