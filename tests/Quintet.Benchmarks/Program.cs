@@ -6,6 +6,13 @@ using Quintet.Benchmarks;
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5]
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N]
 //   (--rate: messages per second per manager; the default is as fast as the group accepts them)
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- calls [--seconds 5 --concurrency 1,64 --instances 100000]
+if (args.Length > 0 && args[0] == "calls")
+{
+    await CallBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--concurrency", [1, 64]), Arguments.Int(args, "--instances", 100_000));
+    return;
+}
+
 if (args.Length > 0 && args[0] == "multicast")
 {
     await MulticastBenchmark.RunAsync(

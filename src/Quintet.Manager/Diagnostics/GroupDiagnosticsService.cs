@@ -119,6 +119,8 @@ internal sealed class GroupDiagnosticsService(
         return LightStatus();
     }
 
+    public override Task<EchoMessage> Echo(EchoMessage request, ServerCallContext context) => Task.FromResult(request);
+
     public override Task<LightWorkloadStatus> GetLightWorkloadStatus(GroupStatusRequest request, ServerCallContext context) =>
         Task.FromResult(LightStatus());
 

@@ -1,0 +1,108 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.IO.Compression;
+using Google.Protobuf;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.Protocol.Diagnostics;
+using Quintet.TestingHost;
+using Samples.Counter;
+
+namespace Quintet.Benchmarks;
+
+/// <summary>
+/// Client to component calls (the Counter sample's Add, through the typed client) beside a bare gRPC for .NET unary
+/// echo served by the same manager process and server, at several concurrencies; then the memory of idle instances.
+/// </summary>
+internal static class CallBenchmark
+{
+    public static async Task RunAsync(int seconds, int[] concurrencies, int instances)
+    {
+        var window = TimeSpan.FromSeconds(seconds);
+        Console.WriteLine($"Quintet call benchmark: {seconds} s windows after a 2 s warm-up; {Environment.ProcessorCount} cores; {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC.");
+        Console.WriteLine("One manager process on loopback; the client is this process. Each worker calls its own instance (key).");
+        Console.WriteLine();
+
+        var options = new LocalClusterOptions { InitialManagers = 1, LogDirectory = Path.Combine(Path.GetTempPath(), "quintet-bench-calls", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture)) };
+        await using var cluster = await LocalCluster.StartAsync(options);
+        var manager = cluster.Managers[0];
+        await new ComponentAdmin.ComponentAdminClient(manager.Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) });
+        using var client = QuintetClient.Over(manager.Channel);
+        var echo = new GroupDiagnostics.GroupDiagnosticsClient(manager.Channel);
+
+        Console.WriteLine($"{"workers",7} {"call",10} {"calls/s",10} {"p50 ms",8} {"p99 ms",8}   {"p50 ratio",9} {"p99 ratio",9} {"rate ratio",10}");
+        foreach (var concurrency in concurrencies)
+        {
+            var counters = Enumerable.Range(0, concurrency).Select(i => client.GetComponent<ICounter>($"bench-{concurrency}-{i}")).ToArray();
+            var add = new AddRequest { Amount = 1 };
+            Func<int, Task> component = worker => counters[worker].AddAsync(add, CancellationToken.None);
+            var message = new EchoMessage { Value = 1, Text = manager.Name };
+            Func<int, Task> bare = worker => echo.EchoAsync(message).ResponseAsync;
+
+            await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), component);
+            await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), bare);
+            var c = await MeasureAsync(concurrency, window, component);
+            var b = await MeasureAsync(concurrency, window, bare);
+            Console.WriteLine($"{concurrency,7} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3}   {c.P50 / b.P50,9:F2} {c.P99 / b.P99,9:F2} {c.Rate / b.Rate,10:F2}");
+            Console.WriteLine($"{concurrency,7} {"bare gRPC",10} {b.Rate,10:F0} {b.P50,8:F3} {b.P99,8:F3}");
+        }
+
+        Console.WriteLine();
+        var admin = manager.Admin;
+        var before = await HeapAsync(admin);
+        var activated = Stopwatch.StartNew();
+        var next = 0;
+        await Task.WhenAll(Enumerable.Range(0, 64).Select(async _ =>
+        {
+            int key;
+            while ((key = Interlocked.Increment(ref next)) <= instances)
+            {
+                await client.GetComponent<ICounter>($"idle-{key}").AddAsync(new AddRequest { Amount = key }, CancellationToken.None);
+            }
+        }));
+        var elapsed = activated.Elapsed;
+        await Task.Delay(TimeSpan.FromSeconds(2));
+        var after = await HeapAsync(admin);
+        var list = await new ComponentAdmin.ComponentAdminClient(manager.Channel).ListPackagesAsync(new ListPackagesRequest());
+        Console.WriteLine($"{instances} idle Counter instances activated in {elapsed.TotalSeconds:F1} s ({instances / elapsed.TotalSeconds:F0}/s); live instances {list.Instances};");
+        Console.WriteLine($"managed heap {before.Heap / 1048576.0:F1} -> {after.Heap / 1048576.0:F1} MB, about {(after.Heap - before.Heap) / (double)instances:F0} bytes per idle instance; working set {after.WorkingSet / 1048576.0:F0} MB.");
+    }
+
+    private static async Task<(long Heap, long WorkingSet)> HeapAsync(ClusterAdmin.ClusterAdminClient admin)
+    {
+        var view = await admin.ListManagersAsync(new ListManagersRequest { IncludeReports = true });
+        var report = view.Managers.Single().Report;
+        return (report.ManagedHeapBytes, report.WorkingSetBytes);
+    }
+
+    private static async Task<(double Rate, double P50, double P99)> MeasureAsync(int concurrency, TimeSpan duration, Func<int, Task> call)
+    {
+        var latencies = new List<double>[concurrency];
+        var clock = Stopwatch.StartNew();
+        await Task.WhenAll(Enumerable.Range(0, concurrency).Select(async worker =>
+        {
+            var mine = latencies[worker] = new List<double>(100_000);
+            while (clock.Elapsed < duration)
+            {
+                var start = Stopwatch.GetTimestamp();
+                await call(worker);
+                mine.Add(Stopwatch.GetElapsedTime(start).TotalMilliseconds);
+            }
+        }));
+        var all = latencies.SelectMany(l => l).Order().ToList();
+        return (all.Count / clock.Elapsed.TotalSeconds, all[all.Count / 2], all[Math.Min(all.Count - 1, (int)(all.Count * 0.99))]);
+    }
+
+    private static byte[] CounterPackage()
+    {
+        var folder = Path.GetDirectoryName(typeof(CounterComponent).Assembly.Location)!;
+        using var buffer = new MemoryStream();
+        using (var zip = new ZipArchive(buffer, ZipArchiveMode.Create, leaveOpen: true))
+        {
+            zip.CreateEntryFromFile(Path.Combine(folder, "Counter.dll"), "Counter.dll");
+            zip.CreateEntryFromFile(Path.Combine(folder, "quintet-package.json"), "quintet-package.json");
+        }
+
+        return buffer.ToArray();
+    }
+}
