@@ -95,6 +95,51 @@ public class ComponentCallTests(ITestOutputHelper output)
             Assert.Equal(StatusCode.NotFound, missing.StatusCode);
         });
 
+    [Fact]
+    public Task A_package_deployed_on_one_manager_reaches_every_manager_also_one_that_joins_later() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            await WaitForPackagesAsync(cluster.Managers, "Counter");
+            foreach (var manager in cluster.Managers)
+            {
+                using var client = QuintetClient.Over(manager.Channel);
+                var reply = await client.GetComponent<ICounter>("k").AddAsync(new AddRequest { Amount = 3 }, CancellationToken.None);
+                Assert.Equal(manager.Name, reply.Manager);
+            }
+
+            var fourth = await cluster.AddManagerAsync();
+            await WaitForPackagesAsync([fourth], "Counter");
+            using (var client = QuintetClient.Over(fourth.Channel))
+            {
+                Assert.Equal(fourth.Name, (await client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), CancellationToken.None)).Manager);
+            }
+
+            await Admin(cluster.Managers[2]).UndeployPackageAsync(new UndeployPackageRequest { Name = "Counter" }, deadline: DateTime.UtcNow.AddSeconds(30));
+            await WaitForPackagesAsync(cluster.Managers);
+        });
+
+    /// <summary>Waits until each manager lists exactly <paramref name="names"/>.</summary>
+    private static async Task WaitForPackagesAsync(IReadOnlyCollection<ManagerProcess> managers, params string[] names)
+    {
+        var waited = System.Diagnostics.Stopwatch.StartNew();
+        var last = string.Empty;
+        while (waited.Elapsed < TimeSpan.FromSeconds(60))
+        {
+            var lists = await Task.WhenAll(managers.Select(async m => (m.Name, (await Admin(m).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10))).Packages.Select(p => p.Name).Order().ToList())));
+            last = string.Join("; ", lists.Select(l => $"{l.Name}: [{string.Join(", ", l.Item2)}]"));
+            if (lists.All(l => l.Item2.SequenceEqual(names.Order())))
+            {
+                return;
+            }
+
+            await Task.Delay(200);
+        }
+
+        throw new TimeoutException($"The managers did not all come to list [{string.Join(", ", names)}] within 60 s; last: {last}");
+    }
+
     /// <summary>Calls any method with raw bytes, as a client from another language could.</summary>
     private sealed class RawCaller(ChannelBase channel)
     {

@@ -67,12 +67,17 @@ public class GroupFaultTests(ITestOutputHelper output)
             var views = group.Where(e => e.Kind == GroupTraceKind.Install).Select(e => e.ViewId).Distinct().Count();
             var lightSends = group.Count(e => e.Kind == GroupTraceKind.Send);
             output.WriteLine($"light group {group.Key}: {members} members over time, {views} views, {lightSends} sends, {group.Count(e => e.Kind == GroupTraceKind.Deliver)} deliveries");
-            Assert.True(views > 2 && lightSends > 10, $"light group {group.Key} saw too little: {views} views, {lightSends} sends");
+            if (group.Key is "orders" or "accounts")
+            {
+                Assert.True(views > 2 && lightSends > 10, $"light group {group.Key} saw too little: {views} views, {lightSends} sends");
+            }
+
             var lightResult = VirtualSynchronyChecker.Check(group, quiescent: true, primaryViews: false);
             Assert.True(lightResult.Passed, $"light group {group.Key}: {lightResult}");
         }
 
-        Assert.Equal(2, lightEvents.Select(e => e.Group).Distinct().Count());
+        Assert.Contains("orders", lightEvents.Select(e => e.Group));
+        Assert.Contains("accounts", lightEvents.Select(e => e.Group));
     }
 
     [Fact]

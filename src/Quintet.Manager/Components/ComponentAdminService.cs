@@ -5,7 +5,7 @@ using Quintet.Protocol.Admin;
 namespace Quintet.Manager.Components;
 
 /// <summary>The package admin API: deploy (a zipped package), undeploy, list.</summary>
-internal sealed class ComponentAdminService(ComponentHost host, PackageStore store) : ComponentAdmin.ComponentAdminBase
+internal sealed class ComponentAdminService(ComponentHost host, PackageStore store, PackageReplicator replicator) : ComponentAdmin.ComponentAdminBase
 {
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
@@ -18,16 +18,40 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageStore sto
         }
 
         var directory = await store.ExtractAsync(request.PackageZip.Memory, context.CancellationToken);
+        ComponentPackage package;
         try
         {
-            var package = host.Deploy(directory);
-            return new DeployPackageResponse { Package = Describe(package) };
+            package = host.Deploy(directory, System.Security.Cryptography.SHA256.HashData(request.PackageZip.Span));
         }
         catch (PackageException e)
         {
             PackageStore.Delete(directory);
             throw new RpcException(new Status(StatusCode.FailedPrecondition, "The package was refused: " + e.Message));
         }
+
+        if (!request.ThisManagerOnly)
+        {
+            await replicator.AnnounceDeployedAsync(package, context.CancellationToken);
+        }
+
+        return new DeployPackageResponse { Package = Describe(package) };
+    }
+
+    public override async Task<GetPackageResponse> GetPackage(GetPackageRequest request, ServerCallContext context)
+    {
+        var package = host.Packages.FirstOrDefault(p => p.Name == request.Name)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No package named '{request.Name}' is deployed on this manager."));
+        var zip = PackageStore.ZipOf(package.Directory);
+        if (!File.Exists(zip))
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"Package '{request.Name}' was deployed here from a folder; there is no zip to hand out."));
+        }
+
+        return new GetPackageResponse
+        {
+            PackageZip = Google.Protobuf.ByteString.CopyFrom(await File.ReadAllBytesAsync(zip, context.CancellationToken)),
+            Sha256 = Google.Protobuf.ByteString.CopyFrom(package.Sha256),
+        };
     }
 
     public override async Task<UndeployPackageResponse> UndeployPackage(UndeployPackageRequest request, ServerCallContext context)
@@ -43,6 +67,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageStore sto
             PackageStore.Delete(directory);
         }
 
+        await replicator.AnnounceUndeployedAsync(request.Name, context.CancellationToken);
         return new UndeployPackageResponse();
     }
 
@@ -117,6 +142,8 @@ internal sealed class PackageStore(Microsoft.Extensions.Options.IOptions<Configu
                 await source.CopyToAsync(file, cancellationToken);
             }
 
+            // The zip is kept beside the folder: other managers fetch it from here.
+            await File.WriteAllBytesAsync(ZipOf(directory), zip, cancellationToken);
             return directory;
         }
         catch (InvalidDataException e)
@@ -131,10 +158,14 @@ internal sealed class PackageStore(Microsoft.Extensions.Options.IOptions<Configu
         }
     }
 
+    /// <summary>Where the zip of the package unzipped into <paramref name="directory"/> is kept.</summary>
+    public static string ZipOf(string directory) => directory.TrimEnd(Path.DirectorySeparatorChar) + ".zip";
+
     public static void Delete(string directory)
     {
         try
         {
+            File.Delete(ZipOf(directory));
             Directory.Delete(directory, recursive: true);
         }
         catch (IOException)

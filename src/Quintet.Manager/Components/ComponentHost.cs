@@ -41,9 +41,11 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
 
     /// <summary>Loads and registers the package in <paramref name="directory"/>; refuses (changing nothing) a package
     /// whose name or contracts are already deployed.</summary>
-    public ComponentPackage Deploy(string directory)
+    public ComponentPackage Deploy(string directory, byte[]? sha256 = null)
     {
         var package = PackageLoader.Load(directory);
+        package.Sha256 = sha256 ?? [];
+
         lock (_gate)
         {
             string? conflict = _packages.ContainsKey(package.Name)

@@ -9,6 +9,9 @@ namespace Quintet.Manager.Components;
 /// <summary>A package loaded in its own collectible context: its component classes, ready to instantiate and call.</summary>
 internal sealed class ComponentPackage(PackageManifest manifest, string directory, PackageLoadContext context, IReadOnlyList<ComponentClass> classes)
 {
+    /// <summary>The SHA-256 of the zip it was deployed from (empty when loaded from a folder): equal hashes, same package.</summary>
+    public byte[] Sha256 { get; set; } = [];
+
     public string Name => manifest.Name;
 
     public string Version => manifest.Version;

@@ -80,6 +80,8 @@ public static class ManagerHostingExtensions
             .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024));
         builder.Services.AddSingleton<ComponentHost>();
         builder.Services.AddSingleton<PackageStore>();
+        builder.Services.AddSingleton<PackageReplicator>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<PackageReplicator>());
         builder.Services.AddGrpcHealthChecks().AddCheck<ClusterMembershipHealthCheck>("cluster-membership");
 
         builder.WebHost.ConfigureKestrel(kestrel =>

@@ -1,0 +1,178 @@
+using Akka.Actor;
+using Google.Protobuf;
+using Grpc.Core;
+using Grpc.Net.Client;
+using Quintet.Core.Groups;
+using Quintet.Core.Groups.Light;
+using Quintet.Manager.Admin;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>
+/// Keeps every manager's packages the same: a deploy or undeploy on one manager is told to the others in total order
+/// through the light group <c>quintet.packages</c>, and each fetches the zip from the manager that has it. A manager
+/// joining the group first joins, then copies what a member already has: what is deployed after its join reaches it
+/// through the group, what was deployed before is in that member's list.
+/// </summary>
+internal sealed partial class PackageReplicator(
+    GroupService groups,
+    ComponentHost host,
+    PackageStore store,
+    ManagerReports reports,
+    Hosting.ManagerIdentity identity,
+    ILogger<PackageReplicator> logger) : BackgroundService
+{
+    /// <summary>The light group every manager joins to hear of deploys and undeploys.</summary>
+    public const string GroupName = "quintet.packages";
+
+    private static readonly TimeSpan JoinWait = TimeSpan.FromSeconds(30);
+    private static readonly TimeSpan FetchDeadline = TimeSpan.FromSeconds(60);
+    private readonly TaskCompletionSource<LightGroupMember> _member = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    /// <summary>Tells every manager that <paramref name="package"/> was deployed here.</summary>
+    public Task AnnounceDeployedAsync(ComponentPackage package, CancellationToken cancellationToken) =>
+        AnnounceAsync(new PackageEvent { Deployed = new PackageDeployed { Name = package.Name, Version = package.Version, Sha256 = ByteString.CopyFrom(package.Sha256), Source = identity.GrpcEndpoint } }, cancellationToken);
+
+    /// <summary>Tells every manager that package <paramref name="name"/> was undeployed.</summary>
+    public Task AnnounceUndeployedAsync(string name, CancellationToken cancellationToken) =>
+        AnnounceAsync(new PackageEvent { Undeployed = new PackageUndeployed { Name = name } }, cancellationToken);
+
+    private async Task AnnounceAsync(PackageEvent packageEvent, CancellationToken cancellationToken)
+    {
+        LightGroupMember member;
+        try
+        {
+            member = await _member.Task.WaitAsync(JoinWait, cancellationToken);
+        }
+        catch (TimeoutException)
+        {
+            throw new RpcException(new Grpc.Core.Status(StatusCode.Unavailable, $"Done on this manager, but it is not yet in the cluster's package group after {JoinWait.TotalSeconds:F0} s, so the other managers were not told; retry once it has joined."));
+        }
+
+        await member.MulticastAsync(packageEvent.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+    }
+
+    protected override async Task ExecuteAsync(CancellationToken stoppingToken)
+    {
+        try
+        {
+            var member = await groups.JoinLightGroupAsync(GroupName, cancellationToken: stoppingToken);
+            _member.TrySetResult(member);
+            try
+            {
+                await CopyFromPeerAsync(member, stoppingToken);
+            }
+            catch (RpcException e)
+            {
+                // The deploys that follow still arrive through the group; what the peer had is missing here.
+                LogCopyFailed(logger, e);
+            }
+
+            await foreach (var groupEvent in member.Events.ReadAllAsync(stoppingToken))
+            {
+                if (groupEvent is LightMessageDelivered { Delivery: var delivery })
+                {
+                    await ApplyAsync(PackageEvent.Parser.ParseFrom(delivery.Payload.Span), stoppingToken);
+                }
+            }
+        }
+        catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
+        {
+            // Stopping.
+        }
+    }
+
+    private async Task ApplyAsync(PackageEvent packageEvent, CancellationToken cancellationToken)
+    {
+        switch (packageEvent.KindCase)
+        {
+            case PackageEvent.KindOneofCase.Deployed:
+                var deployed = packageEvent.Deployed;
+                var existing = host.Packages.FirstOrDefault(p => p.Name == deployed.Name);
+                if (existing is not null)
+                {
+                    if (!existing.Sha256.AsSpan().SequenceEqual(deployed.Sha256.Span))
+                    {
+                        LogConflict(logger, deployed.Name, deployed.Source);
+                    }
+
+                    return;
+                }
+
+                await FetchAndDeployAsync(deployed.Name, deployed.Source, cancellationToken);
+                break;
+            case PackageEvent.KindOneofCase.Undeployed:
+                var directory = host.Packages.FirstOrDefault(p => p.Name == packageEvent.Undeployed.Name)?.Directory;
+                if (await host.UndeployAsync(packageEvent.Undeployed.Name, cancellationToken) && directory is not null)
+                {
+                    PackageStore.Delete(directory);
+                }
+
+                break;
+        }
+    }
+
+    /// <summary>Copies the packages a member of the group already has (its manager's list) that this manager lacks.</summary>
+    private async Task CopyFromPeerAsync(LightGroupMember member, CancellationToken cancellationToken)
+    {
+        var peers = member.View?.Members.Select(m => m.Id.Host).Where(h => h != member.Self.Host).ToList() ?? [];
+        if (peers.Count == 0)
+        {
+            return;
+        }
+
+        var host1 = peers[0];
+
+        var address = Address.Parse(host1.Node);
+        var endpoint = (await reports.CollectAsync([address], cancellationToken)).GetValueOrDefault(address)?.GrpcEndpoint;
+        if (endpoint is null)
+        {
+            LogNoPeer(logger, host1.Node);
+            return;
+        }
+
+        using var channel = GrpcChannel.ForAddress(endpoint, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024 });
+        var list = await new ComponentAdmin.ComponentAdminClient(channel).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
+        foreach (var package in list.Packages.Where(p => host.Packages.All(h => h.Name != p.Name)))
+        {
+            await FetchAndDeployAsync(package.Name, endpoint, cancellationToken);
+        }
+    }
+
+    private async Task FetchAndDeployAsync(string name, string source, CancellationToken cancellationToken)
+    {
+        try
+        {
+            using var channel = GrpcChannel.ForAddress(source, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024 });
+            var response = await new ComponentAdmin.ComponentAdminClient(channel).GetPackageAsync(
+                new GetPackageRequest { Name = name }, deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
+            var directory = await store.ExtractAsync(response.PackageZip.Memory, cancellationToken);
+            try
+            {
+                host.Deploy(directory, response.Sha256.ToByteArray());
+            }
+            catch (PackageException)
+            {
+                PackageStore.Delete(directory);
+                throw;
+            }
+        }
+        catch (Exception e) when (e is RpcException or PackageException)
+        {
+            LogFetchFailed(logger, e, name, source);
+        }
+    }
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Package {Name} deployed at {Source} differs from the one of that name deployed here; this manager keeps its own")]
+    private static partial void LogConflict(ILogger logger, string name, string source);
+
+    [LoggerMessage(Level = LogLevel.Error, Message = "Could not copy the packages other managers have; only packages deployed from now on will be served here")]
+    private static partial void LogCopyFailed(ILogger logger, Exception exception);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "No report from {Node}: cannot copy its packages")]
+    private static partial void LogNoPeer(ILogger logger, string node);
+
+    [LoggerMessage(Level = LogLevel.Error, Message = "Could not deploy package {Name} from {Source}; this manager does not serve it")]
+    private static partial void LogFetchFailed(ILogger logger, Exception exception, string name, string source);
+}
