@@ -304,6 +304,25 @@ internal sealed partial class GroupEngine
         _observer.PrimaryLost(_view!);
     }
 
+    /// <summary>
+    /// A member on a minority side hears again from a member it suspected, still in this view: the partition healed
+    /// before the majority acted on it (had it, this member would have been told it is stale). It drops that suspicion
+    /// and, with a majority unsuspected again, takes part once more: a member kept blocked but not excluded would never
+    /// acknowledge, and could be named leader of the next change and stall it. Nothing was delivered meanwhile, so
+    /// nothing needs undoing; a real failure is suspected again by the failure detector.
+    /// </summary>
+    private void HeardFrom(MemberId member)
+    {
+        if (!_primaryLost || !_suspects.Remove(member) || Needed().Count < _view!.Majority)
+        {
+            return;
+        }
+
+        _primaryLost = false;
+        _round = null;
+        _changeWantedSince = _suspects.Count > 0 || _joiners.Count > 0 || _leavers.Count > 0 ? _now : null;
+    }
+
     private void OnPropose(MemberId from, Propose propose)
     {
         _highestRound = Math.Max(_highestRound, propose.Ballot.Round);
@@ -410,8 +429,7 @@ internal sealed partial class GroupEngine
         message.Upto.AddRange(cut);
         for (var r = 0; r < n; r++)
         {
-            // The sender itself when it survives: it alone (with the addressee) holds the payload of a message to one
-            // member; others hold a placeholder. Fetching from each sender also spreads the flush's traffic.
+            // The sender itself when it survives: fetching each stream from its sender spreads the flush's traffic.
             var rank = r;
             var holder = needed.Contains(rank) && round.Promises[rank].Contiguous[rank] >= cut[rank] ? rank
                 : needed.Contains(_rank) && round.Promises[_rank].Contiguous[rank] >= cut[rank] ? _rank

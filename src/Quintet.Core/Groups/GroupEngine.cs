@@ -265,6 +265,11 @@ internal sealed partial class GroupEngine
         }
 
         fromRank = _view.RankOf(from);
+        if (fromRank >= 0)
+        {
+            HeardFrom(from);
+        }
+
         return fromRank >= 0;
     }
 
@@ -291,34 +296,12 @@ internal sealed partial class GroupEngine
             To = to is { } addressee ? [addressee.ToString()] : null,
         });
         _streams[_rank].Add(entry);
-        if (!entry.Data.HasToRank)
-        {
-            Multicast(new Envelope { Entries = new Entries { StreamRank = _rank, Items = { entry } } });
-            return;
-        }
 
-        var placeholder = new Envelope { Entries = new Entries { StreamRank = _rank, Items = { Elide(entry) } } };
-        for (var rank = 0; rank < _view!.Members.Length; rank++)
-        {
-            if (rank != _rank)
-            {
-                Post(_view.Members[rank], rank == entry.Data.ToRank ? new Envelope { Entries = new Entries { StreamRank = _rank, Items = { entry } } } : placeholder);
-            }
-        }
+        // A message to one member travels, whole, to every member like a multicast: if its sender fails, any survivor
+        // may have to hand it to the addressee in the flush. (Sending others only a placeholder lost the payload when
+        // the addressee missed it and the sender was cut off: a 2|3 partition test found that.)
+        Multicast(new Envelope { Entries = new Entries { StreamRank = _rank, Items = { entry } } });
     }
-
-    /// <summary>The copy of a message to one member that every other member gets: its place in the stream, no payload.</summary>
-    private static StreamEntry Elide(StreamEntry entry)
-    {
-        var placeholder = entry.Clone();
-        placeholder.Data.Payload = ByteString.Empty;
-        placeholder.Data.Elided = true;
-        return placeholder;
-    }
-
-    /// <summary>What <paramref name="toRank"/> may receive of an entry: a message to another member only as a placeholder.</summary>
-    private static StreamEntry CopyFor(StreamEntry entry, int toRank) =>
-        entry.Data is { HasToRank: true, Elided: false } data && data.ToRank != toRank ? Elide(entry) : entry;
 
     private void OnEntries(Entries entries)
     {
@@ -351,9 +334,8 @@ internal sealed partial class GroupEngine
             return;
         }
 
-        var toRank = _view!.RankOf(from);
         var reply = new Entries { StreamRank = nak.StreamRank };
-        reply.Items.AddRange(_streams[nak.StreamRank].Range(nak.FromSeq, nak.ToSeq).Select(e => CopyFor(e, toRank)));
+        reply.Items.AddRange(_streams[nak.StreamRank].Range(nak.FromSeq, nak.ToSeq));
         if (reply.Items.Count > 0)
         {
             Post(from, new Envelope { Entries = reply });
@@ -580,9 +562,8 @@ internal sealed partial class GroupEngine
                     stream.Processed = entry.Seq;
                     progress = true;
 
-                    // A message to another member is stepped over; so is one to this member whose payload died with its
-                    // sender (only a placeholder survived a flush): nobody else could deliver it either.
-                    if (entry.Data is { } delivered && (!delivered.HasToRank || (delivered.ToRank == _rank && !delivered.Elided)))
+                    // A message to another member is stepped over.
+                    if (entry.Data is { } delivered && (!delivered.HasToRank || delivered.ToRank == _rank))
                     {
                         DeliverEntry(r, entry.Seq, delivered);
                     }

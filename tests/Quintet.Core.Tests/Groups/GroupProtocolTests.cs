@@ -348,6 +348,14 @@ public class GroupProtocolTests(ITestOutputHelper output)
                     schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms leave {leaver.Node}");
                     leaver.Engine.Leave(simulation.Now);
                     break;
+                case 2 when canLoseOne:
+                    var isolated = live[random.Next(live.Count)];
+                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms isolate {isolated.Node}");
+                    simulation.Partition([isolated], [.. simulation.Members.Where(m => m != isolated)]);
+                    simulation.RunFor(TimeSpan.FromMilliseconds(random.Next(100, 3000)));
+                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms heal");
+                    simulation.Heal();
+                    break;
                 case 1 when canLoseOne:
                     var sleeper = live[random.Next(live.Count)];
                     schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms pause {sleeper.Node}");

@@ -200,12 +200,20 @@ public class LightGroupProtocolTests(ITestOutputHelper output)
             var current = live.Select(m => m.Engine.View).Where(v => v is not null).MaxBy(v => v!.Id)!;
             var liveInView = live.Count(m => current.Contains(m.Engine.Self));
             var canLoseOne = (liveInView - 1) * 2 > current.Members.Length;
-            switch (random.Next(4))
+            switch (random.Next(5))
             {
                 case 0 when canLoseOne:
                     var victim = live[random.Next(live.Count)];
                     schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms crash {victim.Node}");
                     simulation.Crash(victim);
+                    break;
+                case 2 when canLoseOne:
+                    var isolated = live[random.Next(live.Count)];
+                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms isolate {isolated.Node}");
+                    simulation.Partition([isolated], [.. simulation.Members.Where(m => m != isolated)]);
+                    simulation.RunFor(TimeSpan.FromMilliseconds(random.Next(100, 3000)));
+                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms heal");
+                    simulation.Heal();
                     break;
                 case 1 when canLoseOne:
                     var sleeper = live[random.Next(live.Count)];

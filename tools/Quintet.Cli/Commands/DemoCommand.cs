@@ -37,21 +37,28 @@ internal static class DemoCommand
         {
             Description = "Stop by itself after this long (for example 00:00:30); without it, run until Ctrl+C.",
         };
-
-        var demo = new Command("demo", "Start a local cluster of managers on loopback and show it; Ctrl+C stops everything.")
+        var killAfter = new Option<TimeSpan?>("--kill-after")
         {
-            managers, host, duration,
+            Description = "Kill -9 one manager (not the one the clients call) this long after the traffic starts; 3 or more managers. Default 00:00:05.",
+            DefaultValueFactory = _ => TimeSpan.FromSeconds(5),
+        };
+        var noKill = new Option<bool>("--no-kill") { Description = "Kill no manager." };
+
+        var demo = new Command("demo", "Start a local cluster on loopback, deploy the Counter sample, drive clients, kill a manager; Ctrl+C stops everything.")
+        {
+            managers, host, duration, killAfter, noKill,
         };
         demo.SetAction((parse, cancellationToken) => RunAsync(
             context,
             parse.GetRequiredValue(managers),
             parse.GetRequiredValue(host),
             parse.GetValue(duration),
+            parse.GetValue(noKill) ? null : parse.GetValue(killAfter),
             cancellationToken));
         return demo;
     }
 
-    private static async Task<int> RunAsync(CliContext context, int managers, string host, TimeSpan? duration, CancellationToken cancellationToken)
+    private static async Task<int> RunAsync(CliContext context, int managers, string host, TimeSpan? duration, TimeSpan? killAfter, CancellationToken cancellationToken)
     {
         var console = context.Console;
         var options = new LocalClusterOptions
@@ -94,7 +101,42 @@ internal static class DemoCommand
                 runFor.CancelAfter(limit);
             }
 
-            await WatchAsync(console, cluster, Summarize(view), runFor.Token);
+            DemoWorkload? workload = null;
+            var summary = new DemoSummary();
+            try
+            {
+                await cluster.WaitForGroupViewAsync(cluster.Managers, runFor.Token);
+                console.MarkupLine("Deploying the Counter sample (samples/Counter) through the first manager...");
+                (workload, var package) = await DemoWorkload.StartAsync(first, runFor.Token);
+                console.MarkupLine($"Deployed [bold]{Markup.Escape(package.Name)}[/] {Markup.Escape(package.Version)} on every manager; 8 clients add to their counters through {first.Name}.");
+                if (killAfter is not null && managers < 3)
+                {
+                    console.MarkupLine("[grey]No manager is killed: that takes 3 or more, so that a majority survives.[/]");
+                    killAfter = null;
+                }
+
+                await WatchAsync(console, cluster, Summarize(view), workload, killAfter, summary, runFor.Token);
+            }
+            catch (OperationCanceledException)
+            {
+                // Ctrl+C or --duration.
+            }
+            catch (RpcException e)
+            {
+                context.Fail(ExitCodes.Failed, $"the demo could not deploy the Counter sample: {e.StatusCode}: {e.Status.Detail}");
+            }
+            finally
+            {
+                if (workload is not null)
+                {
+                    await workload.DisposeAsync();
+                    summary.Calls = workload.Calls;
+                    summary.Errors = workload.Errors;
+                    summary.LastError = workload.LastError;
+                }
+            }
+
+            console.MarkupLine(Markup.Escape(summary.Describe(started.Elapsed)));
 
             console.MarkupLine("Stopping the managers (each leaves the cluster)...");
             var stopping = Stopwatch.StartNew();
@@ -105,18 +147,37 @@ internal static class DemoCommand
         return cancellationToken.IsCancellationRequested ? ExitCodes.Interrupted : ExitCodes.Ok;
     }
 
-    /// <summary>Prints a line whenever the membership changes, until <paramref name="cancellationToken"/> fires.</summary>
-    private static async Task WatchAsync(IAnsiConsole console, LocalCluster cluster, string shown, CancellationToken cancellationToken)
+    /// <summary>
+    /// Prints a line whenever the membership changes and the clients' rate every few seconds; kills one manager (not
+    /// the clients') after <paramref name="killAfter"/>; until <paramref name="cancellationToken"/> fires.
+    /// </summary>
+    private static async Task WatchAsync(IAnsiConsole console, LocalCluster cluster, string shown, DemoWorkload workload, TimeSpan? killAfter, DemoSummary summary, CancellationToken cancellationToken)
     {
+        var traffic = Stopwatch.StartNew();
+        var lastCalls = 0L;
+        var lastRate = TimeSpan.Zero;
         while (!cancellationToken.IsCancellationRequested)
         {
-            try
+            await Task.Delay(WatchInterval, cancellationToken);
+            if (traffic.Elapsed - lastRate >= TimeSpan.FromSeconds(5))
             {
-                await Task.Delay(WatchInterval, cancellationToken);
+                var calls = workload.Calls;
+                console.MarkupLine($"[grey]{DateTime.Now:HH:mm:ss}[/] clients: {(calls - lastCalls) / (traffic.Elapsed - lastRate).TotalSeconds:F0} calls/s, {calls} in all, {workload.Errors} errors");
+                (lastCalls, lastRate) = (calls, traffic.Elapsed);
             }
-            catch (OperationCanceledException)
+
+            if (killAfter is { } after && traffic.Elapsed >= after)
             {
-                return;
+                killAfter = null;
+                var victim = cluster.Active[^1];
+                var callsBefore = workload.Calls;
+                console.MarkupLine($"[bold]Killing {victim.Name}[/] (kill -9, pid {victim.ProcessId}).");
+                var killed = Stopwatch.StartNew();
+                await cluster.KillAsync(victim, cancellationToken);
+                await cluster.WaitForGroupViewAsync(cluster.Active, cancellationToken);
+                summary.FailoverSeconds = killed.Elapsed.TotalSeconds;
+                summary.Killed = victim.Name;
+                console.MarkupLine($"The other managers installed a view without {victim.Name} {killed.Elapsed.TotalSeconds:F1} s after the kill; the clients made {workload.Calls - callsBefore} calls meanwhile, {workload.Errors} errors so far.");
             }
 
             foreach (var observer in cluster.Active)
@@ -124,11 +185,12 @@ internal static class DemoCommand
                 try
                 {
                     var view = await cluster.ViewOfAsync(observer, cancellationToken);
-                    var summary = Summarize(view);
-                    if (summary != shown)
+                    var line = Summarize(view);
+                    if (line != shown)
                     {
-                        console.MarkupLine($"[grey]{DateTime.Now:HH:mm:ss}[/] view changed: {Markup.Escape(summary)}");
-                        shown = summary;
+                        console.MarkupLine($"[grey]{DateTime.Now:HH:mm:ss}[/] view changed: {Markup.Escape(line)}");
+                        shown = line;
+                        summary.ViewChanges++;
                     }
 
                     break;
@@ -137,12 +199,30 @@ internal static class DemoCommand
                 {
                     // That manager is busy or gone; ask the next one.
                 }
-                catch (OperationCanceledException)
-                {
-                    return;
-                }
             }
         }
+    }
+
+    /// <summary>What the demo did, printed at the end.</summary>
+    private sealed class DemoSummary
+    {
+        public long Calls { get; set; }
+
+        public long Errors { get; set; }
+
+        public string? LastError { get; set; }
+
+        public int ViewChanges { get; set; }
+
+        public string? Killed { get; set; }
+
+        public double FailoverSeconds { get; set; }
+
+        public string Describe(TimeSpan elapsed) =>
+            $"Summary: {Calls} calls to the Counter sample, {Errors} errors{(LastError is null ? string.Empty : $" (last: {LastError})")}; " +
+            $"{ViewChanges} membership change(s) seen" +
+            (Killed is null ? "; no manager killed" : $"; {Killed} killed, new view of the survivors {FailoverSeconds:F1} s later") +
+            $"; ran {elapsed.TotalSeconds:F0} s.";
     }
 
     private static async Task<int> StopQuietlyAsync(LocalCluster cluster, ManagerProcess manager)
