@@ -407,7 +407,7 @@ public sealed class GroupHandle
     /// Sends to the one member <paramref name="to"/> of the current view, with a multicast's guarantees: delivered in the
     /// view it is sent in (or, if this member survives into the next view with the addressee, delivered there before
     /// it), FIFO with this member's other messages, and for <see cref="MessageOrdering.Total"/> at its place in the one
-    /// order. The other members carry only a placeholder without the payload. Completes as
+    /// order. It travels to every member (any of them may have to hand it on in a flush). Completes as
     /// <see cref="MulticastAsync"/> does; a message queued during a view change is dropped if the addressee is not in
     /// the next view, as if it had failed just before.
     /// </summary>

@@ -100,7 +100,7 @@ internal sealed partial class GroupEngine
     /// <summary>
     /// Multicasts <paramref name="payload"/>, or sends it to the one member <paramref name="to"/> with the same
     /// guarantees (delivered in the view it was sent in, FIFO with the sender's other messages, and for total order at
-    /// its place in the one order): the others receive only a placeholder, without the payload, to step over.
+    /// its place in the one order): it travels to every member, and only the addressee delivers it.
     /// </summary>
     public SendStatus Send(MessageOrdering ordering, ReadOnlyMemory<byte> payload, TimeSpan now, MemberId? to = null) =>
         Send(ordering, ByteString.CopyFrom(payload.Span), now, to, channel: 0);

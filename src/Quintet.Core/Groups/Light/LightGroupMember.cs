@@ -54,7 +54,7 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
 
     /// <summary>
     /// Sends to one member of the current light view, with the guarantees of a multicast (delivered in this view, FIFO
-    /// with this member's other messages); only that member's manager receives the payload.
+    /// with this member's other messages); only that member delivers it.
     /// </summary>
     /// <exception cref="GroupUnavailableException"><paramref name="to"/> is not in this member's current view, or this
     /// member left or lost its membership.</exception>
