@@ -1,6 +1,5 @@
 using System.Diagnostics;
 using System.Globalization;
-using System.IO.Compression;
 using Google.Protobuf;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
@@ -26,7 +25,7 @@ internal static class CallBenchmark
         var options = new LocalClusterOptions { InitialManagers = 1, LogDirectory = Path.Combine(Path.GetTempPath(), "quintet-bench-calls", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture)) };
         await using var cluster = await LocalCluster.StartAsync(options);
         var manager = cluster.Managers[0];
-        await new ComponentAdmin.ComponentAdminClient(manager.Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) });
+        await new ComponentAdmin.ComponentAdminClient(manager.Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CounterComponent).Assembly)) });
         using var client = QuintetClient.Over(manager.Channel);
         var echo = new GroupDiagnostics.GroupDiagnosticsClient(manager.Channel);
 
@@ -91,18 +90,5 @@ internal static class CallBenchmark
         }));
         var all = latencies.SelectMany(l => l).Order().ToList();
         return (all.Count / clock.Elapsed.TotalSeconds, all[all.Count / 2], all[Math.Min(all.Count - 1, (int)(all.Count * 0.99))]);
-    }
-
-    private static byte[] CounterPackage()
-    {
-        var folder = Path.GetDirectoryName(typeof(CounterComponent).Assembly.Location)!;
-        using var buffer = new MemoryStream();
-        using (var zip = new ZipArchive(buffer, ZipArchiveMode.Create, leaveOpen: true))
-        {
-            zip.CreateEntryFromFile(Path.Combine(folder, "Counter.dll"), "Counter.dll");
-            zip.CreateEntryFromFile(Path.Combine(folder, "quintet-package.json"), "quintet-package.json");
-        }
-
-        return buffer.ToArray();
     }
 }

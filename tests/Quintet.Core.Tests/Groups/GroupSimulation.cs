@@ -168,6 +168,56 @@ internal sealed class GroupSimulation
         RunFor(settle ?? TimeSpan.FromSeconds(5));
     }
 
+    /// <summary>
+    /// Runs <paramref name="steps"/> random faults a few hundred ms apart: a crash, a pause, an isolation that heals, a
+    /// leave or a join; crashes, pauses and isolations never take away the majority of the current view (without one,
+    /// nothing may happen by design). Returns the schedule, to print with the seed.
+    /// </summary>
+    public List<string> RunRandomFaults(Random random, int steps)
+    {
+        var schedule = new List<string>();
+        for (var step = 0; step < steps; step++)
+        {
+            RunFor(TimeSpan.FromMilliseconds(random.Next(100, 1500)));
+            var live = Live.ToList();
+            var current = live.Select(m => m.Engine.View).Where(v => v is not null).MaxBy(v => v!.Id)!;
+            var liveInView = live.Count(m => current.Contains(m.Engine.Self));
+            var canLoseOne = (liveInView - 1) * 2 > current.Members.Length;
+            var target = live[random.Next(live.Count)];
+            switch (random.Next(5))
+            {
+                case 0 when canLoseOne:
+                    schedule.Add($"{Now.TotalMilliseconds:F0}ms crash {target.Node}");
+                    Crash(target);
+                    break;
+                case 1 when canLoseOne:
+                    schedule.Add($"{Now.TotalMilliseconds:F0}ms pause {target.Node}");
+                    Pause(target);
+                    RunFor(TimeSpan.FromMilliseconds(random.Next(100, 2000)));
+                    schedule.Add($"{Now.TotalMilliseconds:F0}ms resume {target.Node}");
+                    Resume(target);
+                    break;
+                case 2 when canLoseOne:
+                    schedule.Add($"{Now.TotalMilliseconds:F0}ms isolate {target.Node}");
+                    Partition([target], [.. Members.Where(m => m != target)]);
+                    RunFor(TimeSpan.FromMilliseconds(random.Next(100, 3000)));
+                    schedule.Add($"{Now.TotalMilliseconds:F0}ms heal");
+                    Heal();
+                    break;
+                case 4 when live.Count > 2:
+                    schedule.Add($"{Now.TotalMilliseconds:F0}ms leave {target.Node}");
+                    target.Engine.Leave(Now);
+                    break;
+                default:
+                    schedule.Add($"{Now.TotalMilliseconds:F0}ms join");
+                    AddMember();
+                    break;
+            }
+        }
+
+        return schedule;
+    }
+
     /// <summary>Each member's state and view history, for the message of a failed test.</summary>
     public string Describe() => string.Join("\n", Members.Select(m =>
         $"  {m.Node}: {(m.Alive ? m.Paused ? "paused" : "live" : "crashed")}, self {m.Engine.Self}, blocked {m.Engine.IsBlocked}, " +

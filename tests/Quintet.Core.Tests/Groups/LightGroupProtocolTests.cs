@@ -192,44 +192,7 @@ public class LightGroupProtocolTests(ITestOutputHelper output)
         simulation.WorkloadOn = true;
         simulation.LightWorkloadOn = true;
         simulation.RunFor(Second);
-        var schedule = new List<string>();
-        for (var step = 0; step < 4; step++)
-        {
-            simulation.RunFor(TimeSpan.FromMilliseconds(random.Next(100, 1500)));
-            var live = simulation.Live.ToList();
-            var current = live.Select(m => m.Engine.View).Where(v => v is not null).MaxBy(v => v!.Id)!;
-            var liveInView = live.Count(m => current.Contains(m.Engine.Self));
-            var canLoseOne = (liveInView - 1) * 2 > current.Members.Length;
-            switch (random.Next(5))
-            {
-                case 0 when canLoseOne:
-                    var victim = live[random.Next(live.Count)];
-                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms crash {victim.Node}");
-                    simulation.Crash(victim);
-                    break;
-                case 2 when canLoseOne:
-                    var isolated = live[random.Next(live.Count)];
-                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms isolate {isolated.Node}");
-                    simulation.Partition([isolated], [.. simulation.Members.Where(m => m != isolated)]);
-                    simulation.RunFor(TimeSpan.FromMilliseconds(random.Next(100, 3000)));
-                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms heal");
-                    simulation.Heal();
-                    break;
-                case 1 when canLoseOne:
-                    var sleeper = live[random.Next(live.Count)];
-                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms pause {sleeper.Node}");
-                    simulation.Pause(sleeper);
-                    simulation.RunFor(TimeSpan.FromMilliseconds(random.Next(100, 2000)));
-                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms resume {sleeper.Node}");
-                    simulation.Resume(sleeper);
-                    break;
-                default:
-                    schedule.Add($"{simulation.Now.TotalMilliseconds:F0}ms join");
-                    simulation.AddMember();
-                    break;
-            }
-        }
-
+        var schedule = simulation.RunRandomFaults(random, steps: 4);
         simulation.RunFor(5 * Second);
         simulation.Quiesce(10 * Second);
         output.WriteLine($"seed {seed}: {string.Join("; ", schedule)}");

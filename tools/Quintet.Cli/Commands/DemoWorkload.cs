@@ -1,4 +1,3 @@
-using System.IO.Compression;
 using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Client;
@@ -42,7 +41,7 @@ internal sealed class DemoWorkload : IAsyncDisposable
     public static async Task<(DemoWorkload Workload, PackageInfo Package)> StartAsync(ManagerProcess manager, CancellationToken cancellationToken)
     {
         var response = await new ComponentAdmin.ComponentAdminClient(manager.Channel).DeployPackageAsync(
-            new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) },
+            new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CounterComponent).Assembly)) },
             deadline: DateTime.UtcNow.AddSeconds(60),
             cancellationToken: cancellationToken);
         return (new DemoWorkload(manager), response.Package);
@@ -77,20 +76,6 @@ internal sealed class DemoWorkload : IAsyncDisposable
                 return;
             }
         }
-    }
-
-    /// <summary>The Counter sample as a package, from the copy that ships beside the CLI.</summary>
-    private static byte[] CounterPackage()
-    {
-        var folder = Path.GetDirectoryName(typeof(CounterComponent).Assembly.Location)!;
-        using var buffer = new MemoryStream();
-        using (var zip = new ZipArchive(buffer, ZipArchiveMode.Create, leaveOpen: true))
-        {
-            zip.CreateEntryFromFile(Path.Combine(folder, "Counter.dll"), "Counter.dll");
-            zip.CreateEntryFromFile(Path.Combine(folder, "quintet-package.json"), "quintet-package.json");
-        }
-
-        return buffer.ToArray();
     }
 
     public async ValueTask DisposeAsync()
