@@ -200,6 +200,11 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             SuspectLocallyUnreachable();
         }
 
+        if (!_started)
+        {
+            OnMembershipChanged();
+        }
+
         _engine.Tick(now);
         DrainSends();
     }
@@ -303,8 +308,16 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             return;
         }
 
+        // The cluster's read view (State) is updated apart from the events this actor receives and can lag behind them:
+        // decide only once it shows this manager Up too, or a manager alone would wait to join a group nobody founded.
+        var up = _cluster.State.Members.Where(m => m.Status == MemberStatus.Up).ToList();
+        if (!up.Any(m => m.UniqueAddress == _cluster.SelfUniqueAddress))
+        {
+            return;
+        }
+
         _started = true;
-        var oldest = _cluster.State.Members.Where(m => m.Status == MemberStatus.Up).OrderBy(m => m, Member.AgeOrdering).FirstOrDefault();
+        var oldest = up.OrderBy(m => m, Member.AgeOrdering).FirstOrDefault();
         if (oldest is not null && oldest.UniqueAddress == _cluster.SelfUniqueAddress)
         {
             _engine.Bootstrap(Now);
