@@ -5,7 +5,7 @@ using Quintet.Protocol.Admin;
 namespace Quintet.Manager.Components;
 
 /// <summary>The package admin API: deploy (a zipped package), undeploy, list.</summary>
-internal sealed class ComponentAdminService(ComponentHost host, PackageStore store, PackageReplicator replicator) : ComponentAdmin.ComponentAdminBase
+internal sealed class ComponentAdminService(ComponentHost host, PackageReplicator replicator) : ComponentAdmin.ComponentAdminBase
 {
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
@@ -17,15 +17,13 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageStore sto
             throw new RpcException(new Status(StatusCode.InvalidArgument, "package_zip is empty; send the zipped package folder (quintet-package.json at its root)."));
         }
 
-        var directory = await store.ExtractAsync(request.PackageZip.Memory, context.CancellationToken);
         ComponentPackage package;
         try
         {
-            package = host.Deploy(directory, System.Security.Cryptography.SHA256.HashData(request.PackageZip.Span));
+            package = await host.DeployZipAsync(request.PackageZip.Memory, context.CancellationToken);
         }
         catch (PackageException e)
         {
-            PackageStore.Delete(directory);
             throw new RpcException(new Status(StatusCode.FailedPrecondition, "The package was refused: " + e.Message));
         }
 
@@ -56,15 +54,9 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageStore sto
 
     public override async Task<UndeployPackageResponse> UndeployPackage(UndeployPackageRequest request, ServerCallContext context)
     {
-        var directory = host.Packages.FirstOrDefault(p => p.Name == request.Name)?.Directory;
         if (!await host.UndeployAsync(request.Name, context.CancellationToken))
         {
             throw new RpcException(new Status(StatusCode.NotFound, $"No package named '{request.Name}' is deployed on this manager."));
-        }
-
-        if (directory is not null)
-        {
-            PackageStore.Delete(directory);
         }
 
         await replicator.AnnounceUndeployedAsync(request.Name, context.CancellationToken);

@@ -17,7 +17,7 @@ internal sealed class InvocationException(StatusCode code, string message) : Exc
 /// The components this manager hosts: deployed packages, the contracts they serve, and the live instances, each
 /// activated once per key and handed one call at a time.
 /// </summary>
-internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity) : IAsyncDisposable
+internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store) : IAsyncDisposable
 {
     private readonly Lock _gate = new();
     private readonly Dictionary<string, ComponentPackage> _packages = new(StringComparer.Ordinal);
@@ -39,12 +39,29 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
     /// <summary>Live instances.</summary>
     public int InstanceCount => _instances.Count;
 
-    /// <summary>Loads and registers the package in <paramref name="directory"/>; refuses (changing nothing) a package
-    /// whose name or contracts are already deployed.</summary>
-    public ComponentPackage Deploy(string directory, byte[]? sha256 = null)
+    /// <summary>
+    /// Unzips, loads and registers a zipped package; refuses (changing nothing, its folder deleted) a package that does
+    /// not load or whose name or contracts are already deployed.
+    /// </summary>
+    /// <exception cref="PackageException">Refused; the message says why.</exception>
+    public async Task<ComponentPackage> DeployZipAsync(ReadOnlyMemory<byte> zip, CancellationToken cancellationToken)
+    {
+        var directory = await store.ExtractAsync(zip, cancellationToken);
+        try
+        {
+            return Deploy(directory, System.Security.Cryptography.SHA256.HashData(zip.Span));
+        }
+        catch (PackageException)
+        {
+            PackageStore.Delete(directory);
+            throw;
+        }
+    }
+
+    private ComponentPackage Deploy(string directory, byte[] sha256)
     {
         var package = PackageLoader.Load(directory);
-        package.Sha256 = sha256 ?? [];
+        package.Sha256 = sha256;
 
         lock (_gate)
         {
@@ -72,7 +89,7 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
         return package;
     }
 
-    /// <summary>Deactivates the package's instances, stops serving its contracts and unloads it.</summary>
+    /// <summary>Deactivates the package's instances, stops serving its contracts, unloads it and deletes its files.</summary>
     /// <returns>False when no such package is deployed.</returns>
     public async Task<bool> UndeployAsync(string name, CancellationToken cancellationToken)
     {
@@ -99,6 +116,7 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
         }
 
         package.Unload();
+        PackageStore.Delete(package.Directory);
         LogUndeployed(logger, name);
         return true;
     }

@@ -18,7 +18,6 @@ namespace Quintet.Manager.Components;
 internal sealed partial class PackageReplicator(
     GroupService groups,
     ComponentHost host,
-    PackageStore store,
     ManagerReports reports,
     Hosting.ManagerIdentity identity,
     ILogger<PackageReplicator> logger) : BackgroundService
@@ -103,12 +102,7 @@ internal sealed partial class PackageReplicator(
                 await FetchAndDeployAsync(deployed.Name, deployed.Source, cancellationToken);
                 break;
             case PackageEvent.KindOneofCase.Undeployed:
-                var directory = host.Packages.FirstOrDefault(p => p.Name == packageEvent.Undeployed.Name)?.Directory;
-                if (await host.UndeployAsync(packageEvent.Undeployed.Name, cancellationToken) && directory is not null)
-                {
-                    PackageStore.Delete(directory);
-                }
-
+                await host.UndeployAsync(packageEvent.Undeployed.Name, cancellationToken);
                 break;
         }
     }
@@ -147,16 +141,7 @@ internal sealed partial class PackageReplicator(
             using var channel = GrpcChannel.ForAddress(source, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024 });
             var response = await new ComponentAdmin.ComponentAdminClient(channel).GetPackageAsync(
                 new GetPackageRequest { Name = name }, deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
-            var directory = await store.ExtractAsync(response.PackageZip.Memory, cancellationToken);
-            try
-            {
-                host.Deploy(directory, response.Sha256.ToByteArray());
-            }
-            catch (PackageException)
-            {
-                PackageStore.Delete(directory);
-                throw;
-            }
+            await host.DeployZipAsync(response.PackageZip.Memory, cancellationToken);
         }
         catch (Exception e) when (e is RpcException or PackageException)
         {

@@ -121,6 +121,7 @@ public static class VirtualSynchronyChecker
             long? view = null;
             var delivered = new HashSet<string>();
             var nextFrom = new Dictionary<string, int>();
+            var addressedHere = new Dictionary<(string?, long), List<long>>();
             foreach (var e in events)
             {
                 if (e.Kind == GroupTraceKind.Install)
@@ -162,7 +163,12 @@ public static class VirtualSynchronyChecker
 
                 // FIFO without gaps: the n-th delivery from a sender in a view is the sender's n-th message of the view
                 // among those addressed to this member.
-                var seqs = sendsBySender[(e.Sender, e.ViewId)].Where(x => AddressedTo(x, member)).Select(x => x.Sequence).ToList();
+                if (!addressedHere.TryGetValue((e.Sender, e.ViewId), out var seqs))
+                {
+                    seqs = [.. sendsBySender[(e.Sender, e.ViewId)].Where(x => AddressedTo(x, member)).Select(x => x.Sequence)];
+                    addressedHere[(e.Sender, e.ViewId)] = seqs;
+                }
+
                 var index = nextFrom.GetValueOrDefault(e.Sender!);
                 if (index >= seqs.Count || seqs[index] != e.Sequence)
                 {

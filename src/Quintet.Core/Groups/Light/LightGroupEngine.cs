@@ -59,7 +59,12 @@ internal sealed class LightGroupEngine : IGroupObserver
     private readonly IGroupObserver _application;
     private readonly IGroupTraceSink? _trace;
     private readonly Dictionary<string, GroupState> _groups = [];
-    private readonly List<LocalMember> _locals = [];
+    private readonly Dictionary<LightMemberId, LocalMember> _locals = [];
+    private readonly Dictionary<string, List<LocalMember>> _localsByGroup = [];
+
+    // Members with something to send (data, a join or a leave): Pump, which runs after every input, visits only these.
+    private readonly List<LocalMember> _busy = [];
+    private readonly List<LocalMember> _pumping = [];
     private readonly List<(long ManagersView, MessageOrdering Ordering, LightMessage Message)> _control = [];
     private readonly List<(Delivery Delivery, LightMessage Message)> _stateless = [];
     private GroupEngine _engine = null!;
@@ -78,7 +83,26 @@ internal sealed class LightGroupEngine : IGroupObserver
     private readonly int _maxPendingDeliveries;
 
     /// <summary>False while the application or a local light member has too many deliveries still to read.</summary>
-    public bool AcceptsDeliveries => _application.AcceptsDeliveries && _locals.TrueForAll(l => l.Observer.PendingEvents < _maxPendingDeliveries);
+    public bool AcceptsDeliveries
+    {
+        get
+        {
+            if (!_application.AcceptsDeliveries)
+            {
+                return false;
+            }
+
+            foreach (var local in _locals.Values)
+            {
+                if (local.Observer.PendingEvents >= _maxPendingDeliveries)
+                {
+                    return false;
+                }
+            }
+
+            return true;
+        }
+    }
 
     /// <summary>The sender's credit: light data waits while this manager has more unstable bytes in the group.</summary>
     public long MaxUnstableBytes { get; }
@@ -99,7 +123,15 @@ internal sealed class LightGroupEngine : IGroupObserver
     public LightMemberId Join(string group, string role, ILightMemberObserver observer)
     {
         var local = new LocalMember(new LightMemberId(_engine.Self, ++_nextLocal), group, role, observer);
-        _locals.Add(local);
+        _locals.Add(local.Id, local);
+        if (!_localsByGroup.TryGetValue(group, out var members))
+        {
+            members = [];
+            _localsByGroup[group] = members;
+        }
+
+        members.Add(local);
+        MarkBusy(local);
         return local.Id;
     }
 
@@ -116,7 +148,10 @@ internal sealed class LightGroupEngine : IGroupObserver
         {
             // Its join never went out: nobody else knows of it.
             RemoveLocal(local);
+            return;
         }
+
+        MarkBusy(local);
     }
 
     /// <summary>Queues a message of a local member; <paramref name="done"/> tells when it went out, or why not.</summary>
@@ -129,12 +164,18 @@ internal sealed class LightGroupEngine : IGroupObserver
         }
 
         local.Sends.Enqueue(new PendingSend(ordering, payload, to, role, done));
+        MarkBusy(local);
     }
 
     /// <summary>Sends what may be sent now: control messages, then each member's queued data. Call after every input.</summary>
     public void Pump(TimeSpan now)
     {
         _now = now;
+        if (_control.Count == 0 && _busy.Count == 0)
+        {
+            return;
+        }
+
         bool progress;
         do
         {
@@ -156,7 +197,9 @@ internal sealed class LightGroupEngine : IGroupObserver
                 }
             }
 
-            foreach (var local in _locals.ToList())
+            _pumping.Clear();
+            _pumping.AddRange(_busy);
+            foreach (var local in _pumping)
             {
                 if (_engine.IsBlocked || _engine.View?.Id != viewId)
                 {
@@ -165,13 +208,31 @@ internal sealed class LightGroupEngine : IGroupObserver
 
                 progress |= PumpMember(local, viewId);
             }
+
+            _busy.RemoveAll(IsIdle);
         }
         while (progress);
     }
 
+    private void MarkBusy(LocalMember local)
+    {
+        if (!local.Busy)
+        {
+            local.Busy = true;
+            _busy.Add(local);
+        }
+    }
+
+    /// <summary>True (and no longer marked busy) when the member has nothing left to send: no data, no join, no leave.</summary>
+    private static bool IsIdle(LocalMember local)
+    {
+        local.Busy = !local.Removed && (local.Sends.Count > 0 || local.Leaving || !local.JoinApplied);
+        return !local.Busy;
+    }
+
     private bool PumpMember(LocalMember local, long viewId)
     {
-        if (!_hasState || !_locals.Contains(local))
+        if (!_hasState || local.Removed)
         {
             return false;
         }
@@ -332,7 +393,7 @@ internal sealed class LightGroupEngine : IGroupObserver
     public void PrimaryLost(GroupView view)
     {
         _application.PrimaryLost(view);
-        foreach (var local in _locals.Where(l => l.ViewId != 0))
+        foreach (var local in _locals.Values.Where(l => l.ViewId != 0))
         {
             local.Observer.Suspended();
         }
@@ -344,7 +405,7 @@ internal sealed class LightGroupEngine : IGroupObserver
         _hasState = false;
         _groups.Clear();
         _control.Clear();
-        foreach (var local in _locals.ToList())
+        foreach (var local in _locals.Values.ToList())
         {
             RemoveLocal(local);
         }
@@ -357,7 +418,7 @@ internal sealed class LightGroupEngine : IGroupObserver
         _groups.Clear();
         _control.Clear();
         _stateless.Clear();
-        foreach (var local in _locals.ToList())
+        foreach (var local in _locals.Values.ToList())
         {
             FailSends(local);
             if (local.Leaving)
@@ -366,11 +427,14 @@ internal sealed class LightGroupEngine : IGroupObserver
                 continue;
             }
 
+            _locals.Remove(local.Id);
             local.Id = local.Id with { Host = next };
+            _locals.Add(local.Id, local);
             local.ViewId = 0;
             local.JoinApplied = false;
             local.JoinSentIn = 0;
             local.LeaveSentIn = 0;
+            MarkBusy(local);
             local.Observer.Rejoining(local.Id);
         }
     }
@@ -501,7 +565,7 @@ internal sealed class LightGroupEngine : IGroupObserver
         group.PendingLeaves.Clear();
 
         var view = group.ToView();
-        foreach (var local in _locals.Where(l => l.Group == group.Name).ToList())
+        foreach (var local in LocalsOf(group.Name).ToList())
         {
             if (members.Any(m => m.Id == local.Id))
             {
@@ -543,9 +607,9 @@ internal sealed class LightGroupEngine : IGroupObserver
         var sender = LightMemberId.FromWire(data.Sender);
         LightMemberId? to = data.To is null ? null : LightMemberId.FromWire(data.To);
         var role = data.Role.Length == 0 ? null : data.Role;
-        foreach (var local in _locals)
+        foreach (var local in LocalsOf(group.Name))
         {
-            if (local.Group != group.Name || local.ViewId != group.Id
+            if (local.ViewId != group.Id
                 || (to is { } addressee ? local.Id != addressee : role is not null && local.Role != role))
             {
                 continue;
@@ -567,11 +631,26 @@ internal sealed class LightGroupEngine : IGroupObserver
         return group;
     }
 
-    private LocalMember? Find(LightMemberId id) => _locals.FirstOrDefault(l => l.Id == id);
+    private LocalMember? Find(LightMemberId id) => _locals.GetValueOrDefault(id);
+
+    private List<LocalMember> LocalsOf(string group) => _localsByGroup.TryGetValue(group, out var members) ? members : [];
 
     private void RemoveLocal(LocalMember local)
     {
-        _locals.Remove(local);
+        if (local.Removed)
+        {
+            return;
+        }
+
+        local.Removed = true;
+        _locals.Remove(local.Id);
+        var members = _localsByGroup[local.Group];
+        members.Remove(local);
+        if (members.Count == 0)
+        {
+            _localsByGroup.Remove(local.Group);
+        }
+
         FailSends(local);
         local.Observer.Left();
     }
@@ -598,6 +677,12 @@ internal sealed class LightGroupEngine : IGroupObserver
 
         /// <summary>The light view the member is in, or 0.</summary>
         public long ViewId { get; set; }
+
+        /// <summary>In the engine's list of members to visit when it pumps.</summary>
+        public bool Busy { get; set; }
+
+        /// <summary>Left, or removed with its manager's membership: no longer the engine's.</summary>
+        public bool Removed { get; set; }
 
         /// <summary>Its join has been applied here (it is in the group's view or in the change under way).</summary>
         public bool JoinApplied { get; set; }
