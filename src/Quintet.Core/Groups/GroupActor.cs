@@ -32,6 +32,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private readonly Akka.Cluster.Cluster _cluster;
     private readonly Dictionary<string, ActorSelection> _peers = [];
     private readonly Stopwatch _clock = Stopwatch.StartNew();
+    private readonly long _clockStartedAt = Stopwatch.GetTimestamp();
     private readonly Dictionary<string, Akka.Actor.Address> _addresses = [];
     private readonly Dictionary<string, List<Envelope>> _outbox = [];
     private readonly GroupProtocolOptions _options;
@@ -81,6 +82,10 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     public static string ActorName(string group) => "quintet-group-" + group;
 
     private TimeSpan Now => _clock.Elapsed;
+
+    /// <summary>A time on the engine's clock as a <see cref="Stopwatch"/> timestamp (zero stays zero: none).</summary>
+    private long ToTimestamp(TimeSpan engineTime) =>
+        engineTime <= TimeSpan.Zero ? 0 : _clockStartedAt + (long)(engineTime.Ticks * ((double)Stopwatch.Frequency / TimeSpan.TicksPerSecond));
 
     protected override void PreStart()
     {
@@ -149,6 +154,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             }
         }
 
+        // Before the view is published: whoever reacts to members leaving must find their leases' end already set.
+        _handle.PublishLease(ToTimestamp(_engine.LeaseExpiresAt), ToTimestamp(_engine.FormerMembersLeaseExpiry));
         _handle.LastChange = (_handle.FirstSuspicionTimestamp, Stopwatch.GetTimestamp());
         _handle.FirstSuspicionTimestamp = 0;
         _handle.View = view;
@@ -224,6 +231,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         var handled = base.AroundReceive(receive, message);
         _light.Pump(Now);
         FlushOutbox();
+        _handle.PublishLease(ToTimestamp(_engine.LeaseExpiresAt), ToTimestamp(_engine.FormerMembersLeaseExpiry));
         return handled;
     }
 
@@ -407,6 +415,27 @@ public sealed class GroupHandle
     }
 
     private long _firstSuspicion;
+    private long _leaseUntil;
+    private long _formerLeaseExpiry;
+
+    /// <summary>
+    /// True while this member holds its primary lease: a majority of its view acknowledged it recently enough that no
+    /// view leaving it out can have taken over yet. A member that owns something exclusively (an instance's only live
+    /// activation) acts on it only while this holds.
+    /// </summary>
+    public bool HoldsPrimaryLease => Stopwatch.GetTimestamp() < Interlocked.Read(ref _leaseUntil);
+
+    /// <summary>
+    /// A <see cref="Stopwatch"/> timestamp after which no member left out of a view installed here can still hold its
+    /// primary lease: what such a member owned may be taken over only after it (0 before any member was left out).
+    /// </summary>
+    public long FormerMembersLeaseExpiry => Interlocked.Read(ref _formerLeaseExpiry);
+
+    internal void PublishLease(long leaseUntil, long formerMembersLeaseExpiry)
+    {
+        Interlocked.Exchange(ref _leaseUntil, leaseUntil);
+        Interlocked.Exchange(ref _formerLeaseExpiry, formerMembersLeaseExpiry);
+    }
 
     /// <summary>
     /// Multicasts to every member of the current view. Completes once the message is sent, or queued for the next view

@@ -338,6 +338,7 @@ internal sealed partial class GroupEngine
             promise = new Promise { Ballot = propose.Ballot, Accepted = _accepted };
             promise.Contiguous.AddRange(_streams.Select(s => s.Contiguous));
             promise.Suspects.AddRange(_suspects.Select(s => s.ToWire()));
+            AddHeardAges(promise);
         }
 
         if (from == _self)
@@ -537,6 +538,7 @@ internal sealed partial class GroupEngine
         var commit = new Commit { Ballot = cut.Ballot, Next = cut.Next };
         commit.Upto.AddRange(cut.Upto);
         var next = GroupView.FromWire(cut.Next);
+        commit.FormerLeaseRemaining = Math.Max(FormerLeaseRemaining(round.Promises.Values, _view!, next, _options.PrimaryLease), (_formerLeaseExpiry - _now).Ticks);
 
         // Leavers took part in the flush; the commit tells them it is done.
         var targets = next.Members.Concat(Needed().Select(r => _view!.Members[r])).Where(m => m != _self).ToHashSet();
@@ -590,6 +592,7 @@ internal sealed partial class GroupEngine
             if (next.Contains(_self))
             {
                 _lastCommit = commit;
+                ApplyFormerLease(commit);
                 Install(next);
                 Post(from, new Envelope { CommitAck = new CommitAck { ViewId = nextId } });
             }
@@ -622,6 +625,7 @@ internal sealed partial class GroupEngine
 
     private void ApplyCommit(MemberId from, Commit commit)
     {
+        ApplyFormerLease(commit);
         var next = GroupView.FromWire(commit.Next);
         FinishFlush([.. commit.Upto]);
         if (!next.Contains(_self))

@@ -188,6 +188,7 @@ internal sealed partial class GroupEngine
         }
 
         TickViewChange();
+        UpdateLease();
         AfterInput();
     }
 
@@ -350,6 +351,7 @@ internal sealed partial class GroupEngine
         }
 
         _digests[fromRank] = [.. digest.Processed];
+        OnLeaseDigest(fromRank, digest);
         if (digest.Contiguous.Count == _streams.Length)
         {
             for (var r = 0; r < _streams.Length; r++)
@@ -373,6 +375,7 @@ internal sealed partial class GroupEngine
         _lastDigestAt = _now;
         var digest = new Digest { LastSent = _lastSent };
         digest.Processed.AddRange(_streams.Select(s => s.Processed));
+        StampDigest(digest);
         if (_promised is null)
         {
             // Acknowledges what this member holds. Never after a promise: what a flush's quorum reported must bound
@@ -624,6 +627,7 @@ internal sealed partial class GroupEngine
         _held = [.. Enumerable.Range(0, n).Select(_ => new long[n])];
         _lastAcked = new long[n];
         _sequencerScanned = new long[n];
+        ResetLease(n);
         _orderApplied = 0;
         _lastSent = 0;
         _lastTotalIndex = 0;

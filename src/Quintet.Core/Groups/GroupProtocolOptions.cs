@@ -23,6 +23,14 @@ public sealed class GroupProtocolOptions
     /// acknowledgements. <value>Default: 2 ms.</value></summary>
     public TimeSpan AckInterval { get; set; } = TimeSpan.FromMilliseconds(2);
 
+    /// <summary>
+    /// How long a member may act as part of the primary partition after a majority of its view last acknowledged its
+    /// digest (<see cref="GroupHandle.HoldsPrimaryLease"/>); the members of a view that leaves it out wait until it has
+    /// run out (<see cref="GroupHandle.FormerMembersLeaseExpiry"/>) before taking over what it owned. Shorter than
+    /// failure detection, so that after a crash the wait has already passed. <value>Default: 2 s.</value>
+    /// </summary>
+    public TimeSpan PrimaryLease { get; set; } = TimeSpan.FromSeconds(2);
+
     /// <summary>How often a joining member repeats its request until it is in a view. <value>Default: 1 s.</value></summary>
     public TimeSpan JoinRetryInterval { get; set; } = TimeSpan.FromSeconds(1);
 

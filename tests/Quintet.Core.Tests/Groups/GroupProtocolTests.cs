@@ -338,6 +338,67 @@ public class GroupProtocolTests(ITestOutputHelper output)
         AssertProperties(simulation);
     }
 
+    /// <summary>
+    /// At no instant does a running member hold its primary lease while a member of a later view that left it out is
+    /// past the end of its former members' leases (and so may take over what it owned): the safety of exclusive
+    /// ownership (one live activation of an instance) rests on this.
+    /// </summary>
+    [Theory]
+    [MemberData(nameof(Seeds))]
+    public void No_member_holds_its_lease_once_a_view_without_it_may_take_over(int seed)
+    {
+        var random = new Random(seed);
+        var simulation = Start(3 + random.Next(3), seed);
+        simulation.WorkloadOn = true;
+        string? violation = null;
+        simulation.AfterEvent = () =>
+        {
+            if (violation is not null)
+            {
+                return;
+            }
+
+            foreach (var holder in simulation.Members.Where(m => m.Alive && !m.Paused && m.Engine.LeaseExpiresAt > simulation.Now && m.Engine.View is not null))
+            {
+                var successor = simulation.Members.FirstOrDefault(s =>
+                    s.Alive && s.Engine.View is { } view && view.Id > holder.Engine.View!.Id && !view.Contains(holder.Engine.Self)
+                    && s.Engine.FormerMembersLeaseExpiry <= simulation.Now);
+                if (successor is not null)
+                {
+                    violation = $"at {simulation.Now.TotalMilliseconds:F0}ms {holder.Node} holds its lease until {holder.Engine.LeaseExpiresAt.TotalMilliseconds:F0}ms in view {holder.Engine.View!.Id}, " +
+                        $"while {successor.Node} in view {successor.Engine.View!.Id} may take over since {successor.Engine.FormerMembersLeaseExpiry.TotalMilliseconds:F0}ms";
+                }
+            }
+        };
+        var schedule = simulation.RunRandomFaults(random, steps: 4);
+        simulation.RunFor(5 * Second);
+        simulation.Quiesce(5 * Second);
+
+        Assert.True(violation is null, $"seed {seed}: {violation}; schedule: {string.Join("; ", schedule)}");
+        Assert.All(simulation.Live.Where(m => m.Engine.View is not null), m => Assert.True(m.Engine.LeaseExpiresAt > simulation.Now, $"seed {seed}: {m.Node} holds no lease at the end"));
+    }
+
+    /// <summary>A member cut off on a minority side loses its lease; the majority takes over only after that.</summary>
+    [Fact]
+    public void A_minority_member_loses_its_lease_before_the_majority_takes_over()
+    {
+        var simulation = Start(5);
+        var minority = simulation.Members.Take(2).ToArray();
+        var majority = simulation.Members.Skip(2).ToArray();
+        simulation.RunFor(Second);
+        Assert.All(simulation.Members, m => Assert.True(m.Engine.LeaseExpiresAt > simulation.Now));
+
+        simulation.Partition(minority, majority);
+        var cutAt = simulation.Now;
+        simulation.RunFor(4 * Second);
+
+        Assert.All(minority, m => Assert.True(m.Engine.LeaseExpiresAt <= simulation.Now, $"{m.Node} still holds its lease"));
+        Assert.All(minority, m => Assert.True(m.Engine.LeaseExpiresAt - cutAt <= TimeSpan.FromSeconds(2.5), $"{m.Node}'s lease outlived the cut by {m.Engine.LeaseExpiresAt - cutAt}"));
+        var takeOver = majority.Max(m => m.Engine.FormerMembersLeaseExpiry);
+        Assert.True(takeOver >= minority.Max(m => m.Engine.LeaseExpiresAt), $"take-over at {takeOver} before the minority's lease ended");
+        Assert.All(majority, m => Assert.True(m.Engine.LeaseExpiresAt > simulation.Now));
+    }
+
     /// <summary>40 seeds in a normal run; set QUINTET_SIM_SEEDS (for example 2000) for a longer search.</summary>
     public static TheoryData<int> Seeds() =>
         [.. Enumerable.Range(1, int.TryParse(Environment.GetEnvironmentVariable("QUINTET_SIM_SEEDS"), out var n) && n > 0 ? n : 40)];

@@ -57,6 +57,9 @@ internal sealed class GroupSimulation
     /// <summary>The share of the workload's messages sent to one member of the view rather than multicast.</summary>
     public double DirectFraction { get; set; } = 0.25;
 
+    /// <summary>Called after every simulated event: a probe for properties that must hold at every instant.</summary>
+    public Action? AfterEvent { get; set; }
+
     public TimeSpan MinDetection { get; set; } = TimeSpan.FromMilliseconds(300);
 
     public TimeSpan MaxDetection { get; set; } = TimeSpan.FromMilliseconds(700);
@@ -155,6 +158,7 @@ internal sealed class GroupSimulation
         {
             _events.Dequeue()();
             Now = key.At > Now ? key.At : Now;
+            AfterEvent?.Invoke();
         }
 
         Now = end;
