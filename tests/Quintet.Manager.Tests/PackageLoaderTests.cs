@@ -11,7 +11,7 @@ public sealed class PackageLoaderTests : IDisposable
     private const string ValidManifest = """{"name":"Counter","version":"1.0.0","assembly":"Counter.dll","components":[{"class":"Samples.Counter.CounterComponent","contracts":["Samples.Counter.ICounter"]}]}""";
     private readonly string _root = Directory.CreateTempSubdirectory("quintet-package-tests-").FullName;
 
-    private string Package(string? manifest = ValidManifest, bool withAssembly = true)
+    private string Package(string? manifest = ValidManifest, bool withAssembly = true, params (string Name, string Text)[] files)
     {
         var directory = Path.Combine(_root, Guid.NewGuid().ToString("N"));
         Directory.CreateDirectory(directory);
@@ -23,6 +23,11 @@ public sealed class PackageLoaderTests : IDisposable
         if (manifest is not null)
         {
             File.WriteAllText(Path.Combine(directory, PackageManifest.FileName), manifest);
+        }
+
+        foreach (var (name, text) in files)
+        {
+            File.WriteAllText(Path.Combine(directory, name), text);
         }
 
         return directory;
@@ -106,6 +111,50 @@ public sealed class PackageLoaderTests : IDisposable
     [Fact]
     public void A_contract_the_class_does_not_implement_is_refused() =>
         Assert.Contains("does not implement Samples.Counter.IOther", Refused(Package(ValidManifest.Replace("Samples.Counter.ICounter", "Samples.Counter.IOther", StringComparison.Ordinal))), StringComparison.Ordinal);
+
+    [Fact]
+    public void A_class_the_qos_file_does_not_list_gets_the_default_spec() =>
+        Assert.Equal(Quintet.Components.QosSpec.Default, Assert.Single(PackageLoader.Load(Package()).Classes).Qos);
+
+    [Theory]
+    [InlineData("quintet-qos.yaml", "Samples.Counter.CounterComponent:\n  replication: primaryBackup\n  replicas: 2\n  retireAfterIdle: 30s\n")]
+    [InlineData("quintet-qos.json", """{"Samples.Counter.CounterComponent": {"replication": "primaryBackup", "replicas": 2, "retireAfterIdle": "30s"}}""")]
+    public void A_qos_file_sets_each_listed_class_spec(string fileName, string text)
+    {
+        var counter = Assert.Single(PackageLoader.Load(Package(files: (fileName, text))).Classes);
+
+        Assert.Equal(
+            new Quintet.Components.QosSpec { Replication = Quintet.Components.ReplicationStyle.PrimaryBackup, Replicas = 2, RetireAfterIdle = TimeSpan.FromSeconds(30) },
+            counter.Qos);
+    }
+
+    [Fact]
+    public void A_bad_qos_file_is_refused_with_every_error()
+    {
+        var message = Refused(Package(files: ("quintet-qos.yaml", """
+            Samples.Counter.CounterComponent:
+              replication: active
+              replicas: 1
+              retireAfterIdle: 30s
+            Samples.Counter.Missing:
+              debug: true
+            """)));
+
+        Assert.Equal(
+            """
+            quintet-qos.yaml is not valid:
+              Samples.Counter.CounterComponent.replicas: must be 2 to 16 for active, was 1
+              Samples.Counter.CounterComponent.retireAfterIdle: not allowed for active replication
+              Samples.Counter.Missing: not a component class of this package; its classes are Samples.Counter.CounterComponent
+            """.ReplaceLineEndings("\n"),
+            message);
+    }
+
+    [Fact]
+    public void Two_qos_files_are_refused() =>
+        Assert.Equal(
+            "The package has both quintet-qos.yaml and quintet-qos.json; keep one QoS file.",
+            Refused(Package(files: [("quintet-qos.yaml", ""), ("quintet-qos.json", "{}")])));
 
     [Theory]
     [InlineData("100m", 100 * TimeSpan.TicksPerMillisecond)]

@@ -94,7 +94,17 @@ internal sealed class ComponentContract(string serviceName, Type interfaceType, 
 /// <summary>A component class of a deployed package.</summary>
 internal sealed class ComponentClass(string name, Type type, IReadOnlyList<ComponentContract> contracts, Func<Component> create)
 {
+    // Read on call paths while the admin API may replace it: volatile so that a new spec is seen at once, whole.
+    private volatile QosSpec _qos = QosSpec.Default;
+
     public string Name { get; } = name;
+
+    /// <summary>The class's QoS: from the package's QoS file at load (<see cref="QosSpec.Default"/> if it is not listed), replaceable at run time.</summary>
+    public QosSpec Qos
+    {
+        get => _qos;
+        set => _qos = value ?? throw new ArgumentNullException(nameof(value));
+    }
 
     public Type Type { get; } = type;
 

@@ -29,15 +29,19 @@ internal sealed class ComponentPackage(PackageManifest manifest, string director
 }
 
 /// <summary>
-/// Loads a package from a folder and checks it through: the manifest, the assembly, every class and contract it names,
-/// and every operation's shape. Anything wrong is refused with a <see cref="PackageException"/> that names it, and the
+/// Loads a package from a folder and checks it through: the manifest, its QoS file, the assembly, every class and
+/// contract it names, and every operation's shape. Anything wrong is refused with a <see cref="PackageException"/> that names it, and the
 /// half-loaded context is unloaded: a refused package changes nothing.
 /// </summary>
 internal static class PackageLoader
 {
+    /// <summary>The names a package's optional QoS file may have, at its root: component class names mapped to specs.</summary>
+    public static readonly IReadOnlyList<string> QosFileNames = ["quintet-qos.yaml", "quintet-qos.yml", "quintet-qos.json"];
+
     public static ComponentPackage Load(string directory)
     {
         var manifest = PackageManifest.Read(directory);
+        var qos = ReadQos(directory, manifest);
         var assemblyPath = Path.Combine(directory, manifest.Assembly);
         if (!File.Exists(assemblyPath))
         {
@@ -60,6 +64,11 @@ internal static class PackageLoader
             // One protobuf-net model per package: it holds the package's types and goes with them on undeploy.
             var model = RuntimeTypeModel.Create($"quintet-package-{manifest.Name}");
             var classes = manifest.Components.Select((entry, i) => LoadClass(assembly, entry, i, model)).ToList();
+            foreach (var componentClass in classes)
+            {
+                componentClass.Qos = qos.GetValueOrDefault(componentClass.Name, QosSpec.Default);
+            }
+
             var duplicate = classes.SelectMany(c => c.Contracts).GroupBy(c => c.ServiceName, StringComparer.Ordinal).FirstOrDefault(g => g.Count() > 1);
             if (duplicate is not null)
             {
@@ -77,6 +86,31 @@ internal static class PackageLoader
         {
             context.Unload();
             throw;
+        }
+    }
+
+    /// <summary>Reads the package's QoS file, if it has one; before any assembly is loaded, so that a bad one costs nothing to refuse.</summary>
+    private static IReadOnlyDictionary<string, QosSpec> ReadQos(string directory, PackageManifest manifest)
+    {
+        var present = QosFileNames.Where(name => File.Exists(Path.Combine(directory, name))).ToList();
+        if (present.Count > 1)
+        {
+            throw new PackageException($"The package has both {string.Join(" and ", present)}; keep one QoS file.");
+        }
+
+        if (present.Count == 0)
+        {
+            return new Dictionary<string, QosSpec>();
+        }
+
+        var fileName = present[0];
+        try
+        {
+            return QosSpecReader.ParseClasses(File.ReadAllText(Path.Combine(directory, fileName)), fileName, manifest.Components.Select(c => c.Class).ToList());
+        }
+        catch (QosSpecException e)
+        {
+            throw new PackageException($"{fileName} is not valid:\n{string.Join('\n', e.Errors.Select(error => "  " + error))}", e);
         }
     }
 

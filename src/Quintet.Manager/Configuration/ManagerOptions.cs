@@ -48,7 +48,8 @@ public sealed class ManagerOptions
     public int? ParentProcessId { get; set; }
 
     /// <summary>
-    /// The folder where the manager keeps what it needs across calls: deployed packages.
+    /// The folder where the manager keeps what it needs across calls and restarts: deployed packages and the checkpoint
+    /// store (<c>checkpoints.db</c>).
     /// <value>Default: <c>quintet/&lt;node name&gt;</c> under the system temp folder.</value>
     /// </summary>
     public string? DataDirectory { get; set; }

@@ -1,0 +1,44 @@
+using System.Buffers.Binary;
+using System.IO.Hashing;
+using System.Text;
+
+namespace Quintet.Manager.Persistence;
+
+/// <summary>What one row of the store holds besides its bytes.</summary>
+internal enum EntryKind
+{
+    Record = 0,
+    Checkpoint = 1,
+}
+
+/// <summary>
+/// The CRC32 each row carries: over its data, then its stream, position and kind, so that a row whose bytes changed or
+/// that moved to another stream, position or kind fails its check.
+/// </summary>
+internal static class EntryChecksum
+{
+    /// <summary>
+    /// Starts the checksum with the data: the part that can be large is hashed by the writing caller, off the writer thread.
+    /// </summary>
+    public static Crc32 OfData(ReadOnlySpan<byte> data)
+    {
+        var crc = new Crc32();
+        crc.Append(data);
+        return crc;
+    }
+
+    /// <summary>Completes a checksum started by <see cref="OfData"/>, which it leaves unchanged.</summary>
+    public static uint Complete(Crc32 dataCrc, string stream, long position, EntryKind kind)
+    {
+        var crc = dataCrc.Clone();
+        crc.Append(Encoding.UTF8.GetBytes(stream));
+        Span<byte> tail = stackalloc byte[sizeof(long) + 1];
+        BinaryPrimitives.WriteInt64LittleEndian(tail, position);
+        tail[sizeof(long)] = (byte)kind;
+        crc.Append(tail);
+        return crc.GetCurrentHashAsUInt32();
+    }
+
+    public static uint Of(ReadOnlySpan<byte> data, string stream, long position, EntryKind kind) =>
+        Complete(OfData(data), stream, position, kind);
+}
