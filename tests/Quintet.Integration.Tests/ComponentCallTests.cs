@@ -96,24 +96,32 @@ public class ComponentCallTests(ITestOutputHelper output)
         });
 
     [Fact]
-    public Task A_package_deployed_on_one_manager_reaches_every_manager_also_one_that_joins_later() =>
+    public Task A_package_deployed_on_one_manager_reaches_every_manager_also_one_that_joins_later_and_each_key_has_one_instance() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
         {
             await cluster.WaitForGroupViewAsync(cluster.Managers);
             await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
             await WaitForPackagesAsync(cluster.Managers, "Counter");
+            // One instance per key cluster-wide: whichever manager a client calls, the call reaches the same activation.
+            var owners = new HashSet<string>();
+            var expected = 0L;
             foreach (var manager in cluster.Managers)
             {
                 using var client = QuintetClient.Over(manager.Channel);
                 var reply = await client.GetComponent<ICounter>("k").AddAsync(new AddRequest { Amount = 3 }, CancellationToken.None);
-                Assert.Equal(manager.Name, reply.Manager);
+                expected += 3;
+                Assert.Equal(expected, reply.Value);
+                owners.Add(reply.Manager);
             }
+
+            Assert.Single(owners);
 
             var fourth = await cluster.AddManagerAsync();
             await WaitForPackagesAsync([fourth], "Counter");
             using (var client = QuintetClient.Over(fourth.Channel))
             {
-                Assert.Equal(fourth.Name, (await client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), CancellationToken.None)).Manager);
+                var reply = await client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), CancellationToken.None);
+                Assert.Equal((expected, owners.Single()), (reply.Value, reply.Manager));
             }
 
             await Admin(cluster.Managers[2]).UndeployPackageAsync(new UndeployPackageRequest { Name = "Counter" }, deadline: DateTime.UtcNow.AddSeconds(30));

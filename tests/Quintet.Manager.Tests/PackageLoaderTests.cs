@@ -47,7 +47,10 @@ public sealed class PackageLoaderTests : IDisposable
         Assert.NotSame(typeof(CounterComponent), counter.Type);
 
         var instance = counter.CreateInstance();
-        await ((Quintet.Components.IComponentLifecycle)instance).ActivateAsync(new("Samples.Counter.CounterComponent", "k", "test"), Quintet.Components.ActivationReason.Created, CancellationToken.None);
+        var storeDirectory = Directory.CreateTempSubdirectory("quintet-loader-");
+        using var checkpoints = new Quintet.Manager.Persistence.LocalCheckpointStore(storeDirectory.FullName, Microsoft.Extensions.Logging.Abstractions.NullLogger<Quintet.Manager.Persistence.LocalCheckpointStore>.Instance);
+        var context = new Quintet.Components.ComponentContext("Samples.Counter.CounterComponent", "k", "test") { Checkpoints = checkpoints.Open("Samples.Counter.CounterComponent/k") };
+        await ((Quintet.Components.IComponentLifecycle)instance).ActivateAsync(context, Quintet.Components.ActivationReason.Created, CancellationToken.None);
         var add = contract.Operations["Add"];
         var request = add.ReadRequest(new ReadOnlySequence<byte>([0x08, 0x05]));
         var response = await add.InvokeAsync(instance, request, CancellationToken.None);
@@ -55,6 +58,8 @@ public sealed class PackageLoaderTests : IDisposable
         add.WriteResponse(writer, response);
         Assert.Equal<byte>([0x08, 0x05, 0x12, 0x04, (byte)'t', (byte)'e', (byte)'s', (byte)'t'], writer.WrittenSpan.ToArray());
         Assert.Contains("service Counter", contract.ExportProto(), StringComparison.Ordinal);
+        checkpoints.Dispose();
+        storeDirectory.Delete(recursive: true);
     }
 
     [Fact]

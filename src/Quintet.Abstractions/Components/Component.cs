@@ -27,6 +27,12 @@ public enum DeactivationReason
 
     /// <summary>Its manager is stopping.</summary>
     ManagerStopping = 4,
+
+    /// <summary>
+    /// Its manager was cut off from the cluster long enough that another manager may own the instance now: do not
+    /// write state, the other activation is the live one.
+    /// </summary>
+    OwnershipLost = 5,
 }
 
 /// <summary>
@@ -72,4 +78,30 @@ public interface IComponentLifecycle
 /// <param name="ClassName">The component class, as the package manifest names it.</param>
 /// <param name="Key">The instance's key: the one the client asked for, or the id a factory gave a fresh instance.</param>
 /// <param name="Manager">The node name of the manager that hosts this activation.</param>
-public sealed record ComponentContext(string ClassName, string Key, string Manager);
+public sealed record ComponentContext(string ClassName, string Key, string Manager)
+{
+    /// <summary>
+    /// This instance's checkpoint and log (its stream is <c>{ClassName}/{Key}</c>): write a checkpoint when retiring
+    /// and read it back when reactivated. Nothing is written unless the component writes it. When the instance migrates,
+    /// its stream goes with it.
+    /// </summary>
+    public required Persistence.ICheckpointLog Checkpoints { get; init; }
+
+    /// <summary>The instance's reliability QoS spec as it stands at activation.</summary>
+    public QosSpec Qos { get; init; } = QosSpec.Default;
+}
+
+/// <summary>
+/// Implemented by a component whose in-memory state should travel with it when it migrates to another manager. Called
+/// with no call running: <see cref="ExportStateAsync"/> on the old manager after its last call (before
+/// <c>OnDeactivateAsync(Migrating)</c>), <see cref="ImportStateAsync"/> on the new one before
+/// <c>OnActivateAsync(Migrated)</c>. Without it an instance migrates through its checkpoint stream alone.
+/// </summary>
+public interface IMigrateState
+{
+    /// <summary>The instance's state, in a form of its own choosing.</summary>
+    Task<byte[]> ExportStateAsync(CancellationToken cancellationToken);
+
+    /// <summary>Installs what <see cref="ExportStateAsync"/> returned on the old manager.</summary>
+    Task ImportStateAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken);
+}

@@ -1,11 +1,12 @@
 using System.IO.Compression;
 using Grpc.Core;
+using Quintet.Components;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Components;
 
 /// <summary>The package admin API: deploy (a zipped package), undeploy, list.</summary>
-internal sealed class ComponentAdminService(ComponentHost host, PackageReplicator replicator) : ComponentAdmin.ComponentAdminBase
+internal sealed class ComponentAdminService(ComponentHost host, PackageReplicator replicator, Hosting.ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
 {
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
@@ -75,6 +76,130 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
         var contract = host.Packages.SelectMany(p => p.Classes).SelectMany(c => c.Contracts).FirstOrDefault(c => c.ServiceName == request.Contract)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed component serves contract '{request.Contract}'; 'quintet component list' shows the deployed ones."));
         return Task.FromResult(new ExportProtoResponse { FileName = contract.ServiceName + ".proto", Content = contract.ExportProto() });
+    }
+
+    public override async Task<MigrateInstanceResponse> MigrateInstance(MigrateInstanceRequest request, ServerCallContext context)
+    {
+        var componentClass = host.FindClass(request.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        if (string.IsNullOrWhiteSpace(request.ToManager))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, "to_manager is empty: name the manager (its node name) to move the instance to."));
+        }
+
+        var id = new InstanceId(componentClass.Name, request.Key);
+        if (!host.Directory.TryRoute(id, out var route))
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
+        }
+
+        if (!route.IsLocal)
+        {
+            // The owner does the move; pass the request on to it.
+            using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(route.Endpoint!);
+            return await new ComponentAdmin.ComponentAdminClient(channel).MigrateInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+        }
+
+        var started = System.Diagnostics.Stopwatch.GetTimestamp();
+        try
+        {
+            var epoch = await host.MigrateAsync(id, request.ToManager, context.CancellationToken);
+            return new MigrateInstanceResponse
+            {
+                FromManager = route.OwnerNode ?? string.Empty,
+                ToManager = request.ToManager,
+                Epoch = epoch,
+                ElapsedMs = System.Diagnostics.Stopwatch.GetElapsedTime(started).TotalMilliseconds,
+            };
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+    }
+
+    public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
+    {
+        var response = new ListInstancesResponse { Manager = identity.NodeName };
+        foreach (var shadow in host.Shadows.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
+        {
+            var (p50, p99) = shadow.Latency;
+            var info = new InstanceInfo
+            {
+                ClassName = shadow.Class.Name,
+                Key = shadow.Key,
+                State = shadow.State switch
+                {
+                    ShadowState.Retired => "retired",
+                    ShadowState.Migrating => "migrating",
+                    ShadowState.Gone => "gone",
+                    _ => shadow.Instance is null ? "placed" : "active",
+                },
+                Epoch = shadow.Epoch,
+                Calls = shadow.Calls,
+                Errors = shadow.Errors,
+                P50Ms = p50,
+                P99Ms = p99,
+            };
+            info.Recent.AddRange(shadow.Recent.Select(r => new InvocationRecord
+            {
+                Operation = r.Operation,
+                Request = r.Request,
+                Response = r.Response ?? string.Empty,
+                Status = r.Status,
+                ElapsedMs = r.Elapsed.TotalMilliseconds,
+                At = r.At.ToString("O", System.Globalization.CultureInfo.InvariantCulture),
+            }));
+            response.Instances.Add(info);
+        }
+
+        return Task.FromResult(response);
+    }
+
+    public override Task<GetQosResponse> GetQos(GetQosRequest request, ServerCallContext context)
+    {
+        var componentClass = host.FindClass(request.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'."));
+        return Task.FromResult(new GetQosResponse { ClassName = componentClass.Name, Spec = QosSpecReader.Format(componentClass.Qos) });
+    }
+
+    public override async Task<SetQosResponse> SetQos(SetQosRequest request, ServerCallContext context)
+    {
+        var componentClass = host.FindClass(request.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'."));
+        var format = request.Format.ToUpperInvariant() switch
+        {
+            "" or "YAML" or "YML" => QosSpecFormat.Yaml,
+            "JSON" => QosSpecFormat.Json,
+            _ => throw new RpcException(new Status(StatusCode.InvalidArgument, $"format '{request.Format}' is not yaml or json.")),
+        };
+        QosSpec spec;
+        try
+        {
+            spec = QosSpecReader.Parse(request.Spec, format, componentClass.Name);
+        }
+        catch (QosSpecException e)
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, "The QoS spec was refused (nothing changed):\n  " + string.Join("\n  ", e.Errors)));
+        }
+
+        componentClass.Qos = spec;
+        var managers = 1;
+        if (!request.ThisManagerOnly)
+        {
+            // Every other manager applies it too, at once rather than one after the other.
+            var forward = request.Clone();
+            forward.ThisManagerOnly = true;
+            var peers = host.Directory.Peers().Where(p => p.NodeName != identity.NodeName).ToList();
+            await Task.WhenAll(peers.Select(async peer =>
+            {
+                using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(peer.Endpoint);
+                await new ComponentAdmin.ComponentAdminClient(channel).SetQosAsync(forward, deadline: DateTime.UtcNow.AddSeconds(30), cancellationToken: context.CancellationToken);
+            }));
+            managers += peers.Count;
+        }
+
+        return new SetQosResponse { Spec = QosSpecReader.Format(spec), Managers = managers };
     }
 
     private static PackageInfo Describe(ComponentPackage package)

@@ -18,6 +18,9 @@ internal static class ComponentCallEndpoint
     /// <summary>The header that names the instance a call is for.</summary>
     public const string KeyHeader = "quintet-key";
 
+    /// <summary>A response header naming the endpoint of the manager that owns the instance, when it is not this one.</summary>
+    public const string ServedByHeader = "quintet-served-by";
+
     /// <summary>The largest request accepted, as gRPC's default.</summary>
     public const int MaxRequestBytes = 4 * 1024 * 1024;
 
@@ -52,7 +55,14 @@ internal static class ComponentCallEndpoint
         {
             var message = await ReadMessageAsync(request.BodyReader, deadline.Token);
             var key = request.Headers[KeyHeader].FirstOrDefault() ?? string.Empty;
-            var reply = await host.InvokeAsync(service, operation, key, new ReadOnlySequence<byte>(message), deadline.Token);
+            var hops = int.TryParse(request.Headers[PeerCalls.HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
+            var (reply, servedBy) = await host.InvokeAsync(service, operation, key, message, hops, deadline.Token);
+            if (servedBy is not null)
+            {
+                // The instance lives on another manager: a client that reads this calls it there directly next time.
+                response.Headers[ServedByHeader] = servedBy;
+            }
+
             await response.StartAsync(deadline.Token);
             var header = new byte[5];
             BinaryPrimitives.WriteUInt32BigEndian(header.AsSpan(1), (uint)reply.Length);

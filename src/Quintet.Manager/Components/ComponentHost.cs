@@ -4,6 +4,7 @@ using Grpc.Core;
 using ProtoBuf;
 using Quintet.Components;
 using Quintet.Manager.Hosting;
+using Quintet.Persistence;
 
 namespace Quintet.Manager.Components;
 
@@ -17,12 +18,29 @@ internal sealed class InvocationException(StatusCode code, string message) : Exc
 /// The components this manager hosts: deployed packages, the contracts they serve, and the live instances, each
 /// activated once per key and handed one call at a time.
 /// </summary>
-internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store) : IAsyncDisposable
+internal sealed partial class ComponentHost : IAsyncDisposable
 {
     private readonly Lock _gate = new();
     private readonly Dictionary<string, ComponentPackage> _packages = new(StringComparer.Ordinal);
     private readonly Dictionary<string, (ComponentClass Class, ComponentContract Contract)> _services = new(StringComparer.Ordinal);
-    private readonly ConcurrentDictionary<(ComponentClass Class, string Key), Lazy<Activation>> _instances = new();
+    private readonly Dictionary<string, ComponentClass> _classes = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<InstanceId, Shadow> _shadows = new();
+    private readonly ILogger<ComponentHost> logger;
+    private readonly ManagerIdentity identity;
+    private readonly PackageStore store;
+    private readonly InstanceDirectory _directory;
+    private readonly ICheckpointStore _checkpoints;
+
+    public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints)
+    {
+        this.logger = logger;
+        this.identity = identity;
+        this.store = store;
+        _directory = directory;
+        _checkpoints = checkpoints;
+        directory.OwnershipEnded += OnOwnershipEnded;
+        directory.AllOwnershipLost += OnAllOwnershipLost;
+    }
 
     /// <summary>The deployed packages.</summary>
     public IReadOnlyList<ComponentPackage> Packages
@@ -36,8 +54,8 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
         }
     }
 
-    /// <summary>Live instances.</summary>
-    public int InstanceCount => _instances.Count;
+    /// <summary>Instances this manager hosts (active, retired or migrating).</summary>
+    public int InstanceCount => _shadows.Count;
 
     /// <summary>
     /// Unzips, loads and registers a zipped package; refuses (changing nothing, its folder deleted) a package that does
@@ -78,6 +96,7 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
             _packages[package.Name] = package;
             foreach (var componentClass in package.Classes)
             {
+                _classes[componentClass.Name] = componentClass;
                 foreach (var contract in componentClass.Contracts)
                 {
                     _services[contract.ServiceName] = (componentClass, contract);
@@ -105,14 +124,16 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
             {
                 _services.Remove(contract.ServiceName);
             }
+
+            foreach (var componentClass in package.Classes)
+            {
+                _classes.Remove(componentClass.Name);
+            }
         }
 
-        foreach (var (id, activation) in _instances.Where(i => package.Classes.Contains(i.Key.Class)).ToList())
+        foreach (var shadow in _shadows.Values.Where(s => package.Classes.Contains(s.Class)).ToList())
         {
-            if (_instances.TryRemove(id, out _) && activation.IsValueCreated)
-            {
-                await activation.Value.DeactivateAsync(DeactivationReason.Undeployed, cancellationToken);
-            }
+            await DeactivateAsync(shadow, DeactivationReason.Undeployed, cancellationToken);
         }
 
         package.Unload();
@@ -122,12 +143,13 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
     }
 
     /// <summary>
-    /// Calls <paramref name="operation"/> of <paramref name="service"/> on the instance with <paramref name="key"/>,
-    /// activating it on first use, and returns the serialized response.
+    /// Calls <paramref name="operation"/> of <paramref name="service"/> on the instance with <paramref name="key"/>:
+    /// here if this manager owns it (activating or reactivating it on first use), else at its owner, placing it first
+    /// if it has none. Returns the serialized response and, when another manager served it, that manager's endpoint.
     /// </summary>
-    /// <exception cref="InvocationException">Unknown contract or operation, malformed request, failed activation or a
-    /// failing component; each with its own status.</exception>
-    public async Task<byte[]> InvokeAsync(string service, string operation, string key, ReadOnlySequence<byte> request, CancellationToken cancellationToken)
+    /// <exception cref="InvocationException">Unknown contract or operation, malformed request, failed activation,
+    /// unreachable owner or a failing component; each with its own status.</exception>
+    public async Task<(byte[] Reply, string? ServedBy)> InvokeAsync(string service, string operation, string key, ReadOnlyMemory<byte> request, int hops, CancellationToken cancellationToken)
     {
         ComponentClass componentClass;
         ComponentContract contract;
@@ -150,100 +172,52 @@ internal sealed partial class ComponentHost(ILogger<ComponentHost> logger, Manag
         object message;
         try
         {
-            message = op.ReadRequest(request);
+            message = op.ReadRequest(new ReadOnlySequence<byte>(request));
         }
         catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException)
         {
             throw new InvocationException(StatusCode.InvalidArgument, $"The request to {service}/{operation} is not a valid {op.RequestType.Name} message: {e.Message}");
         }
 
-        var activation = await ActivateAsync(componentClass, key, cancellationToken);
-        object? response;
-        await activation.Turn.WaitAsync(cancellationToken);
-        try
+        var id = new InstanceId(componentClass.Name, key);
+        for (var attempt = 0; ; attempt++)
         {
-            response = await op.InvokeAsync(activation.Instance, message, cancellationToken);
-        }
-        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
-        {
-            throw;
-        }
-        catch (Exception e)
-        {
-            LogCallFailed(logger, e, componentClass.Name, key, operation);
-            throw new InvocationException(StatusCode.Unknown, $"{componentClass.Name}.{operation} (key '{key}') failed: {e.GetType().Name}: {e.Message}");
-        }
-        finally
-        {
-            activation.Turn.Release();
-        }
-
-        var writer = new ArrayBufferWriter<byte>();
-        op.WriteResponse(writer, response);
-        return writer.WrittenSpan.ToArray();
-    }
-
-    private async Task<Activation> ActivateAsync(ComponentClass componentClass, string key, CancellationToken cancellationToken)
-    {
-        var lazy = _instances.GetOrAdd((componentClass, key), id => new Lazy<Activation>(() => new Activation(id.Class, id.Key, identity.NodeName)));
-        var activation = lazy.Value;
-        try
-        {
-            await activation.Ready.WaitAsync(cancellationToken);
-            return activation;
-        }
-        catch (Exception e) when (e is not OperationCanceledException)
-        {
-            _instances.TryRemove(new KeyValuePair<(ComponentClass, string), Lazy<Activation>>((componentClass, key), lazy));
-            throw new InvocationException(StatusCode.Unavailable, $"{componentClass.Name} (key '{key}') could not be activated: {e.GetType().Name}: {e.Message}");
-        }
-    }
-
-    public async ValueTask DisposeAsync()
-    {
-        using var bounded = new CancellationTokenSource(TimeSpan.FromSeconds(10));
-        foreach (var (_, activation) in _instances.ToList())
-        {
-            if (activation.IsValueCreated)
+            if (!_directory.TryRoute(id, out var route))
             {
-                try
+                route = await _directory.RouteAsync(id, componentClass.Qos, cancellationToken);
+            }
+
+            if (!route.IsLocal)
+            {
+                if (hops >= MaxHops)
                 {
-                    await activation.Value.DeactivateAsync(DeactivationReason.ManagerStopping, bounded.Token);
+                    throw new InvocationException(StatusCode.Unavailable, $"{id} is moving between managers faster than the call could follow ({hops} hops); retry.");
                 }
-                catch (Exception e) when (e is not OutOfMemoryException)
-                {
-                    LogDeactivationFailed(logger, e, activation.Value.Class.Name);
-                }
+
+                var reply = await _peers.ForwardAsync(route.Endpoint!, service, operation, key, request, hops + 1, cancellationToken);
+                return (reply, route.Endpoint);
+            }
+
+            var shadow = _shadows.GetOrAdd(id, _ => new Shadow(componentClass, key, route.Epoch));
+            var outcome = await CallAsync(shadow, op, message, cancellationToken);
+            if (outcome is { } response)
+            {
+                var writer = new ArrayBufferWriter<byte>();
+                op.WriteResponse(writer, response.Value);
+                var bytes = writer.WrittenSpan.ToArray();
+                shadow.Record(op.Name, message, response.Value, null, response.Elapsed, componentClass.Qos.Debug);
+                return (bytes, null);
+            }
+
+            // The instance left this manager (migrated, or its ownership ended) while the call waited: route again.
+            if (attempt >= MaxHops)
+            {
+                throw new InvocationException(StatusCode.Unavailable, $"{id} kept moving while the call waited; retry.");
             }
         }
-
-        _instances.Clear();
     }
 
-    /// <summary>One live instance: created and activated once; calls take turns.</summary>
-    private sealed class Activation
-    {
-        public Activation(ComponentClass componentClass, string key, string manager)
-        {
-            Class = componentClass;
-            Instance = componentClass.CreateInstance();
-            Ready = ((IComponentLifecycle)Instance).ActivateAsync(new ComponentContext(componentClass.Name, key, manager), ActivationReason.Created, CancellationToken.None);
-        }
-
-        public ComponentClass Class { get; }
-
-        public Component Instance { get; }
-
-        public Task Ready { get; }
-
-        public SemaphoreSlim Turn { get; } = new(1, 1);
-
-        public async Task DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken)
-        {
-            await Turn.WaitAsync(cancellationToken);
-            await ((IComponentLifecycle)Instance).DeactivateAsync(reason, cancellationToken);
-        }
-    }
+    private const int MaxHops = 4;
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Deployed package {Name} {Version}: {Classes}")]
     private static partial void LogDeployed(ILogger logger, string name, string version, string classes);

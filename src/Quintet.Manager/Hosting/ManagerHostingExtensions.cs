@@ -13,6 +13,7 @@ using Quintet.Manager.Configuration;
 using Quintet.Manager.Diagnostics;
 using Quintet.Manager.Health;
 using Quintet.Manager.Lifetime;
+using Quintet.Manager.Persistence;
 using Quintet.Protocol.Admin;
 using Quintet.Protocol.Internal;
 
@@ -78,7 +79,11 @@ public static class ManagerHostingExtensions
                 o.IgnoreUnknownServices = true;
             })
             .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024));
+        builder.Services.AddSingleton<InstanceDirectory>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
+        builder.Services.AddLocalCheckpointStore();
         builder.Services.AddSingleton<ComponentHost>();
+        builder.Services.AddHostedService<InstanceSweeper>();
         builder.Services.AddSingleton<PackageStore>();
         builder.Services.AddSingleton<PackageReplicator>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<PackageReplicator>());
@@ -109,6 +114,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<ClusterAdminService>();
         app.MapGrpcService<GroupDiagnosticsService>();
         app.MapGrpcService<ComponentAdminService>();
+        app.MapGrpcService<InstanceTransferService>();
         app.MapComponentCalls();
         return app;
     }

@@ -1,0 +1,350 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using Grpc.Core;
+using Quintet.Components;
+using Quintet.Persistence;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>
+/// The instances this manager owns, each behind its shadow: one call at a time, activated on first use and after
+/// retirement, retired when idle past its QoS, handed to another manager on migration. An instance is activated only
+/// while the directory says this manager owns it and this manager holds its primary lease, and never before the leases
+/// of managers that left the view have run out: so never two live activations of one instance.
+/// </summary>
+internal sealed partial class ComponentHost
+{
+    private readonly ConcurrentDictionary<InstanceId, (long Epoch, byte[]? State)> _arrivals = new();
+    private readonly PeerCalls _peers = new();
+
+    /// <summary>The shadows of the instances this manager hosts.</summary>
+    public IReadOnlyCollection<Shadow> Shadows => [.. _shadows.Values];
+
+    /// <summary>A deployed class by name, or null.</summary>
+    public ComponentClass? FindClass(string name)
+    {
+        lock (_gate)
+        {
+            return _classes.GetValueOrDefault(name);
+        }
+    }
+
+    /// <summary>The instance directory this host routes by.</summary>
+    public InstanceDirectory Directory => _directory;
+
+    /// <summary>Runs one call on an instance owned here; null when the instance left this manager while the call waited.</summary>
+    private async Task<(object? Value, TimeSpan Elapsed)?> CallAsync(Shadow shadow, ComponentOperation op, object message, CancellationToken cancellationToken)
+    {
+        await shadow.Turn.WaitAsync(cancellationToken);
+        try
+        {
+            if (shadow.State == ShadowState.Gone)
+            {
+                return null;
+            }
+
+            EnsureLease(shadow.Id);
+            if (shadow.Instance is null)
+            {
+                await ActivateAsync(shadow, cancellationToken);
+            }
+
+            var started = Stopwatch.GetTimestamp();
+            try
+            {
+                var value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
+                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                return (value, Stopwatch.GetElapsedTime(started));
+            }
+            catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+            {
+                throw;
+            }
+            catch (Exception e)
+            {
+                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name);
+                throw new InvocationException(StatusCode.Unknown, $"{shadow.Class.Name}.{op.Name} (key '{shadow.Key}') failed: {e.GetType().Name}: {e.Message}");
+            }
+        }
+        finally
+        {
+            shadow.Turn.Release();
+        }
+    }
+
+    private void EnsureLease(InstanceId id)
+    {
+        if (!_directory.Managers.HoldsPrimaryLease)
+        {
+            throw new InvocationException(StatusCode.Unavailable, $"Manager {identity.NodeName} is cut off from the majority of the cluster and may no longer own {id}; call another manager.");
+        }
+    }
+
+    /// <summary>Creates the instance (within its turn): fresh, from its checkpoint, or with the state it migrated with.</summary>
+    private async Task ActivateAsync(Shadow shadow, CancellationToken cancellationToken)
+    {
+        // A manager that left the view may have owned this instance and may still serve it until its lease runs out.
+        var takeOverAt = _directory.Managers.FormerMembersLeaseExpiry;
+        if (takeOverAt > Stopwatch.GetTimestamp())
+        {
+            await Task.Delay(Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), takeOverAt), cancellationToken);
+            EnsureLease(shadow.Id);
+        }
+
+        var arrived = _arrivals.TryRemove(shadow.Id, out var arrival) && arrival.Epoch == shadow.Epoch;
+        var reason = arrived ? ActivationReason.Migrated : shadow.WasActivated ? ActivationReason.Reactivated : ActivationReason.Created;
+        var instance = shadow.Class.CreateInstance();
+        var context = new ComponentContext(shadow.Class.Name, shadow.Key, identity.NodeName)
+        {
+            Checkpoints = _checkpoints.Open(StreamOf(shadow.Id)),
+            Qos = shadow.Class.Qos,
+        };
+        try
+        {
+            if (arrived && arrival.State is { } state && instance is IMigrateState migrating)
+            {
+                await migrating.ImportStateAsync(state, cancellationToken);
+            }
+
+            await ((IComponentLifecycle)instance).ActivateAsync(context, reason, cancellationToken);
+        }
+        catch (Exception e) when (e is not OperationCanceledException)
+        {
+            if (arrived)
+            {
+                _arrivals[shadow.Id] = arrival;
+            }
+
+            throw new InvocationException(StatusCode.Unavailable, $"{shadow.Class.Name} (key '{shadow.Key}') could not be activated: {e.GetType().Name}: {e.Message}");
+        }
+
+        shadow.Instance = instance;
+        shadow.WasActivated = true;
+        shadow.State = ShadowState.Active;
+        shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+    }
+
+    /// <summary>The checkpoint stream of an instance.</summary>
+    public static string StreamOf(InstanceId id) => $"{id.ClassName}/{id.Key}";
+
+    /// <summary>Deactivates and forgets an instance (undeploy, stop, lost ownership).</summary>
+    private async Task DeactivateAsync(Shadow shadow, DeactivationReason reason, CancellationToken cancellationToken)
+    {
+        await shadow.Turn.WaitAsync(cancellationToken);
+        try
+        {
+            if (shadow.Instance is { } instance)
+            {
+                try
+                {
+                    await ((IComponentLifecycle)instance).DeactivateAsync(reason, cancellationToken);
+                }
+                catch (Exception e) when (e is not OperationCanceledException)
+                {
+                    LogDeactivationFailed(logger, e, shadow.Class.Name);
+                }
+            }
+
+            shadow.Instance = null;
+            shadow.State = ShadowState.Gone;
+            _shadows.TryRemove(new KeyValuePair<InstanceId, Shadow>(shadow.Id, shadow));
+        }
+        finally
+        {
+            shadow.Turn.Release();
+        }
+    }
+
+    /// <summary>Retires every instance idle past its class's retire-after-idle: deactivated (it checkpoints), shadow kept.</summary>
+    public async Task<int> RetireIdleAsync(CancellationToken cancellationToken)
+    {
+        var retired = 0;
+        var now = Stopwatch.GetTimestamp();
+        foreach (var shadow in _shadows.Values)
+        {
+            if (shadow.Instance is null || shadow.State != ShadowState.Active || shadow.Class.Qos.RetireAfterIdle is not { } idle
+                || shadow.Class.Qos.Replication == ReplicationStyle.Active || Stopwatch.GetElapsedTime(shadow.LastCallTimestamp, now) < idle
+                || !await shadow.Turn.WaitAsync(0, cancellationToken))
+            {
+                continue;
+            }
+
+            try
+            {
+                if (shadow.Instance is { } instance && shadow.State == ShadowState.Active)
+                {
+                    try
+                    {
+                        await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Retired, cancellationToken);
+                        shadow.Instance = null;
+                        shadow.State = ShadowState.Retired;
+                        retired++;
+                    }
+                    catch (Exception e) when (e is not OperationCanceledException)
+                    {
+                        // It could not save its state: keep it active rather than lose what it holds.
+                        LogRetireFailed(logger, e, shadow.Class.Name, shadow.Key);
+                        shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                    }
+                }
+            }
+            finally
+            {
+                shadow.Turn.Release();
+            }
+        }
+
+        return retired;
+    }
+
+    /// <summary>
+    /// Moves an instance owned here to the manager named <paramref name="toNode"/>: waits for the running call, takes its
+    /// state (<see cref="IMigrateState"/> and its checkpoint stream), deactivates it, hands the state to the target and
+    /// then tells the directory. Calls that arrive meanwhile wait for the turn and then go to the new owner. If the
+    /// hand-over fails, the instance stays here and resumes from the state it gave up.
+    /// </summary>
+    /// <returns>The epoch at the new owner.</returns>
+    public async Task<long> MigrateAsync(InstanceId id, string toNode, CancellationToken cancellationToken)
+    {
+        var componentClass = FindClass(id.ClassName) ?? throw new InvocationException(StatusCode.NotFound, $"No deployed class is named '{id.ClassName}'.");
+        if (!_directory.TryRoute(id, out var route) || !route.IsLocal)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"{id} is not owned by manager {identity.NodeName}.");
+        }
+
+        var target = _directory.Peers().FirstOrDefault(p => p.NodeName == toNode);
+        if (target.Endpoint is null)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"No manager named '{toNode}' is in the cluster; managers: {string.Join(", ", _directory.Peers().Select(p => p.NodeName).Order(StringComparer.Ordinal))}.");
+        }
+
+        if (toNode == identity.NodeName)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"{id} is already on manager {toNode}.");
+        }
+
+        var shadow = _shadows.GetOrAdd(id, _ => new Shadow(componentClass, id.Key, route.Epoch));
+        await shadow.Turn.WaitAsync(cancellationToken);
+        try
+        {
+            if (shadow.State == ShadowState.Gone)
+            {
+                throw new InvocationException(StatusCode.Unavailable, $"{id} left manager {identity.NodeName} meanwhile; retry.");
+            }
+
+            byte[]? exported = null;
+            if (shadow.Instance is { } instance)
+            {
+                if (instance is IMigrateState migrating)
+                {
+                    exported = await migrating.ExportStateAsync(cancellationToken);
+                }
+
+                await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Migrating, cancellationToken);
+                shadow.Instance = null;
+            }
+            else if (_arrivals.TryGetValue(id, out var pending) && pending.Epoch == shadow.Epoch)
+            {
+                // It arrived here and moves on before its first call: pass on what it arrived with.
+                exported = pending.State;
+            }
+
+            shadow.State = ShadowState.Migrating;
+            var stream = _checkpoints.Open(StreamOf(id));
+            try
+            {
+                var recovery = await stream.RecoverAsync(cancellationToken);
+                await _peers.AcceptInstanceAsync(target.Endpoint, id, shadow.Epoch + 1, exported, recovery, cancellationToken);
+                var announced = await _directory.AnnounceMoveAsync(id, shadow.Epoch, toNode, cancellationToken);
+                if (!announced || (_directory.TryRoute(id, out var after) && after.IsLocal))
+                {
+                    throw new InvocationException(StatusCode.Unavailable, $"Manager {toNode} left the cluster during the move; {id} stays on {identity.NodeName}.");
+                }
+            }
+            catch (Exception e) when (e is InvocationException or RpcException or CheckpointStoreException or Core.Groups.GroupUnavailableException)
+            {
+                // The directory still names this manager: resume here, from the state just given up.
+                _arrivals[id] = (shadow.Epoch, exported);
+                shadow.State = ShadowState.Retired;
+                throw e as InvocationException ?? new InvocationException(StatusCode.Unavailable, $"{id} could not be moved to {toNode}: {e.Message}");
+            }
+
+            shadow.State = ShadowState.Gone;
+            _shadows.TryRemove(new KeyValuePair<InstanceId, Shadow>(id, shadow));
+            _arrivals.TryRemove(id, out _);
+            await stream.DeleteAsync(CancellationToken.None);
+            LogMigrated(logger, id.ClassName, id.Key, toNode);
+            return shadow.Epoch + 1;
+        }
+        finally
+        {
+            shadow.Turn.Release();
+        }
+    }
+
+    /// <summary>Takes in an instance another manager is moving here: its checkpoint stream and migrated state.</summary>
+    public async Task AcceptInstanceAsync(InstanceId id, long epoch, byte[]? state, ReadOnlyMemory<byte>? checkpoint, IReadOnlyList<ReadOnlyMemory<byte>> log, CancellationToken cancellationToken)
+    {
+        if (FindClass(id.ClassName) is null)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
+        }
+
+        var stream = _checkpoints.Open(StreamOf(id));
+        await stream.DeleteAsync(cancellationToken);
+        if (checkpoint is { } bytes)
+        {
+            await stream.WriteCheckpointAsync(bytes, cancellationToken);
+        }
+
+        foreach (var record in log)
+        {
+            await stream.AppendAsync(record, cancellationToken);
+        }
+
+        _arrivals[id] = (epoch, state);
+    }
+
+    private void OnOwnershipEnded(InstanceId id)
+    {
+        if (_shadows.TryGetValue(id, out var shadow) && shadow.State != ShadowState.Migrating)
+        {
+            _ = DeactivateAsync(shadow, DeactivationReason.OwnershipLost, CancellationToken.None);
+        }
+    }
+
+    private void OnAllOwnershipLost()
+    {
+        foreach (var shadow in _shadows.Values.ToList())
+        {
+            _ = DeactivateAsync(shadow, DeactivationReason.OwnershipLost, CancellationToken.None);
+        }
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        using var bounded = new CancellationTokenSource(TimeSpan.FromSeconds(10));
+        foreach (var shadow in _shadows.Values.ToList())
+        {
+            try
+            {
+                await DeactivateAsync(shadow, DeactivationReason.ManagerStopping, bounded.Token);
+            }
+            catch (OperationCanceledException)
+            {
+                break;
+            }
+        }
+
+        _shadows.Clear();
+        _peers.Dispose();
+    }
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not retire; it stays active")]
+    private static partial void LogRetireFailed(ILogger logger, Exception exception, string @class, string key);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "{Class} (key '{Key}') moved to {Target}")]
+    private static partial void LogMigrated(ILogger logger, string @class, string key, string target);
+}

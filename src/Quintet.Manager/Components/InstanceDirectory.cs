@@ -1,0 +1,584 @@
+using System.Collections.Concurrent;
+using Google.Protobuf;
+using Grpc.Core;
+using Quintet.Components;
+using Quintet.Core.Groups;
+using Quintet.Core.Groups.Light;
+using Quintet.Manager.Hosting;
+using Quintet.Protocol.Internal;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>One keyed instance of a component class, cluster-wide.</summary>
+internal readonly record struct InstanceId(string ClassName, string Key)
+{
+    public override string ToString() => $"{ClassName} '{Key}'";
+}
+
+/// <summary>Where a call for an instance goes: this manager (at an ownership epoch) or another manager's endpoint.</summary>
+internal readonly record struct InstanceRoute(bool IsLocal, long Epoch, string? Endpoint, string? OwnerNode);
+
+/// <summary>
+/// Which manager owns the one live activation of each keyed instance. Every manager keeps a copy, changed only by
+/// total-order messages in the light group <c>quintet.directory</c>, so every copy passes through the same states in
+/// the same order: a claim places an instance that has no owner in the current view, a move hands it from its owner
+/// to another manager, a release removes it. A manager that leaves the view loses what it owned at the same point of
+/// every copy; the next call claims the instance again, and its new owner activates it only once the old owner's
+/// primary lease has run out (<see cref="GroupHandle.FormerMembersLeaseExpiry"/>), so a manager cut off but still
+/// running never serves beside its successor. A manager joining the group gets the directory as a snapshot taken at
+/// the view that admitted it, from the oldest member that has it, and replays what was delivered after.
+/// </summary>
+internal sealed partial class InstanceDirectory(
+    GroupService groups,
+    ManagerIdentity identity,
+    ILogger<InstanceDirectory> logger) : BackgroundService
+{
+    /// <summary>The light group every manager joins to keep the directory.</summary>
+    public const string GroupName = "quintet.directory";
+
+    private const int SnapshotChunkEntries = 2000;
+    private static readonly TimeSpan ReadyWait = TimeSpan.FromSeconds(30);
+    private static readonly TimeSpan ClaimWait = TimeSpan.FromSeconds(30);
+
+    private readonly Lock _gate = new();
+    private readonly Dictionary<InstanceId, Placement> _placements = [];
+    private readonly Dictionary<LightMemberId, int> _ownedCounts = [];
+    private readonly Dictionary<LightMemberId, DirectoryManager> _managers = [];
+    private readonly ConcurrentDictionary<InstanceId, TaskCompletionSource> _waiters = new();
+    private readonly List<(long ViewId, DirectoryEvent Event)> _buffered = [];
+    private readonly List<DirectoryEntry> _snapshotEntries = [];
+    private readonly TaskCompletionSource<LightGroupMember> _member = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private readonly TaskCompletionSource _synced = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private HashSet<LightMemberId> _viewMembers = [];
+    private LightGroupView? _view;
+    private long _snapshotView = -1;
+    private bool _isSynced;
+
+    /// <summary>Raised, on the directory's loop, when this manager no longer owns an instance it owned: moved away, or
+    /// lost with its membership.</summary>
+    public event Action<InstanceId>? OwnershipEnded;
+
+    /// <summary>Raised when this manager lost its membership: everything it owned may now be owned elsewhere.</summary>
+    public event Action? AllOwnershipLost;
+
+    /// <summary>Raised, on the directory's loop, when an instance was moved to this manager.</summary>
+    public event Action<InstanceId, long>? MovedHere;
+
+    /// <summary>The managers group, whose primary lease guards every activation.</summary>
+    public GroupHandle Managers => groups.Join(GroupService.ManagersGroup);
+
+    /// <summary>Instances placed in the directory, cluster-wide.</summary>
+    public int Count
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _placements.Count;
+            }
+        }
+    }
+
+    /// <summary>
+    /// Where calls for <paramref name="id"/> go, placing the instance first if it has no owner in the current view
+    /// (by <paramref name="qos"/>'s placement policy).
+    /// </summary>
+    /// <exception cref="InvocationException">Unavailable: the directory is not ready, or the claim did not complete in time.</exception>
+    public async Task<InstanceRoute> RouteAsync(InstanceId id, QosSpec qos, CancellationToken cancellationToken)
+    {
+        var member = await ReadyAsync(cancellationToken);
+        using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        bounded.CancelAfter(ClaimWait);
+        while (true)
+        {
+            TaskCompletionSource waiter;
+            DirectoryMember target;
+            lock (_gate)
+            {
+                if (TryRoute(id, out var route))
+                {
+                    return route;
+                }
+
+                waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
+                target = ToWire(ChooseOwner(id, qos, member.Self));
+            }
+
+            try
+            {
+                var claim = new DirectoryEvent { Claim = new InstanceClaim { Instance = ToWire(id), Owner = target } };
+                await member.MulticastAsync(claim.ToByteArray(), MessageOrdering.Total, cancellationToken: bounded.Token);
+                await waiter.Task.WaitAsync(bounded.Token);
+            }
+            catch (GroupUnavailableException)
+            {
+                // This manager is rejoining the group; its next membership claims again.
+                await Task.Delay(100, bounded.Token);
+            }
+            catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
+            {
+                throw new InvocationException(StatusCode.Unavailable, $"{id} could not be placed within {ClaimWait.TotalSeconds:F0} s: the cluster is changing its membership; retry.");
+            }
+        }
+    }
+
+    /// <summary>The current owner of <paramref name="id"/> if it has one in the view.</summary>
+    public bool TryRoute(InstanceId id, out InstanceRoute route)
+    {
+        lock (_gate)
+        {
+            route = default;
+            if (!_isSynced || !_placements.TryGetValue(id, out var placement) || !_viewMembers.Contains(placement.Owner))
+            {
+                return false;
+            }
+
+            if (_member.Task.IsCompletedSuccessfully && placement.Owner == _member.Task.Result.Self)
+            {
+                route = new InstanceRoute(true, placement.Epoch, null, identity.NodeName);
+                return true;
+            }
+
+            if (!_managers.TryGetValue(placement.Owner, out var manager))
+            {
+                return false;
+            }
+
+            route = new InstanceRoute(false, placement.Epoch, manager.GrpcEndpoint, manager.NodeName);
+            return true;
+        }
+    }
+
+    /// <summary>The managers of the current view that have the directory: node name and gRPC endpoint.</summary>
+    public IReadOnlyList<(string NodeName, string Endpoint)> Peers()
+    {
+        lock (_gate)
+        {
+            return [.. _managers.Where(m => _viewMembers.Contains(m.Key)).Select(m => (m.Value.NodeName, m.Value.GrpcEndpoint))];
+        }
+    }
+
+    /// <summary>The instances this manager owns, with their epochs.</summary>
+    public IReadOnlyList<(InstanceId Id, long Epoch)> OwnedHere()
+    {
+        lock (_gate)
+        {
+            if (!_member.Task.IsCompletedSuccessfully)
+            {
+                return [];
+            }
+
+            var self = _member.Task.Result.Self;
+            return [.. _placements.Where(p => p.Value.Owner == self).Select(p => (p.Key, p.Value.Epoch))];
+        }
+    }
+
+    /// <summary>Hands <paramref name="id"/> (owned here at <paramref name="epoch"/>) to the manager named <paramref name="toNode"/>.</summary>
+    /// <returns>False when that manager is not in the directory's view.</returns>
+    public async Task<bool> AnnounceMoveAsync(InstanceId id, long epoch, string toNode, CancellationToken cancellationToken)
+    {
+        var member = await ReadyAsync(cancellationToken);
+        DirectoryMember to;
+        lock (_gate)
+        {
+            var target = _managers.FirstOrDefault(m => m.Value.NodeName == toNode && _viewMembers.Contains(m.Key));
+            if (target.Value is null)
+            {
+                return false;
+            }
+
+            to = target.Value.Member;
+        }
+
+        var waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
+        var moved = new DirectoryEvent { Moved = new InstanceMoved { Instance = ToWire(id), From = ToWire(member.Self), To = to, Epoch = epoch } };
+        await member.MulticastAsync(moved.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+        await waiter.Task.WaitAsync(cancellationToken);
+        return true;
+    }
+
+    /// <summary>Removes <paramref name="id"/> (owned here at <paramref name="epoch"/>) from the directory.</summary>
+    public async Task ReleaseAsync(InstanceId id, long epoch, CancellationToken cancellationToken)
+    {
+        var member = await ReadyAsync(cancellationToken);
+        var released = new DirectoryEvent { Released = new InstanceReleased { Instance = ToWire(id), Owner = ToWire(member.Self), Epoch = epoch } };
+        await member.MulticastAsync(released.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+    }
+
+    /// <summary>Whether the manager named <paramref name="node"/> is in the directory's view.</summary>
+    public bool HasManager(string node)
+    {
+        lock (_gate)
+        {
+            return _managers.Any(m => m.Value.NodeName == node && _viewMembers.Contains(m.Key));
+        }
+    }
+
+    private async Task<LightGroupMember> ReadyAsync(CancellationToken cancellationToken)
+    {
+        try
+        {
+            await _synced.Task.WaitAsync(ReadyWait, cancellationToken);
+            return await _member.Task;
+        }
+        catch (TimeoutException)
+        {
+            throw new InvocationException(StatusCode.Unavailable, $"Manager {identity.NodeName} has not joined the cluster's instance directory after {ReadyWait.TotalSeconds:F0} s; retry, or call another manager.");
+        }
+    }
+
+    private LightMemberId ChooseOwner(InstanceId id, QosSpec qos, LightMemberId self)
+    {
+        var candidates = _managers.Keys.Where(_viewMembers.Contains).OrderBy(m => m.ToString(), StringComparer.Ordinal).ToList();
+        if (candidates.Count == 0)
+        {
+            return self;
+        }
+
+        switch (qos.Placement)
+        {
+            case PlacementPolicy.Pack:
+                return self;
+            case PlacementPolicy.Affinity when qos.AffinityTo is { } affinity:
+                var byNode = candidates.FirstOrDefault(c => _managers[c].NodeName == affinity);
+                if (byNode != default)
+                {
+                    return byNode;
+                }
+
+                if (_placements.TryGetValue(id with { ClassName = affinity }, out var partner) && _viewMembers.Contains(partner.Owner))
+                {
+                    return partner.Owner;
+                }
+
+                return self;
+            default:
+                // Spread and don't-care: the manager owning the fewest instances, this one on a tie (no hop for its caller).
+                var fewest = candidates.Min(c => _ownedCounts.GetValueOrDefault(c));
+                return _ownedCounts.GetValueOrDefault(self) == fewest && candidates.Contains(self)
+                    ? self
+                    : candidates.First(c => _ownedCounts.GetValueOrDefault(c) == fewest);
+        }
+    }
+
+    protected override async Task ExecuteAsync(CancellationToken stoppingToken)
+    {
+        try
+        {
+            var member = await groups.JoinLightGroupAsync(GroupName, new LightGroupJoinOptions { Role = "manager", SubscribeToViews = true }, stoppingToken);
+            _member.TrySetResult(member);
+            OnView(member, member.View!);
+            await foreach (var groupEvent in member.Events.ReadAllAsync(stoppingToken))
+            {
+                switch (groupEvent)
+                {
+                    case LightViewInstalled { View: var view }:
+                        OnView(member, view);
+                        break;
+                    case LightMessageDelivered { Delivery: var delivery }:
+                        OnDelivered(member, DirectoryEvent.Parser.ParseFrom(delivery.Payload.Span));
+                        break;
+                    case LightMemberRejoining:
+                        OnRejoining();
+                        break;
+                }
+            }
+        }
+        catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
+        {
+            // Stopping.
+        }
+    }
+
+    private void OnView(LightGroupMember member, LightGroupView view)
+    {
+        if (_view is not null && view.Id <= _view.Id)
+        {
+            return;
+        }
+
+        List<LightMemberId> unsynced;
+        lock (_gate)
+        {
+            _view = view;
+            _viewMembers = [.. view.Members.Select(m => m.Id)];
+            if (!_isSynced && view.Members.Length == 1 && view.Members[0].Id == member.Self)
+            {
+                // The first member: nobody else has a directory, so the empty one is the directory.
+                MarkSynced(member);
+            }
+
+            unsynced = [.. view.Members.Select(m => m.Id).Where(m => !_managers.ContainsKey(m) && m != member.Self)];
+            var sender = view.Members.Select(m => m.Id).FirstOrDefault(_managers.ContainsKey);
+            if (!_isSynced || unsynced.Count == 0 || sender != member.Self)
+            {
+                unsynced = [];
+            }
+        }
+
+        // Owners gone from the view lose their instances here, at the same point of every copy; waiters re-route.
+        foreach (var waiter in _waiters.Keys.ToList())
+        {
+            Complete(waiter);
+        }
+
+        if (unsynced.Count > 0)
+        {
+            _ = SendSnapshotAsync(member, view.Id, unsynced);
+        }
+    }
+
+    private async Task SendSnapshotAsync(LightGroupMember member, long viewId, List<LightMemberId> targets)
+    {
+        List<DirectorySnapshot> chunks;
+        lock (_gate)
+        {
+            chunks = [];
+            var entries = _placements.Select(p => new DirectoryEntry { Instance = ToWire(p.Key), Owner = ToWire(p.Value.Owner), Epoch = p.Value.Epoch }).ToList();
+            for (var i = 0; i == 0 || i < entries.Count; i += SnapshotChunkEntries)
+            {
+                var chunk = new DirectorySnapshot { TakenInView = viewId };
+                chunk.Entries.AddRange(entries.Skip(i).Take(SnapshotChunkEntries));
+                chunks.Add(chunk);
+            }
+
+            chunks[0].Managers.AddRange(_managers.Values);
+            chunks[^1].Last = true;
+        }
+
+        foreach (var target in targets)
+        {
+            try
+            {
+                foreach (var chunk in chunks)
+                {
+                    await member.SendAsync(target, new DirectoryEvent { Snapshot = chunk }.ToByteArray());
+                }
+            }
+            catch (GroupUnavailableException e)
+            {
+                // The target left, or this member is rejoining; the next view's oldest member sends again.
+                LogSnapshotNotSent(logger, e, target.ToString());
+            }
+        }
+    }
+
+    private void OnDelivered(LightGroupMember member, DirectoryEvent directoryEvent)
+    {
+        if (directoryEvent.KindCase == DirectoryEvent.KindOneofCase.Snapshot)
+        {
+            OnSnapshot(member, directoryEvent.Snapshot);
+            return;
+        }
+
+        lock (_gate)
+        {
+            if (!_isSynced)
+            {
+                _buffered.Add((_view?.Id ?? 0, directoryEvent));
+                return;
+            }
+        }
+
+        Apply(member, directoryEvent);
+    }
+
+    private void OnSnapshot(LightGroupMember member, DirectorySnapshot chunk)
+    {
+        List<DirectoryEvent> replay;
+        lock (_gate)
+        {
+            if (_isSynced || chunk.TakenInView < _snapshotView)
+            {
+                return;
+            }
+
+            if (chunk.TakenInView > _snapshotView)
+            {
+                _snapshotView = chunk.TakenInView;
+                _snapshotEntries.Clear();
+                _managers.Clear();
+            }
+
+            _snapshotEntries.AddRange(chunk.Entries);
+            foreach (var manager in chunk.Managers)
+            {
+                _managers[FromWire(manager.Member)] = manager;
+            }
+
+            if (!chunk.Last)
+            {
+                return;
+            }
+
+            _placements.Clear();
+            _ownedCounts.Clear();
+            foreach (var entry in _snapshotEntries)
+            {
+                Place(FromWire(entry.Instance), FromWire(entry.Owner), entry.Epoch);
+            }
+
+            _snapshotEntries.Clear();
+            replay = [.. _buffered.Where(b => b.ViewId >= _snapshotView).Select(b => b.Event)];
+            _buffered.Clear();
+            MarkSynced(member);
+        }
+
+        foreach (var directoryEvent in replay)
+        {
+            Apply(member, directoryEvent);
+        }
+
+        LogSynced(logger, Count, _snapshotView);
+    }
+
+    private void MarkSynced(LightGroupMember member)
+    {
+        _isSynced = true;
+        _synced.TrySetResult();
+        var announce = new DirectoryEvent { Manager = new DirectoryManager { Member = ToWire(member.Self), GrpcEndpoint = identity.GrpcEndpoint, NodeName = identity.NodeName } };
+        _ = AnnounceAsync(member, announce);
+    }
+
+    private async Task AnnounceAsync(LightGroupMember member, DirectoryEvent announce)
+    {
+        try
+        {
+            await member.MulticastAsync(announce.ToByteArray(), MessageOrdering.Total);
+        }
+        catch (GroupUnavailableException e)
+        {
+            LogAnnounceFailed(logger, e);
+        }
+    }
+
+    private void Apply(LightGroupMember member, DirectoryEvent directoryEvent)
+    {
+        InstanceId? touched = null;
+        var endedHere = false;
+        long movedHereEpoch = 0;
+        lock (_gate)
+        {
+            switch (directoryEvent.KindCase)
+            {
+                case DirectoryEvent.KindOneofCase.Manager:
+                    _managers[FromWire(directoryEvent.Manager.Member)] = directoryEvent.Manager;
+                    break;
+                case DirectoryEvent.KindOneofCase.Claim:
+                {
+                    var id = FromWire(directoryEvent.Claim.Instance);
+                    touched = id;
+                    var owner = FromWire(directoryEvent.Claim.Owner);
+                    var existing = _placements.GetValueOrDefault(id);
+                    if ((existing is null || !_viewMembers.Contains(existing.Owner)) && _viewMembers.Contains(owner))
+                    {
+                        Place(id, owner, (existing?.Epoch ?? 0) + 1);
+                    }
+
+                    break;
+                }
+
+                case DirectoryEvent.KindOneofCase.Moved:
+                {
+                    var moved = directoryEvent.Moved;
+                    var id = FromWire(moved.Instance);
+                    touched = id;
+                    var from = FromWire(moved.From);
+                    var to = FromWire(moved.To);
+                    if (_placements.TryGetValue(id, out var existing) && existing.Owner == from && existing.Epoch == moved.Epoch && _viewMembers.Contains(to))
+                    {
+                        Place(id, to, moved.Epoch + 1);
+                        endedHere = from == member.Self;
+                        movedHereEpoch = to == member.Self ? moved.Epoch + 1 : 0;
+                    }
+
+                    break;
+                }
+
+                case DirectoryEvent.KindOneofCase.Released:
+                {
+                    var released = directoryEvent.Released;
+                    var id = FromWire(released.Instance);
+                    touched = id;
+                    if (_placements.TryGetValue(id, out var existing) && existing.Owner == FromWire(released.Owner) && existing.Epoch == released.Epoch)
+                    {
+                        _placements.Remove(id);
+                        _ownedCounts[existing.Owner] = _ownedCounts.GetValueOrDefault(existing.Owner) - 1;
+                    }
+
+                    break;
+                }
+            }
+        }
+
+        if (touched is { } instance)
+        {
+            if (endedHere)
+            {
+                OwnershipEnded?.Invoke(instance);
+            }
+
+            if (movedHereEpoch > 0)
+            {
+                MovedHere?.Invoke(instance, movedHereEpoch);
+            }
+
+            Complete(instance);
+        }
+    }
+
+    private void Place(InstanceId id, LightMemberId owner, long epoch)
+    {
+        if (_placements.TryGetValue(id, out var previous))
+        {
+            _ownedCounts[previous.Owner] = _ownedCounts.GetValueOrDefault(previous.Owner) - 1;
+        }
+
+        _placements[id] = new Placement(owner, epoch);
+        _ownedCounts[owner] = _ownedCounts.GetValueOrDefault(owner) + 1;
+    }
+
+    private void OnRejoining()
+    {
+        lock (_gate)
+        {
+            // Excluded: whatever this manager owned may be owned elsewhere by now. It starts over as a newcomer.
+            _isSynced = false;
+            _snapshotView = -1;
+            _buffered.Clear();
+            _view = null;
+            _viewMembers = [];
+        }
+
+        AllOwnershipLost?.Invoke();
+    }
+
+    private void Complete(InstanceId id)
+    {
+        if (_waiters.TryRemove(id, out var waiter))
+        {
+            waiter.TrySetResult();
+        }
+    }
+
+    private static InstanceRef ToWire(InstanceId id) => new() { ClassName = id.ClassName, Key = id.Key };
+
+    private static InstanceId FromWire(InstanceRef instance) => new(instance.ClassName, instance.Key);
+
+    private static DirectoryMember ToWire(LightMemberId id) =>
+        new() { Node = id.Host.Node, Uid = id.Host.Uid, Incarnation = id.Host.Incarnation, Local = id.Local };
+
+    private static LightMemberId FromWire(DirectoryMember member) =>
+        new(new MemberId(member.Node, member.Uid, member.Incarnation), member.Local);
+
+    private sealed record Placement(LightMemberId Owner, long Epoch);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Instance directory copied: {Count} instances, as of light view {View}")]
+    private static partial void LogSynced(ILogger logger, int count, long view);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Directory snapshot not sent to {Target}")]
+    private static partial void LogSnapshotNotSent(ILogger logger, Exception exception, string target);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Could not announce this manager in the instance directory")]
+    private static partial void LogAnnounceFailed(ILogger logger, Exception exception);
+}

@@ -1,0 +1,115 @@
+using System.Collections.Concurrent;
+using System.Globalization;
+using Google.Protobuf;
+using Grpc.Core;
+using Grpc.Net.Client;
+using Quintet.Persistence;
+using Quintet.Protocol.Internal;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>
+/// Calls from this manager to other managers: a component call passed on to the instance's owner (as the same bytes,
+/// no re-serialization), and an instance handed over during migration. One HTTP/2 channel per manager, reused.
+/// </summary>
+internal sealed class PeerCalls : IDisposable
+{
+    /// <summary>How many managers a call has passed through; a call goes at most a few hops while instances move.</summary>
+    public const string HopsHeader = "quintet-hops";
+
+    private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(b => b, b => b);
+    private static readonly TimeSpan TransferDeadline = TimeSpan.FromSeconds(60);
+    private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<(string Service, string Operation), Method<byte[], byte[]>> _methods = new();
+
+    /// <summary>Passes a call on to the manager at <paramref name="endpoint"/>; its status comes back as it was.</summary>
+    public async Task<byte[]> ForwardAsync(string endpoint, string service, string operation, string key, ReadOnlyMemory<byte> request, int hops, CancellationToken cancellationToken)
+    {
+        var method = _methods.GetOrAdd((service, operation), m => new Method<byte[], byte[]>(MethodType.Unary, m.Service, m.Operation, Bytes, Bytes));
+        var headers = new Metadata
+        {
+            { ComponentCallEndpoint.KeyHeader, key },
+            { HopsHeader, hops.ToString(CultureInfo.InvariantCulture) },
+        };
+        try
+        {
+            return await Channel(endpoint).CreateCallInvoker().AsyncUnaryCall(method, null, new CallOptions(headers, cancellationToken: cancellationToken), request.ToArray());
+        }
+        catch (RpcException e) when (!cancellationToken.IsCancellationRequested)
+        {
+            var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{key}' did not answer" : e.Status.Detail;
+            throw new InvocationException(e.StatusCode, detail);
+        }
+    }
+
+    /// <summary>Hands an instance's state to the manager at <paramref name="endpoint"/>.</summary>
+    public async Task AcceptInstanceAsync(string endpoint, InstanceId id, long epoch, byte[]? state, CheckpointRecovery recovery, CancellationToken cancellationToken)
+    {
+        var request = new AcceptInstanceRequest
+        {
+            Instance = new InstanceRef { ClassName = id.ClassName, Key = id.Key },
+            Epoch = epoch,
+            HasMigratedState = state is not null,
+            MigratedState = state is null ? ByteString.Empty : ByteString.CopyFrom(state),
+            HasCheckpoint = recovery.Checkpoint is not null,
+            Checkpoint = recovery.Checkpoint is { } checkpoint ? ByteString.CopyFrom(checkpoint.Span) : ByteString.Empty,
+        };
+        request.Log.AddRange(recovery.Log.Select(r => ByteString.CopyFrom(r.Data.Span)));
+        await new InstanceTransfer.InstanceTransferClient(Channel(endpoint)).AcceptInstanceAsync(request, deadline: DateTime.UtcNow + TransferDeadline, cancellationToken: cancellationToken);
+    }
+
+    private GrpcChannel Channel(string endpoint) =>
+        _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024, MaxSendMessageSize = 80 * 1024 * 1024 }));
+
+    public void Dispose()
+    {
+        foreach (var channel in _channels.Values)
+        {
+            channel.Dispose();
+        }
+    }
+}
+
+/// <summary>The receiving side of <see cref="PeerCalls.AcceptInstanceAsync"/>.</summary>
+internal sealed class InstanceTransferService(ComponentHost host) : InstanceTransfer.InstanceTransferBase
+{
+    public override async Task<AcceptInstanceResponse> AcceptInstance(AcceptInstanceRequest request, ServerCallContext context)
+    {
+        try
+        {
+            await host.AcceptInstanceAsync(
+                new InstanceId(request.Instance.ClassName, request.Instance.Key),
+                request.Epoch,
+                request.HasMigratedState ? request.MigratedState.ToByteArray() : null,
+                request.HasCheckpoint ? request.Checkpoint.Memory : null,
+                [.. request.Log.Select(r => r.Memory)],
+                context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return new AcceptInstanceResponse();
+    }
+}
+
+/// <summary>Retires idle instances once a second (per each class's retire-after-idle).</summary>
+internal sealed class InstanceSweeper(ComponentHost host) : BackgroundService
+{
+    protected override async Task ExecuteAsync(CancellationToken stoppingToken)
+    {
+        using var timer = new PeriodicTimer(TimeSpan.FromSeconds(1));
+        try
+        {
+            while (await timer.WaitForNextTickAsync(stoppingToken))
+            {
+                await host.RetireIdleAsync(stoppingToken);
+            }
+        }
+        catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
+        {
+            // Stopping.
+        }
+    }
+}

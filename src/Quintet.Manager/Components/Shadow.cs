@@ -1,0 +1,170 @@
+using System.Diagnostics;
+using System.Text.Json;
+using Quintet.Components;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>Where an instance owned by this manager stands.</summary>
+internal enum ShadowState
+{
+    /// <summary>Owned here; activated on its next call if it is not live yet.</summary>
+    Active,
+
+    /// <summary>Deactivated after idling (its state in its checkpoint); the next call reactivates it.</summary>
+    Retired,
+
+    /// <summary>Being handed to another manager; calls wait for the hand-over and then follow it.</summary>
+    Migrating,
+
+    /// <summary>No longer here (moved, undeployed, ownership lost); calls that held it route again.</summary>
+    Gone,
+}
+
+/// <summary>
+/// The manager's record of one instance it owns: what client calls reach, whether or not the instance is live. It
+/// serializes the instance's calls and lifecycle (one turn at a time), and keeps its statistics and, with debug on,
+/// its recent invocations. Kept small: a retired instance costs only its shadow.
+/// </summary>
+internal sealed class Shadow(ComponentClass componentClass, string key, long epoch)
+{
+    private const int RecentCapacity = 32;
+    private static readonly JsonSerializerOptions DebugJson = new() { MaxDepth = 8 };
+    private LatencyHistogram? _latency;
+    private Queue<InvocationTrace>? _recent;
+    private long _calls;
+    private long _errors;
+
+    public ComponentClass Class { get; } = componentClass;
+
+    public string Key { get; } = key;
+
+    public InstanceId Id => new(Class.Name, Key);
+
+    /// <summary>The directory epoch under which this manager owns the instance.</summary>
+    public long Epoch { get; } = epoch;
+
+    public ShadowState State { get; set; } = ShadowState.Active;
+
+    /// <summary>The live instance; null while not activated or retired.</summary>
+    public Component? Instance { get; set; }
+
+    /// <summary>Once activated here: the next activation is a reactivation.</summary>
+    public bool WasActivated { get; set; }
+
+    /// <summary>One call or lifecycle step at a time.</summary>
+    public SemaphoreSlim Turn { get; } = new(1, 1);
+
+    public long LastCallTimestamp { get; set; } = Stopwatch.GetTimestamp();
+
+    public long Calls => Interlocked.Read(ref _calls);
+
+    public long Errors => Interlocked.Read(ref _errors);
+
+    /// <summary>Latency percentiles in milliseconds (0 before any call).</summary>
+    public (double P50, double P99) Latency
+    {
+        get
+        {
+            lock (this)
+            {
+                return _latency is null ? (0, 0) : (_latency.Percentile(0.50), _latency.Percentile(0.99));
+            }
+        }
+    }
+
+    /// <summary>The most recent invocations (with debug on), oldest first.</summary>
+    public IReadOnlyList<InvocationTrace> Recent
+    {
+        get
+        {
+            lock (this)
+            {
+                return _recent is null ? [] : [.. _recent];
+            }
+        }
+    }
+
+    /// <summary>Counts a call; with <paramref name="debug"/>, keeps it with its arguments and result.</summary>
+    public void Record(string operation, object request, object? response, string? error, TimeSpan elapsed, bool debug)
+    {
+        Interlocked.Increment(ref _calls);
+        if (error is not null)
+        {
+            Interlocked.Increment(ref _errors);
+        }
+
+        lock (this)
+        {
+            (_latency ??= new LatencyHistogram()).Add(elapsed);
+            if (!debug)
+            {
+                _recent = null;
+                return;
+            }
+
+            _recent ??= new Queue<InvocationTrace>(RecentCapacity);
+            if (_recent.Count == RecentCapacity)
+            {
+                _recent.Dequeue();
+            }
+
+            _recent.Enqueue(new InvocationTrace(operation, Describe(request), response is null ? null : Describe(response), error ?? "OK", elapsed, DateTimeOffset.UtcNow));
+        }
+    }
+
+    private static string Describe(object value)
+    {
+        try
+        {
+            return JsonSerializer.Serialize(value, value.GetType(), DebugJson);
+        }
+        catch (Exception e) when (e is NotSupportedException or JsonException or InvalidOperationException)
+        {
+            return value.ToString() ?? value.GetType().Name;
+        }
+    }
+}
+
+/// <summary>One recorded invocation of an instance with debug on.</summary>
+internal sealed record InvocationTrace(string Operation, string Request, string? Response, string Status, TimeSpan Elapsed, DateTimeOffset At);
+
+/// <summary>
+/// Call latencies in 24 buckets growing by a factor of two from 16 µs (up to about two minutes): a fixed 200 bytes per
+/// instance, accurate to its bucket, which is what a percentile on a console needs.
+/// </summary>
+internal sealed class LatencyHistogram
+{
+    private const double SmallestMicros = 16;
+    private readonly long[] _buckets = new long[24];
+    private long _count;
+
+    public void Add(TimeSpan elapsed)
+    {
+        var micros = elapsed.TotalMicroseconds;
+        var bucket = micros <= SmallestMicros ? 0 : Math.Min(_buckets.Length - 1, (int)Math.Ceiling(Math.Log2(micros / SmallestMicros)));
+        _buckets[bucket]++;
+        _count++;
+    }
+
+    /// <summary>The upper bound, in milliseconds, of the bucket holding the <paramref name="quantile"/>.</summary>
+    public double Percentile(double quantile)
+    {
+        if (_count == 0)
+        {
+            return 0;
+        }
+
+        var rank = (long)Math.Ceiling(quantile * _count);
+        long seen = 0;
+        for (var i = 0; i < _buckets.Length; i++)
+        {
+            seen += _buckets[i];
+            if (seen >= rank)
+            {
+                return SmallestMicros * Math.Pow(2, i) / 1000;
+            }
+        }
+
+        return SmallestMicros * Math.Pow(2, _buckets.Length - 1) / 1000;
+    }
+}
