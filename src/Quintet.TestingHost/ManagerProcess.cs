@@ -65,6 +65,9 @@ public sealed class ManagerProcess : IAsyncDisposable
     /// <summary>The folder of this manager's log files.</summary>
     public string LogDirectory { get; }
 
+    /// <summary>The manager's data folder (packages, checkpoints): beside its logs, kept across its restarts.</summary>
+    public string DataDirectory => Path.Combine(LogDirectory, Name + "-data");
+
     /// <summary>The output of the current (or last) process.</summary>
     public string LogFile => _logFiles.Count > 0 ? _logFiles[^1] : string.Empty;
 
@@ -102,6 +105,7 @@ public sealed class ManagerProcess : IAsyncDisposable
             $"--Quintet:Cluster:Port={ClusterPort}",
             $"--Quintet:Manager:GrpcPort={GrpcPort}",
             $"--Quintet:Manager:NodeName={Name}",
+            $"--Quintet:Manager:DataDirectory={DataDirectory}",
             $"--Quintet:Manager:EndpointFile={endpointFile}",
             $"--Quintet:Manager:ParentProcessId={Environment.ProcessId}",
         };

@@ -60,6 +60,13 @@ internal sealed partial class ComponentHost
             {
                 throw;
             }
+            catch (ComponentFaultException e)
+            {
+                // A refusal the component chose: the caller's business, not a failure of the component.
+                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                shadow.Record(op.Name, message, null, $"{e.Fault}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                throw new InvocationException((StatusCode)(int)e.Fault, e.Message);
+            }
             catch (Exception e)
             {
                 shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
