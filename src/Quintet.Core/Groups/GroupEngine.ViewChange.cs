@@ -627,7 +627,19 @@ internal sealed partial class GroupEngine
     {
         ApplyFormerLease(commit);
         var next = GroupView.FromWire(commit.Next);
-        FinishFlush([.. commit.Upto]);
+
+        // Only a member left out of the quorum that fixed a cut can stand past it: members promise before the cut is
+        // computed from what they hold, and deliver nothing after promising. Left out, it was suspected, so the cut's
+        // next view leaves it out too; meanwhile, not knowing, it processed atomic entries on receipt that no quorum
+        // member held. A later leader (this member itself, once back) must still reuse that cut, which may have been
+        // committed. Such a member leaves the view as if it had crashed just before the commit, delivering nothing
+        // more in it: virtual synchrony asks nothing else of a member that does not install the next view. Every
+        // member that installs it was in that quorum, never stands past the cut, and FinishFlush checks it ends on it.
+        if (next.Contains(_self) || Enumerable.Range(0, _streams.Length).All(r => _streams[r].Processed <= commit.Upto[r]))
+        {
+            FinishFlush([.. commit.Upto]);
+        }
+
         if (!next.Contains(_self))
         {
             if (_leaving && from != _self)
