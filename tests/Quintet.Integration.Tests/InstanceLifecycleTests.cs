@@ -1,0 +1,210 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using Google.Protobuf;
+using Grpc.Core;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+using Samples.BankAccount;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>Keyed instances across managers: retire and reactivate, QoS changes at run time, migration, failover.</summary>
+public class InstanceLifecycleTests(ITestOutputHelper output)
+{
+    private const string AccountClass = "Samples.BankAccount.AccountComponent";
+
+    private static ComponentAdmin.ComponentAdminClient Admin(ManagerProcess manager) => new(manager.Channel);
+
+    private static DateTime Soon => DateTime.UtcNow.AddSeconds(30);
+
+    private static async Task DeployBankAsync(LocalCluster cluster)
+    {
+        await cluster.WaitForGroupViewAsync(cluster.Managers);
+        await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+        var waited = Stopwatch.StartNew();
+        while (true)
+        {
+            var lists = await Task.WhenAll(cluster.Managers.Select(m => Admin(m).ListPackagesAsync(new ListPackagesRequest(), deadline: Soon).ResponseAsync));
+            if (lists.All(l => l.Packages.Any(p => p.Name == "BankAccount")))
+            {
+                return;
+            }
+
+            Assert.True(waited.Elapsed < TimeSpan.FromSeconds(60), "BankAccount did not reach every manager within 60 s");
+            await Task.Delay(200);
+        }
+    }
+
+    private static async Task<InstanceInfo?> InstanceAsync(ManagerProcess manager, string key) =>
+        (await Admin(manager).ListInstancesAsync(new ListInstancesRequest { ClassName = AccountClass }, deadline: Soon)).Instances.FirstOrDefault(i => i.Key == key);
+
+    [Fact]
+    public Task An_idle_account_retires_and_comes_back_with_its_balance_and_a_QoS_change_applies_on_every_manager() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployBankAsync(cluster);
+
+            // The package says retire after 30 s; an administrator makes it 1 s on the running cluster, through manager-2.
+            var bad = await Assert.ThrowsAsync<RpcException>(async () => await Admin(cluster.Managers[1]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "replication: active\nreplicas: 1\nretireAfterIdle: 1s\n" }, deadline: Soon));
+            Assert.Equal(StatusCode.InvalidArgument, bad.StatusCode);
+            Assert.Contains("replicas", bad.Status.Detail, StringComparison.Ordinal);
+            Assert.Contains("retireAfterIdle", bad.Status.Detail, StringComparison.Ordinal);
+            output.WriteLine(bad.Status.Detail);
+            var set = await Admin(cluster.Managers[1]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "retireAfterIdle: 1s\nplacement: spread\n" }, deadline: Soon);
+            Assert.Equal(3, set.Managers);
+            foreach (var manager in cluster.Managers)
+            {
+                var qos = await Admin(manager).GetQosAsync(new GetQosRequest { ClassName = AccountClass }, deadline: Soon);
+                Assert.Contains("retireAfterIdle: 1s", qos.Spec, StringComparison.Ordinal);
+            }
+
+            using var client = QuintetClient.Over(cluster.Managers[0].Channel);
+            var account = client.GetComponent<IAccount>("acct-retire");
+            await account.DepositAsync(new Amount { Value = 500 }, CancellationToken.None);
+            await account.DepositAsync(new Amount { Value = 250 }, CancellationToken.None);
+            var before = await account.WithdrawAsync(new Amount { Value = 100 }, CancellationToken.None);
+            Assert.Equal((650, 3, "Created"), (before.Value, before.Updates, before.Activation));
+            var owner = cluster.Managers.Single(m => m.Name == before.Manager);
+
+            // Idle past 1 s: the owner's sweeper retires it; the shadow stays.
+            var waited = Stopwatch.StartNew();
+            while ((await InstanceAsync(owner, "acct-retire"))?.State != "retired")
+            {
+                Assert.True(waited.Elapsed < TimeSpan.FromSeconds(20), "the idle account did not retire within 20 s");
+                await Task.Delay(250);
+            }
+
+            var after = await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+            Assert.Equal((650, 3, "Reactivated", owner.Name), (after.Value, after.Updates, after.Activation, after.Manager));
+            var shadow = await InstanceAsync(owner, "acct-retire");
+            Assert.Equal("active", shadow!.State);
+            Assert.Equal(4, shadow.Calls);
+
+            // A refusal by the component gets its own status, and changes nothing.
+            var refused = await Assert.ThrowsAsync<RpcException>(async () => await account.WithdrawAsync(new Amount { Value = 10_000 }, CancellationToken.None));
+            Assert.Equal(StatusCode.FailedPrecondition, refused.StatusCode);
+            var invalid = await Assert.ThrowsAsync<RpcException>(async () => await account.DepositAsync(new Amount { Value = -5 }, CancellationToken.None));
+            Assert.Equal(StatusCode.InvalidArgument, invalid.StatusCode);
+            Assert.Equal(650, (await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Value);
+        });
+
+    [Fact]
+    public Task An_account_migrates_under_load_with_no_call_failing_and_one_activation_at_a_time() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployBankAsync(cluster);
+            var clients = cluster.Managers.Select(m => QuintetClient.Over(m.Channel)).ToList();
+            var first = await clients[0].GetComponent<IAccount>("hot").DepositAsync(new Amount { Value = 1 }, CancellationToken.None);
+            var updates = new ConcurrentBag<long>([first.Updates]);
+            var servedBy = new ConcurrentDictionary<string, int>();
+            var failures = new ConcurrentQueue<string>();
+            using var stop = new CancellationTokenSource();
+
+            // Six clients deposit one cent at a time, through every manager, while the account moves around.
+            var load = Enumerable.Range(0, 6).Select(worker => Task.Run(async () =>
+            {
+                var account = clients[worker % clients.Count].GetComponent<IAccount>("hot");
+                while (!stop.IsCancellationRequested)
+                {
+                    try
+                    {
+                        var balance = await account.DepositAsync(new Amount { Value = 1 }, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token);
+                        updates.Add(balance.Updates);
+                        servedBy.AddOrUpdate(balance.Manager, 1, (_, n) => n + 1);
+                    }
+                    catch (RpcException e)
+                    {
+                        failures.Enqueue($"{e.StatusCode}: {e.Status.Detail}");
+                    }
+                }
+            })).ToList();
+
+            var moves = new List<string>();
+            for (var move = 0; move < 4; move++)
+            {
+                await Task.Delay(700);
+                var owner = (await clients[0].GetComponent<IAccount>("hot").GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Manager;
+                var target = cluster.Managers.First(m => m.Name != owner).Name;
+                var moved = await Admin(cluster.Managers[move % 3]).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = "hot", ToManager = target }, deadline: Soon);
+                moves.Add($"{moved.FromManager} -> {moved.ToManager} in {moved.ElapsedMs:F0} ms (epoch {moved.Epoch})");
+            }
+
+            await Task.Delay(700);
+            await stop.CancelAsync();
+            await Task.WhenAll(load);
+            output.WriteLine(string.Join("\n", moves));
+            output.WriteLine($"deposits served by: {string.Join(", ", servedBy.Select(s => $"{s.Key} {s.Value}"))}");
+
+            Assert.Empty(failures);
+            var final = await clients[1].GetComponent<IAccount>("hot").GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+            var acknowledged = updates.Count;
+
+            // One activation at a time: every deposit saw the one before it, so update numbers are 1..n with none twice.
+            Assert.Equal(acknowledged, final.Updates);
+            Assert.Equal(acknowledged, final.Value);
+            Assert.Equal(Enumerable.Range(1, acknowledged).Select(i => (long)i), updates.Order());
+            Assert.Equal("Migrated", final.Activation);
+            Assert.True(servedBy.Count >= 2, "the deposits were all served by one manager: the account never moved");
+
+            // Bad requests: unknown class, unknown target, an instance that was never created.
+            var unknownClass = await Assert.ThrowsAsync<RpcException>(async () => await Admin(cluster.Managers[0]).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = "Nope", Key = "hot", ToManager = "manager-1" }, deadline: Soon));
+            Assert.Equal(StatusCode.NotFound, unknownClass.StatusCode);
+            var unknownTarget = await Assert.ThrowsAsync<RpcException>(async () => await Admin(cluster.Managers[0]).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = "hot", ToManager = "manager-9" }, deadline: Soon));
+            Assert.Equal(StatusCode.FailedPrecondition, unknownTarget.StatusCode);
+            Assert.Contains("manager-1", unknownTarget.Status.Detail, StringComparison.Ordinal);
+            var never = await Assert.ThrowsAsync<RpcException>(async () => await Admin(cluster.Managers[0]).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = "never", ToManager = "manager-1" }, deadline: Soon));
+            Assert.Equal(StatusCode.NotFound, never.StatusCode);
+            foreach (var client in clients)
+            {
+                client.Dispose();
+            }
+        });
+
+    [Fact]
+    public Task Accounts_on_a_killed_manager_are_placed_again_on_a_survivor() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployBankAsync(cluster);
+            using var client = QuintetClient.Over(cluster.Managers[0].Channel);
+
+            // Spread placement: some of twelve accounts land on manager-3.
+            var owners = new Dictionary<string, string>();
+            for (var i = 0; i < 12; i++)
+            {
+                owners[$"acct-{i}"] = (await client.GetComponent<IAccount>($"acct-{i}").DepositAsync(new Amount { Value = 100 }, CancellationToken.None)).Manager;
+            }
+
+            var victim = cluster.Managers[2];
+            var lost = owners.Where(o => o.Value == victim.Name).Select(o => o.Key).ToList();
+            Assert.NotEmpty(lost);
+            var killedAt = Stopwatch.StartNew();
+            await cluster.KillAsync(victim);
+
+            // Accounts elsewhere never stopped; those on the dead manager come back on a survivor once the view changed
+            // and the dead manager's lease ran out.
+            foreach (var key in owners.Keys.Except(lost))
+            {
+                Assert.Equal(owners[key], (await client.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Manager);
+            }
+
+            var account = client.GetComponent<IAccount>(lost[0]);
+            Balance? revived = null;
+            while (revived is null)
+            {
+                try
+                {
+                    revived = await account.DepositAsync(new Amount { Value = 1 }, new CancellationTokenSource(TimeSpan.FromSeconds(10)).Token);
+                }
+                catch (RpcException e) when (e.StatusCode is StatusCode.Unavailable or StatusCode.Cancelled or StatusCode.DeadlineExceeded)
+                {
+                    Assert.True(killedAt.Elapsed < TimeSpan.FromSeconds(40), $"{lost[0]} was not served again within 40 s of the kill: {e.Status.Detail}");
+                    await Task.Delay(200);
+                }
+            }
+
+            output.WriteLine($"{lost[0]} served again by {revived.Manager} {killedAt.Elapsed.TotalSeconds:F1} s after the kill ({revived.Activation})");
+            Assert.NotEqual(victim.Name, revived.Manager);
+            Assert.Equal("Created", revived.Activation);
+        });
+}
