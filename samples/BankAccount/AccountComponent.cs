@@ -4,20 +4,41 @@ using Quintet.Components;
 namespace Samples.BankAccount;
 
 /// <summary>
-/// A keyed account that persists explicitly: each update appends a log record (the new balance) to its checkpoint
-/// stream before it answers, so an acknowledged deposit survives retirement, migration and a restart of its manager;
-/// on retirement it writes a checkpoint and truncates the log. On activation it reads the checkpoint and the log after it.
+/// A keyed account, primary/backup (its QoS spec asks for two replicas): before it answers an update it appends the new
+/// balance to its checkpoint stream and sends it to its backup, so an acknowledged deposit survives retirement,
+/// migration, a restart of its manager and the loss of its manager (the backup takes over with it). On retirement it
+/// writes a checkpoint and truncates the log; on activation it reads them back, unless it arrived with its state.
 /// </summary>
-public sealed class AccountComponent : Component, IAccount
+public sealed class AccountComponent : Component, IAccount, IMigrateState
 {
     private long _balance;
     private long _updates;
+    private bool _imported;
     private ActivationReason _activation;
+
+    /// <inheritdoc />
+    public Task<byte[]> ExportStateAsync(CancellationToken cancellationToken) => Task.FromResult(Encode(_balance, _updates));
+
+    /// <inheritdoc />
+    public Task ImportStateAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken)
+    {
+        (_balance, _updates) = Decode(state.Span);
+        _imported = true;
+        return Task.CompletedTask;
+    }
 
     /// <inheritdoc />
     protected override async Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken)
     {
         _activation = reason;
+        if (_imported)
+        {
+            // Migrated or promoted: the state it came with is the newest; a stream left here earlier may be older.
+            await Context.Checkpoints.WriteCheckpointAsync(Encode(_balance, _updates), cancellationToken);
+            await Context.Checkpoints.TruncateAsync(cancellationToken);
+            return;
+        }
+
         var recovery = await Context.Checkpoints.RecoverAsync(cancellationToken);
         if (recovery.Checkpoint is { } checkpoint)
         {
@@ -66,7 +87,9 @@ public sealed class AccountComponent : Component, IAccount
     private async Task<Balance> ApplyAsync(long delta, CancellationToken cancellationToken)
     {
         var balance = checked(_balance + delta);
-        await Context.Checkpoints.AppendAsync(Encode(balance, _updates + 1), cancellationToken);
+        var state = Encode(balance, _updates + 1);
+        await Context.Checkpoints.AppendAsync(state, cancellationToken);
+        await Context.Backups.UpdateAsync(state, cancellationToken);
         (_balance, _updates) = (balance, _updates + 1);
         return Current();
     }

@@ -162,7 +162,7 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
         });
 
     [Fact]
-    public Task Accounts_on_a_killed_manager_are_placed_again_on_a_survivor() =>
+    public Task A_QoS_change_adds_a_backup_and_a_killed_primary_is_replaced_by_a_backup_with_every_acknowledged_update() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
         {
             await DeployBankAsync(cluster);
@@ -178,17 +178,25 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             var victim = cluster.Managers[2];
             var lost = owners.Where(o => o.Value == victim.Name).Select(o => o.Key).ToList();
             Assert.NotEmpty(lost);
+            var account = client.GetComponent<IAccount>(lost[0]);
+            Assert.Single((await InstanceAsync(victim, lost[0]))!.Backups);
+
+            // Three replicas instead of two, on the running cluster: the next update reaches two backups.
+            await Admin(cluster.Managers[0]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "replication: primaryBackup\nreplicas: 3\nretireAfterIdle: 30s\n" }, deadline: Soon);
+            await account.DepositAsync(new Amount { Value = 50 }, CancellationToken.None);
+            var backups = (await InstanceAsync(victim, lost[0]))!.Backups;
+            Assert.Equal(cluster.Managers.Where(m => m != victim).Select(m => m.Name).Order(), backups.Order());
+
             var killedAt = Stopwatch.StartNew();
             await cluster.KillAsync(victim);
 
-            // Accounts elsewhere never stopped; those on the dead manager come back on a survivor once the view changed
-            // and the dead manager's lease ran out.
+            // Accounts elsewhere never stopped; those on the dead manager come back on a backup's manager once the view
+            // changed and the dead manager's lease ran out, with every acknowledged update.
             foreach (var key in owners.Keys.Except(lost))
             {
                 Assert.Equal(owners[key], (await client.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Manager);
             }
 
-            var account = client.GetComponent<IAccount>(lost[0]);
             Balance? revived = null;
             while (revived is null)
             {
@@ -205,6 +213,11 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
 
             output.WriteLine($"{lost[0]} served again by {revived.Manager} {killedAt.Elapsed.TotalSeconds:F1} s after the kill ({revived.Activation})");
             Assert.NotEqual(victim.Name, revived.Manager);
-            Assert.Equal("Created", revived.Activation);
+            Assert.Equal(("Promoted", 151L, 3L), (revived.Activation, revived.Value, revived.Updates));
+            foreach (var key in lost.Skip(1))
+            {
+                var balance = await client.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+                Assert.Equal(("Promoted", 100L), (balance.Activation, balance.Value));
+            }
         });
 }

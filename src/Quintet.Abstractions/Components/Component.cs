@@ -11,6 +11,12 @@ public enum ActivationReason
 
     /// <summary>The instance moved here from another manager.</summary>
     Migrated = 3,
+
+    /// <summary>
+    /// The primary's manager failed and this manager, which held a backup, takes over: the last state the primary
+    /// gave its backups (<see cref="IBackups.UpdateAsync"/>) was handed to <see cref="IMigrateState.ImportStateAsync"/>.
+    /// </summary>
+    Promoted = 4,
 }
 
 /// <summary>Why an instance is being deactivated.</summary>
@@ -89,6 +95,41 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
 
     /// <summary>The instance's reliability QoS spec as it stands at activation.</summary>
     public QosSpec Qos { get; init; } = QosSpec.Default;
+
+    /// <summary>
+    /// The instance's backups on other managers, when its QoS says primary/backup; with no backups configured,
+    /// updating them does nothing.
+    /// </summary>
+    public IBackups Backups { get; init; } = NoBackups.Instance;
+
+    private sealed class NoBackups : IBackups
+    {
+        public static readonly NoBackups Instance = new();
+
+        public IReadOnlyList<string> Managers => [];
+
+        public Task UpdateAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken) => Task.CompletedTask;
+    }
+}
+
+/// <summary>
+/// A primary's backups (QoS replication primaryBackup with N replicas: N - 1 backups, each on another manager). The
+/// primary sends its whole state after each update; when its manager fails, the next call promotes a manager that holds
+/// a backup, which starts from the last state it received (<see cref="ActivationReason.Promoted"/>). An update the
+/// primary acknowledged after <see cref="UpdateAsync"/> completed survives the loss of the primary's manager as long as
+/// one backup's manager survives.
+/// </summary>
+public interface IBackups
+{
+    /// <summary>The managers that acknowledged the last update.</summary>
+    IReadOnlyList<string> Managers { get; }
+
+    /// <summary>
+    /// Sends <paramref name="state"/> (in the form <see cref="IMigrateState.ImportStateAsync"/> reads) to every backup and
+    /// completes once each live backup holds it. Backups on managers that do not answer within a few seconds are left
+    /// out until the next update: the primary goes on with fewer backups rather than stop.
+    /// </summary>
+    Task UpdateAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken);
 }
 
 /// <summary>

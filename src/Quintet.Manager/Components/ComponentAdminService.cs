@@ -141,6 +141,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
                 P50Ms = p50,
                 P99Ms = p99,
             };
+            info.Backups.AddRange(shadow.BackupManagers);
             info.Recent.AddRange(shadow.Recent.Select(r => new InvocationRecord
             {
                 Operation = r.Operation,

@@ -14,7 +14,9 @@ namespace Quintet.Manager.Components;
 /// </summary>
 internal sealed partial class ComponentHost
 {
+    private static readonly TimeSpan BackupDeadline = TimeSpan.FromSeconds(5);
     private readonly ConcurrentDictionary<InstanceId, (long Epoch, byte[]? State)> _arrivals = new();
+    private readonly ConcurrentDictionary<InstanceId, BackupCopy> _backupCopies = new();
     private readonly PeerCalls _peers = new();
 
     /// <summary>The shadows of the instances this manager hosts.</summary>
@@ -102,11 +104,18 @@ internal sealed partial class ComponentHost
 
         var arrived = _arrivals.TryRemove(shadow.Id, out var arrival) && arrival.Epoch == shadow.Epoch;
         var reason = arrived ? ActivationReason.Migrated : shadow.WasActivated ? ActivationReason.Reactivated : ActivationReason.Created;
+        if (!arrived && !shadow.WasActivated && _backupCopies.TryRemove(shadow.Id, out var copy) && copy.Epoch < shadow.Epoch)
+        {
+            // This manager held the failed primary's backup and was chosen to take over: start from that state.
+            (arrived, arrival, reason) = (true, (shadow.Epoch, copy.State), ActivationReason.Promoted);
+        }
+
         var instance = shadow.Class.CreateInstance();
         var context = new ComponentContext(shadow.Class.Name, shadow.Key, identity.NodeName)
         {
             Checkpoints = _checkpoints.Open(StreamOf(shadow.Id)),
             Qos = shadow.Class.Qos,
+            Backups = new BackupSet(this, shadow),
         };
         try
         {
@@ -314,6 +323,64 @@ internal sealed partial class ComponentHost
         _arrivals[id] = (epoch, state);
     }
 
+    /// <summary>Keeps a primary's state as a backup here; the first copy of an epoch registers this manager as a holder.</summary>
+    public async Task KeepBackupAsync(InstanceId id, long epoch, long sequence, byte[] state, CancellationToken cancellationToken)
+    {
+        if (FindClass(id.ClassName) is null)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
+        }
+
+        var kept = _backupCopies.AddOrUpdate(
+            id,
+            _ => new BackupCopy(epoch, sequence, state),
+            (_, held) => (epoch, sequence).CompareTo((held.Epoch, held.Sequence)) > 0 ? new BackupCopy(epoch, sequence, state) : held);
+        if (kept.Epoch == epoch && kept.Sequence == sequence && !_directory.HoldsBackup(id))
+        {
+            await _directory.AnnounceBackupAsync(id, identity.NodeName, dropped: false, cancellationToken);
+        }
+    }
+
+    /// <summary>Sends a primary's state to its backups; the ones that fail are unregistered before the update completes.</summary>
+    private async Task<IReadOnlyList<string>> UpdateBackupsAsync(Shadow shadow, ReadOnlyMemory<byte> state, CancellationToken cancellationToken)
+    {
+        var qos = shadow.Class.Qos;
+        var wanted = qos.Replication == ReplicationStyle.PrimaryBackup ? qos.Replicas - 1 : 0;
+        var targets = _directory.BackupTargets(shadow.Id, wanted);
+        if (targets.Count == 0)
+        {
+            return [];
+        }
+
+        var sequence = ++shadow.BackupSequence;
+        var bytes = state.ToArray();
+        var results = await Task.WhenAll(targets.Select(async target =>
+        {
+            try
+            {
+                using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+                bounded.CancelAfter(BackupDeadline);
+                await _peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, bounded.Token);
+                return (target.NodeName, Kept: true, target.Holds);
+            }
+            catch (Exception e) when (e is RpcException or OperationCanceledException && !cancellationToken.IsCancellationRequested)
+            {
+                LogBackupFailed(logger, e, shadow.Class.Name, shadow.Key, target.NodeName);
+                return (target.NodeName, Kept: false, target.Holds);
+            }
+        }));
+
+        // A holder that missed this update must not be promoted: it would lose an acknowledged update.
+        foreach (var missed in results.Where(r => !r.Kept && r.Holds))
+        {
+            await _directory.AnnounceBackupAsync(shadow.Id, missed.NodeName, dropped: true, cancellationToken);
+        }
+
+        var acknowledged = results.Where(r => r.Kept).Select(r => r.NodeName).ToList();
+        shadow.BackupManagers = acknowledged;
+        return acknowledged;
+    }
+
     private void OnOwnershipEnded(InstanceId id)
     {
         if (_shadows.TryGetValue(id, out var shadow) && shadow.State != ShadowState.Migrating)
@@ -348,6 +415,20 @@ internal sealed partial class ComponentHost
         _shadows.Clear();
         _peers.Dispose();
     }
+
+    /// <summary>The <see cref="IBackups"/> a primary's context hands it.</summary>
+    private sealed class BackupSet(ComponentHost host, Shadow shadow) : IBackups
+    {
+        public IReadOnlyList<string> Managers => shadow.BackupManagers;
+
+        public Task UpdateAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken) =>
+            host.UpdateBackupsAsync(shadow, state, cancellationToken);
+    }
+
+    private sealed record BackupCopy(long Epoch, long Sequence, byte[] State);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): backup on {Manager} not updated; it is no longer a backup")]
+    private static partial void LogBackupFailed(ILogger logger, Exception exception, string @class, string key, string manager);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not retire; it stays active")]
     private static partial void LogRetireFailed(ILogger logger, Exception exception, string @class, string key);

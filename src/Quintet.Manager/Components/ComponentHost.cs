@@ -54,6 +54,9 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         }
     }
 
+    /// <summary>This manager's node name.</summary>
+    public string NodeName => identity.NodeName;
+
     /// <summary>Instances this manager hosts (active, retired or migrating).</summary>
     public int InstanceCount => _shadows.Count;
 

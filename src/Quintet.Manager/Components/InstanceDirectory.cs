@@ -205,6 +205,59 @@ internal sealed partial class InstanceDirectory(
         await member.MulticastAsync(released.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
     }
 
+    /// <summary>
+    /// Where the owner of <paramref name="id"/> keeps <paramref name="count"/> backups: managers already holding one
+    /// first (they have the state), then the others by name; never this manager.
+    /// </summary>
+    public IReadOnlyList<(string NodeName, string Endpoint, bool Holds)> BackupTargets(InstanceId id, int count)
+    {
+        lock (_gate)
+        {
+            if (count <= 0 || !_member.Task.IsCompletedSuccessfully)
+            {
+                return [];
+            }
+
+            var self = _member.Task.Result.Self;
+            var holders = _placements.GetValueOrDefault(id)?.Backups;
+            return [.. _managers.Where(m => m.Key != self && _viewMembers.Contains(m.Key))
+                .OrderBy(m => holders?.Contains(m.Key) == true ? 0 : 1).ThenBy(m => m.Value.NodeName, StringComparer.Ordinal)
+                .Take(count)
+                .Select(m => (m.Value.NodeName, m.Value.GrpcEndpoint, holders?.Contains(m.Key) == true))];
+        }
+    }
+
+    /// <summary>Whether this manager is registered as holding a backup of <paramref name="id"/>.</summary>
+    public bool HoldsBackup(InstanceId id)
+    {
+        lock (_gate)
+        {
+            return _member.Task.IsCompletedSuccessfully && _placements.GetValueOrDefault(id)?.Backups?.Contains(_member.Task.Result.Self) == true;
+        }
+    }
+
+    /// <summary>Registers (or, <paramref name="dropped"/>, unregisters) the manager named <paramref name="node"/> as holding a backup of <paramref name="id"/>.</summary>
+    public async Task AnnounceBackupAsync(InstanceId id, string node, bool dropped, CancellationToken cancellationToken)
+    {
+        var member = await ReadyAsync(cancellationToken);
+        DirectoryMember holder;
+        lock (_gate)
+        {
+            var manager = _managers.FirstOrDefault(m => m.Value.NodeName == node && _viewMembers.Contains(m.Key));
+            if (manager.Value is null)
+            {
+                return;
+            }
+
+            holder = manager.Value.Member;
+        }
+
+        var waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
+        var held = new DirectoryEvent { Backup = new InstanceBackupHeld { Instance = ToWire(id), Holder = holder, Dropped = dropped } };
+        await member.MulticastAsync(held.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+        await waiter.Task.WaitAsync(cancellationToken);
+    }
+
     /// <summary>Whether the manager named <paramref name="node"/> is in the directory's view.</summary>
     public bool HasManager(string node)
     {
@@ -233,6 +286,12 @@ internal sealed partial class InstanceDirectory(
         if (candidates.Count == 0)
         {
             return self;
+        }
+
+        // The owner is gone: a manager holding its latest backup takes over, with the state it was given.
+        if (_placements.TryGetValue(id, out var orphan) && orphan.Backups is { } holders && candidates.FirstOrDefault(holders.Contains) is var holder && holder != default)
+        {
+            return holder;
         }
 
         switch (qos.Placement)
@@ -334,7 +393,12 @@ internal sealed partial class InstanceDirectory(
         lock (_gate)
         {
             chunks = [];
-            var entries = _placements.Select(p => new DirectoryEntry { Instance = ToWire(p.Key), Owner = ToWire(p.Value.Owner), Epoch = p.Value.Epoch }).ToList();
+            var entries = _placements.Select(p =>
+            {
+                var entry = new DirectoryEntry { Instance = ToWire(p.Key), Owner = ToWire(p.Value.Owner), Epoch = p.Value.Epoch };
+                entry.Backups.AddRange(p.Value.Backups?.Select(ToWire) ?? []);
+                return entry;
+            }).ToList();
             for (var i = 0; i == 0 || i < entries.Count; i += SnapshotChunkEntries)
             {
                 var chunk = new DirectorySnapshot { TakenInView = viewId };
@@ -415,7 +479,12 @@ internal sealed partial class InstanceDirectory(
             _ownedCounts.Clear();
             foreach (var entry in _snapshotEntries)
             {
-                Place(FromWire(entry.Instance), FromWire(entry.Owner), entry.Epoch);
+                var id = FromWire(entry.Instance);
+                Place(id, FromWire(entry.Owner), entry.Epoch);
+                if (entry.Backups.Count > 0)
+                {
+                    _placements[id].Backups = [.. entry.Backups.Select(FromWire)];
+                }
             }
 
             _snapshotEntries.Clear();
@@ -472,7 +541,7 @@ internal sealed partial class InstanceDirectory(
                     var existing = _placements.GetValueOrDefault(id);
                     if ((existing is null || !_viewMembers.Contains(existing.Owner)) && _viewMembers.Contains(owner))
                     {
-                        Place(id, owner, (existing?.Epoch ?? 0) + 1);
+                        Place(id, owner, (existing?.Epoch ?? 0) + 1, keepBackups: true);
                     }
 
                     break;
@@ -490,6 +559,27 @@ internal sealed partial class InstanceDirectory(
                         Place(id, to, moved.Epoch + 1);
                         endedHere = from == member.Self;
                         movedHereEpoch = to == member.Self ? moved.Epoch + 1 : 0;
+                    }
+
+                    break;
+                }
+
+                case DirectoryEvent.KindOneofCase.Backup:
+                {
+                    var backup = directoryEvent.Backup;
+                    var id = FromWire(backup.Instance);
+                    touched = id;
+                    var holder = FromWire(backup.Holder);
+                    if (_placements.TryGetValue(id, out var existing) && existing.Owner != holder)
+                    {
+                        if (backup.Dropped)
+                        {
+                            existing.Backups?.Remove(holder);
+                        }
+                        else
+                        {
+                            (existing.Backups ??= []).Add(holder);
+                        }
                     }
 
                     break;
@@ -527,14 +617,21 @@ internal sealed partial class InstanceDirectory(
         }
     }
 
-    private void Place(InstanceId id, LightMemberId owner, long epoch)
+    private void Place(InstanceId id, LightMemberId owner, long epoch, bool keepBackups = false)
     {
+        HashSet<LightMemberId>? backups = null;
         if (_placements.TryGetValue(id, out var previous))
         {
             _ownedCounts[previous.Owner] = _ownedCounts.GetValueOrDefault(previous.Owner) - 1;
+            if (keepBackups && previous.Backups is { } held)
+            {
+                // A promoted backup is the owner now; the other holders still have the state it started from.
+                held.Remove(owner);
+                backups = held.Count > 0 ? held : null;
+            }
         }
 
-        _placements[id] = new Placement(owner, epoch);
+        _placements[id] = new Placement(owner, epoch) { Backups = backups };
         _ownedCounts[owner] = _ownedCounts.GetValueOrDefault(owner) + 1;
     }
 
@@ -571,7 +668,11 @@ internal sealed partial class InstanceDirectory(
     private static LightMemberId FromWire(DirectoryMember member) =>
         new(new MemberId(member.Node, member.Uid, member.Incarnation), member.Local);
 
-    private sealed record Placement(LightMemberId Owner, long Epoch);
+    private sealed record Placement(LightMemberId Owner, long Epoch)
+    {
+        /// <summary>Managers holding the owner's latest backup; null for instances without backups.</summary>
+        public HashSet<LightMemberId>? Backups { get; set; }
+    }
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Instance directory copied: {Count} instances, as of light view {View}")]
     private static partial void LogSynced(ILogger logger, int count, long view);

@@ -58,6 +58,12 @@ internal sealed class PeerCalls : IDisposable
         await new InstanceTransfer.InstanceTransferClient(Channel(endpoint)).AcceptInstanceAsync(request, deadline: DateTime.UtcNow + TransferDeadline, cancellationToken: cancellationToken);
     }
 
+    /// <summary>Sends a primary's state to the manager at <paramref name="endpoint"/> to keep as a backup.</summary>
+    public async Task PushBackupAsync(string endpoint, InstanceId id, long epoch, long sequence, byte[] state, CancellationToken cancellationToken) =>
+        await new InstanceTransfer.InstanceTransferClient(Channel(endpoint)).PushBackupAsync(
+            new PushBackupRequest { Instance = new InstanceRef { ClassName = id.ClassName, Key = id.Key }, Epoch = epoch, Sequence = sequence, State = ByteString.CopyFrom(state) },
+            cancellationToken: cancellationToken);
+
     private GrpcChannel Channel(string endpoint) =>
         _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024, MaxSendMessageSize = 80 * 1024 * 1024 }));
 
@@ -91,6 +97,20 @@ internal sealed class InstanceTransferService(ComponentHost host) : InstanceTran
         }
 
         return new AcceptInstanceResponse();
+    }
+
+    public override async Task<PushBackupResponse> PushBackup(PushBackupRequest request, ServerCallContext context)
+    {
+        try
+        {
+            await host.KeepBackupAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return new PushBackupResponse { Manager = host.NodeName };
     }
 }
 

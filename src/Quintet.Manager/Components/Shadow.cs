@@ -56,6 +56,12 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
 
     public long LastCallTimestamp { get; set; } = Stopwatch.GetTimestamp();
 
+    /// <summary>Numbers this primary's backup updates within its epoch.</summary>
+    public long BackupSequence { get; set; }
+
+    /// <summary>The managers that acknowledged the last backup update.</summary>
+    public IReadOnlyList<string> BackupManagers { get; set; } = [];
+
     public long Calls => Interlocked.Read(ref _calls);
 
     public long Errors => Interlocked.Read(ref _errors);
