@@ -220,4 +220,43 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
                 Assert.Equal(("Promoted", 100L), (balance.Activation, balance.Value));
             }
         });
+
+    [Fact]
+    public Task Active_replicas_run_every_call_in_one_order_and_survive_the_loss_of_the_owner() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployBankAsync(cluster);
+            await Admin(cluster.Managers[0]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "replication: active\nreplicas: 3\n" }, deadline: Soon);
+            using var client = QuintetClient.Over(cluster.Managers[0].Channel);
+            var account = client.GetComponent<IAccount>("shared");
+
+            // Concurrent deposits through the owner: each is run by all three replicas in the one total order.
+            var first = await account.DepositAsync(new Amount { Value = 1 }, CancellationToken.None);
+            var replies = await Task.WhenAll(Enumerable.Range(0, 40).Select(_ => account.DepositAsync(new Amount { Value = 1 }, CancellationToken.None)));
+            Assert.Equal(Enumerable.Range(2, 40).Select(i => (long)i), replies.Select(r => r.Updates).Order());
+            var owner = cluster.Managers.Single(m => m.Name == first.Manager);
+            var killedAt = Stopwatch.StartNew();
+            await cluster.KillAsync(owner);
+
+            using var survivorClient = QuintetClient.Over(cluster.Managers.First(m => m != owner).Channel);
+            Balance? after = null;
+            while (after is null)
+            {
+                try
+                {
+                    after = await survivorClient.GetComponent<IAccount>("shared").GetBalanceAsync(new BalanceRequest(), new CancellationTokenSource(TimeSpan.FromSeconds(10)).Token);
+                }
+                catch (RpcException e) when (e.StatusCode is StatusCode.Unavailable or StatusCode.Cancelled or StatusCode.DeadlineExceeded)
+                {
+                    Assert.True(killedAt.Elapsed < TimeSpan.FromSeconds(40), $"the replicated account was not served within 40 s of the owner's kill: {e.Status.Detail}");
+                    await Task.Delay(200);
+                }
+            }
+
+            output.WriteLine($"served by {after.Manager} ({after.Activation}) {killedAt.Elapsed.TotalSeconds:F1} s after the owner was killed");
+            Assert.NotEqual(owner.Name, after.Manager);
+            Assert.Equal((41L, 41L), (after.Value, after.Updates));
+            var moved = await Assert.ThrowsAsync<RpcException>(async () => await Admin(cluster.Managers.First(m => m != owner)).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = "shared", ToManager = owner.Name }, deadline: Soon));
+            Assert.Equal(StatusCode.FailedPrecondition, moved.StatusCode);
+        });
 }

@@ -17,6 +17,12 @@ public enum ActivationReason
     /// gave its backups (<see cref="IBackups.UpdateAsync"/>) was handed to <see cref="IMigrateState.ImportStateAsync"/>.
     /// </summary>
     Promoted = 4,
+
+    /// <summary>
+    /// A new active replica: it was handed the state of an existing replica (<see cref="IMigrateState.ImportStateAsync"/>)
+    /// as it stood at the point in the call order where it joined.
+    /// </summary>
+    ReplicaJoined = 5,
 }
 
 /// <summary>Why an instance is being deactivated.</summary>

@@ -184,6 +184,11 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
             throw new RpcException(new Status(StatusCode.InvalidArgument, "The QoS spec was refused (nothing changed):\n  " + string.Join("\n  ", e.Errors)));
         }
 
+        if (spec.Replication == ReplicationStyle.Active && !typeof(IMigrateState).IsAssignableFrom(componentClass.Type))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"The QoS spec was refused (nothing changed):\n  {componentClass.Name}.replication: active replication needs the class to implement Quintet.Components.IMigrateState."));
+        }
+
         componentClass.Qos = spec;
         var managers = 1;
         if (!request.ThisManagerOnly)

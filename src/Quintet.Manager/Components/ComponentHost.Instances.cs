@@ -241,6 +241,11 @@ internal sealed partial class ComponentHost
             throw new InvocationException(StatusCode.FailedPrecondition, $"{id} is already on manager {toNode}.");
         }
 
+        if (componentClass.Qos.Replication == ReplicationStyle.Active)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"{id} is actively replicated: its replicas are placed by the QoS spec, not moved one by one.");
+        }
+
         var shadow = _shadows.GetOrAdd(id, _ => new Shadow(componentClass, id.Key, route.Epoch));
         await shadow.Turn.WaitAsync(cancellationToken);
         try
@@ -413,6 +418,7 @@ internal sealed partial class ComponentHost
         }
 
         _shadows.Clear();
+        await LeaveReplicasAsync(_ => true);
         _peers.Dispose();
     }
 

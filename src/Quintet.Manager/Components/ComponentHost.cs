@@ -139,6 +139,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable
             await DeactivateAsync(shadow, DeactivationReason.Undeployed, cancellationToken);
         }
 
+        await LeaveReplicasAsync(r => package.Classes.Contains(r.Class));
+
         package.Unload();
         PackageStore.Delete(package.Directory);
         LogUndeployed(logger, name);
@@ -202,6 +204,14 @@ internal sealed partial class ComponentHost : IAsyncDisposable
             }
 
             var shadow = _shadows.GetOrAdd(id, _ => new Shadow(componentClass, key, route.Epoch));
+            if (componentClass.Qos.Replication == ReplicationStyle.Active)
+            {
+                var started = System.Diagnostics.Stopwatch.GetTimestamp();
+                var replicated = await ActiveCallAsync(shadow, service, operation, request, cancellationToken);
+                shadow.Record(op.Name, message, null, null, System.Diagnostics.Stopwatch.GetElapsedTime(started), debug: false);
+                return (replicated, null);
+            }
+
             var outcome = await CallAsync(shadow, op, message, cancellationToken);
             if (outcome is { } response)
             {

@@ -258,6 +258,15 @@ internal sealed partial class InstanceDirectory(
         await waiter.Task.WaitAsync(cancellationToken);
     }
 
+    /// <summary>The node name of the manager whose managers-group member is <paramref name="host"/>, if it has the directory.</summary>
+    public string? NodeNameOf(MemberId host)
+    {
+        lock (_gate)
+        {
+            return _managers.FirstOrDefault(m => m.Key.Host == host).Value?.NodeName;
+        }
+    }
+
     /// <summary>Whether the manager named <paramref name="node"/> is in the directory's view.</summary>
     public bool HasManager(string node)
     {

@@ -64,6 +64,13 @@ internal sealed class PeerCalls : IDisposable
             new PushBackupRequest { Instance = new InstanceRef { ClassName = id.ClassName, Key = id.Key }, Epoch = epoch, Sequence = sequence, State = ByteString.CopyFrom(state) },
             cancellationToken: cancellationToken);
 
+    /// <summary>Asks the manager at <paramref name="endpoint"/> to host a replica of an actively replicated instance.</summary>
+    public async Task JoinReplicasAsync(string endpoint, InstanceId id, CancellationToken cancellationToken) =>
+        await new ReplicaHosting.ReplicaHostingClient(Channel(endpoint)).JoinReplicasAsync(
+            new JoinReplicasRequest { Instance = new InstanceRef { ClassName = id.ClassName, Key = id.Key } },
+            deadline: DateTime.UtcNow + TransferDeadline,
+            cancellationToken: cancellationToken);
+
     private GrpcChannel Channel(string endpoint) =>
         _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024, MaxSendMessageSize = 80 * 1024 * 1024 }));
 
@@ -131,5 +138,25 @@ internal sealed class InstanceSweeper(ComponentHost host) : BackgroundService
         {
             // Stopping.
         }
+    }
+}
+
+/// <summary>The receiving side of <see cref="PeerCalls.JoinReplicasAsync"/>.</summary>
+internal sealed class ReplicaHostingService(ComponentHost host) : ReplicaHosting.ReplicaHostingBase
+{
+    public override async Task<JoinReplicasResponse> JoinReplicas(JoinReplicasRequest request, ServerCallContext context)
+    {
+        var componentClass = host.FindClass(request.Instance.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.FailedPrecondition, $"Manager {host.NodeName} has no class '{request.Instance.ClassName}' deployed."));
+        try
+        {
+            await host.JoinReplicasAsync(componentClass, request.Instance.Key, founder: false, context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return new JoinReplicasResponse { Manager = host.NodeName };
     }
 }

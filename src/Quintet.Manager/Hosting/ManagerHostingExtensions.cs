@@ -82,7 +82,12 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
         builder.Services.AddLocalCheckpointStore();
-        builder.Services.AddSingleton<ComponentHost>();
+        builder.Services.AddSingleton(sp =>
+        {
+            var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);
+            host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>());
+            return host;
+        });
         builder.Services.AddHostedService<InstanceSweeper>();
         builder.Services.AddSingleton<PackageStore>();
         builder.Services.AddSingleton<PackageReplicator>();
@@ -115,6 +120,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<GroupDiagnosticsService>();
         app.MapGrpcService<ComponentAdminService>();
         app.MapGrpcService<InstanceTransferService>();
+        app.MapGrpcService<ReplicaHostingService>();
         app.MapComponentCalls();
         return app;
     }

@@ -1,0 +1,383 @@
+using System.Collections.Concurrent;
+using Google.Protobuf;
+using Grpc.Core;
+using Quintet.Components;
+using Quintet.Core.Groups;
+using Quintet.Core.Groups.Light;
+using Quintet.Protocol.Internal;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>
+/// Active replication (QoS <c>replication: active</c>, N replicas): the instance lives on N managers at once, each
+/// replica a member of the light group <c>quintet.replicas/{class}/{key}</c>. Its owner (in the directory) takes every
+/// client call, multicasts it in total order, and answers once its own replica has run it; every replica runs every
+/// call in the same order, so all stay identical. A replica joining later receives the state of the oldest replica as
+/// it stood when the view that admits it was installed (the calls after that point reach it through the group). When
+/// the owner's manager fails, the next call makes another replica's manager the owner, with no state lost; the owner
+/// asks further managers to host replicas until there are N again.
+/// </summary>
+internal sealed partial class ComponentHost
+{
+    private readonly ConcurrentDictionary<InstanceId, ReplicaGroup> _replicas = new();
+    private GroupService? _groups;
+
+    /// <summary>Set once at startup (the group service is created after the host in some hosts).</summary>
+    public void AttachGroups(GroupService groups) => _groups = groups;
+
+    /// <summary>Runs a call on an actively replicated instance owned here: total-order multicast, answered by the local replica.</summary>
+    private async Task<byte[]> ActiveCallAsync(Shadow shadow, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+    {
+        EnsureLease(shadow.Id);
+        var replica = await JoinReplicasAsync(shadow.Class, shadow.Key, founder: true, cancellationToken);
+        await replica.Ready.WaitAsync(cancellationToken);
+        _ = EnsureReplicaCountAsync(replica);
+        return await replica.CallAsync(service, operation, request, cancellationToken);
+    }
+
+    /// <summary>This manager's replica of an instance, joining its replica group first if it has none.</summary>
+    public async Task<ReplicaGroup> JoinReplicasAsync(ComponentClass componentClass, string key, bool founder, CancellationToken cancellationToken)
+    {
+        var id = new InstanceId(componentClass.Name, key);
+        var created = false;
+        var replica = _replicas.GetOrAdd(id, _ =>
+        {
+            created = true;
+            return new ReplicaGroup(this, componentClass, key);
+        });
+        if (created)
+        {
+            var groups = _groups ?? throw new InvocationException(StatusCode.Unavailable, "The manager is still starting; retry.");
+            var member = await groups.JoinLightGroupAsync(ReplicaGroup.GroupNameOf(id), new LightGroupJoinOptions { Role = "replica", SubscribeToViews = true }, cancellationToken);
+            replica.Start(member);
+            await _directory.AnnounceBackupAsync(id, identity.NodeName, dropped: false, cancellationToken);
+            LogReplicaJoined(logger, id.ClassName, id.Key, member.View?.Members.Length ?? 0, founder);
+        }
+
+        return replica;
+    }
+
+    /// <summary>Asks other managers to host replicas until the group has as many as the QoS asks.</summary>
+    private async Task EnsureReplicaCountAsync(ReplicaGroup replica)
+    {
+        if (!replica.TryBeginRecruiting())
+        {
+            return;
+        }
+
+        try
+        {
+            var wanted = replica.Class.Qos.Replicas;
+            var present = replica.HostNodes();
+            var missing = wanted - present.Count;
+            if (missing <= 0)
+            {
+                return;
+            }
+
+            var targets = _directory.Peers().Where(p => !present.Contains(p.NodeName) && p.NodeName != identity.NodeName)
+                .OrderBy(p => p.NodeName, StringComparer.Ordinal).Take(missing).ToList();
+            await Task.WhenAll(targets.Select(async target =>
+            {
+                try
+                {
+                    await _peers.JoinReplicasAsync(target.Endpoint, replica.Id, CancellationToken.None);
+                }
+                catch (RpcException e)
+                {
+                    LogReplicaRecruitFailed(logger, e, replica.Id.ClassName, replica.Id.Key, target.NodeName);
+                }
+            }));
+        }
+        finally
+        {
+            replica.EndRecruiting();
+        }
+    }
+
+    /// <summary>Leaves the replica groups <paramref name="which"/> selects (a package's on undeploy, all on stop).</summary>
+    private async Task LeaveReplicasAsync(Func<ReplicaGroup, bool> which)
+    {
+        foreach (var replica in _replicas.Values.Where(which).ToList())
+        {
+            _replicas.TryRemove(replica.Id, out _);
+            await replica.DisposeAsync();
+        }
+    }
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "{Class} (key '{Key}'): replica joined here ({Members} in the group before; founder {Founder})")]
+    private static partial void LogReplicaJoined(ILogger logger, string @class, string key, int members, bool founder);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): {Manager} could not host a replica")]
+    private static partial void LogReplicaRecruitFailed(ILogger logger, Exception exception, string @class, string key, string manager);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): replica failed to run {Operation}")]
+    private static partial void LogReplicaCallFailed(ILogger logger, Exception exception, string @class, string key, string operation);
+
+    /// <summary>One manager's replica of an actively replicated instance and its membership in the replica group.</summary>
+    internal sealed class ReplicaGroup(ComponentHost host, ComponentClass componentClass, string key) : IAsyncDisposable
+    {
+        private readonly ConcurrentDictionary<long, TaskCompletionSource<byte[]>> _pending = new();
+        private readonly List<(long ViewId, ReplicaCall Call)> _buffered = [];
+        private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
+        private readonly CancellationTokenSource _stop = new();
+        private LightGroupMember? _member;
+        private LightGroupView? _view;
+        private Component? _instance;
+        private long _nextRequest;
+        private int _recruiting;
+        private Task _loop = Task.CompletedTask;
+
+        public static string GroupNameOf(InstanceId id) => $"quintet.replicas/{id.ClassName}/{id.Key}";
+
+        public ComponentClass Class { get; } = componentClass;
+
+        public InstanceId Id { get; } = new(componentClass.Name, key);
+
+        /// <summary>Completes once this replica has its state and runs calls.</summary>
+        public Task Ready => _ready.Task;
+
+        public void Start(LightGroupMember member)
+        {
+            _member = member;
+            _loop = Task.Run(() => RunAsync(member, _stop.Token));
+        }
+
+        public bool TryBeginRecruiting() => Interlocked.Exchange(ref _recruiting, 1) == 0;
+
+        public void EndRecruiting() => Volatile.Write(ref _recruiting, 0);
+
+        /// <summary>The node names of the managers hosting a replica, as far as this replica's view says.</summary>
+        public HashSet<string> HostNodes() =>
+            [.. _view?.Members.Select(m => host._directory.NodeNameOf(m.Id.Host)).OfType<string>() ?? []];
+
+        /// <summary>Multicasts a call in total order and returns what the local replica answered.</summary>
+        public async Task<byte[]> CallAsync(string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+        {
+            var member = _member!;
+            var requestId = Interlocked.Increment(ref _nextRequest);
+            var answer = new TaskCompletionSource<byte[]>(TaskCreationOptions.RunContinuationsAsynchronously);
+            _pending[requestId] = answer;
+            try
+            {
+                var call = new ReplicaMessage { Call = new ReplicaCall { RequestId = requestId, Origin = member.Self.ToString(), Service = service, Operation = operation, Request = ByteString.CopyFrom(request.Span) } };
+                await member.MulticastAsync(call.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+                return await answer.Task.WaitAsync(cancellationToken);
+            }
+            catch (GroupUnavailableException e)
+            {
+                throw new InvocationException(StatusCode.Unavailable, $"{Id}: the replica group is changing ({e.Message}); retry.");
+            }
+            finally
+            {
+                _pending.TryRemove(requestId, out _);
+            }
+        }
+
+        private async Task RunAsync(LightGroupMember member, CancellationToken cancellationToken)
+        {
+            try
+            {
+                OnView(member, member.View!);
+                await foreach (var groupEvent in member.Events.ReadAllAsync(cancellationToken))
+                {
+                    switch (groupEvent)
+                    {
+                        case LightViewInstalled { View: var view }:
+                            await OnViewAsync(member, view, cancellationToken);
+                            break;
+                        case LightMessageDelivered { Delivery: var delivery }:
+                            var message = ReplicaMessage.Parser.ParseFrom(delivery.Payload.Span);
+                            if (message.KindCase == ReplicaMessage.KindOneofCase.State)
+                            {
+                                await OnStateAsync(message.State, cancellationToken);
+                            }
+                            else if (_instance is null)
+                            {
+                                _buffered.Add((_view?.Id ?? 0, message.Call));
+                            }
+                            else
+                            {
+                                await RunCallAsync(member, message.Call, cancellationToken);
+                            }
+
+                            break;
+                        case LightMemberRejoining:
+                            // Its manager was excluded: other replicas went on without it. Leave; the owner recruits anew.
+                            FailPending("this manager lost its membership");
+                            _ = host.LeaveReplicasAsync(r => r == this);
+                            return;
+                    }
+                }
+            }
+            catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+            {
+                // Leaving.
+            }
+        }
+
+        private void OnView(LightGroupMember member, LightGroupView view)
+        {
+            var previous = _view;
+            _view = view;
+            if (previous is null && view.Members.Length == 1 && view.Members[0].Id == member.Self)
+            {
+                // The first replica: a fresh instance is the state.
+                _ = ActivateAsync(null, ActivationReason.Created, CancellationToken.None);
+            }
+        }
+
+        private async Task OnViewAsync(LightGroupMember member, LightGroupView view, CancellationToken cancellationToken)
+        {
+            var previous = _view;
+            OnView(member, view);
+            if (previous is null || _instance is null)
+            {
+                return;
+            }
+
+            // The oldest replica that was already in the previous view hands its state, as of here, to the newcomers.
+            var newcomers = view.Members.Where(m => !previous.Contains(m.Id)).Select(m => m.Id).ToList();
+            var sender = view.Members.FirstOrDefault(m => previous.Contains(m.Id)).Id;
+            if (newcomers.Count == 0 || sender != member.Self)
+            {
+                return;
+            }
+
+            var state = await ((IMigrateState)_instance).ExportStateAsync(cancellationToken);
+            var message = new ReplicaMessage { State = new ReplicaState { TakenInView = view.Id, State = ByteString.CopyFrom(state) } }.ToByteArray();
+            foreach (var newcomer in newcomers)
+            {
+                try
+                {
+                    await member.SendAsync(newcomer, message, cancellationToken);
+                }
+                catch (GroupUnavailableException)
+                {
+                    // It left already.
+                }
+            }
+        }
+
+        private async Task OnStateAsync(ReplicaState state, CancellationToken cancellationToken)
+        {
+            if (_instance is not null)
+            {
+                return;
+            }
+
+            await ActivateAsync(state.State.ToByteArray(), ActivationReason.ReplicaJoined, cancellationToken);
+            var replay = _buffered.Where(b => b.ViewId >= state.TakenInView).Select(b => b.Call).ToList();
+            _buffered.Clear();
+            foreach (var call in replay)
+            {
+                await RunCallAsync(_member!, call, cancellationToken);
+            }
+        }
+
+        private async Task ActivateAsync(byte[]? state, ActivationReason reason, CancellationToken cancellationToken)
+        {
+            var instance = Class.CreateInstance();
+            if (state is not null)
+            {
+                await ((IMigrateState)instance).ImportStateAsync(state, cancellationToken);
+            }
+
+            var context = new ComponentContext(Class.Name, Id.Key, host.identity.NodeName)
+            {
+                Checkpoints = host._checkpoints.Open(StreamOf(Id)),
+                Qos = Class.Qos,
+            };
+            await ((IComponentLifecycle)instance).ActivateAsync(context, reason, cancellationToken);
+            _instance = instance;
+            _ready.TrySetResult();
+        }
+
+        private async Task RunCallAsync(LightGroupMember member, ReplicaCall call, CancellationToken cancellationToken)
+        {
+            var mine = call.Origin == member.Self.ToString() && _pending.TryGetValue(call.RequestId, out _);
+            var contract = Class.Contracts.FirstOrDefault(c => c.ServiceName == call.Service);
+            if (contract is null || !contract.Operations.TryGetValue(call.Operation, out var op))
+            {
+                Answer(mine, call.RequestId, null, new InvocationException(StatusCode.Unimplemented, $"{call.Service}/{call.Operation} is not served by {Class.Name}."));
+                return;
+            }
+
+            try
+            {
+                var request = op.ReadRequest(new System.Buffers.ReadOnlySequence<byte>(call.Request.Memory));
+                var response = await op.InvokeAsync(_instance!, request, cancellationToken);
+                if (mine)
+                {
+                    var writer = new System.Buffers.ArrayBufferWriter<byte>();
+                    op.WriteResponse(writer, response);
+                    Answer(true, call.RequestId, writer.WrittenSpan.ToArray(), null);
+                }
+            }
+            catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+            {
+                throw;
+            }
+            catch (ComponentFaultException e)
+            {
+                Answer(mine, call.RequestId, null, new InvocationException((StatusCode)(int)e.Fault, e.Message));
+            }
+            catch (Exception e)
+            {
+                LogReplicaCallFailed(host.logger, e, Class.Name, Id.Key, call.Operation);
+                Answer(mine, call.RequestId, null, new InvocationException(StatusCode.Unknown, $"{Class.Name}.{call.Operation} (key '{Id.Key}') failed: {e.GetType().Name}: {e.Message}"));
+            }
+        }
+
+        private void Answer(bool mine, long requestId, byte[]? reply, InvocationException? error)
+        {
+            if (!mine || !_pending.TryRemove(requestId, out var answer))
+            {
+                return;
+            }
+
+            if (error is null)
+            {
+                answer.TrySetResult(reply!);
+            }
+            else
+            {
+                answer.TrySetException(error);
+            }
+        }
+
+        private void FailPending(string why)
+        {
+            foreach (var answer in _pending.Values)
+            {
+                answer.TrySetException(new InvocationException(StatusCode.Unavailable, $"{Id}: {why}; retry."));
+            }
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            FailPending("the replica is leaving");
+            await _stop.CancelAsync();
+            if (_member is { } member)
+            {
+                await member.DisposeAsync();
+            }
+
+            try
+            {
+                await _loop;
+            }
+            catch (OperationCanceledException)
+            {
+                // Stopped.
+            }
+
+            if (_instance is { } instance)
+            {
+                await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Undeployed, CancellationToken.None);
+            }
+
+            _stop.Dispose();
+        }
+    }
+}
