@@ -37,6 +37,7 @@ public static class QuintetCli
             ClusterCommand.Create(context),
             ComponentCommand.Create(context),
             ComponentCommand.CreateProto(context),
+            QosCommand.Create(context),
         };
 
         var parse = root.Parse(args);

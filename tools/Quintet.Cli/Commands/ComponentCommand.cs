@@ -48,7 +48,10 @@ internal static class ComponentCommand
             return ExitCodes.Ok;
         }));
 
-        return new Command("component", "Deploy, undeploy and list component packages.") { deploy, undeploy, list };
+        return new Command("component", "Deploy, undeploy and list component packages; list and move their instances.")
+        {
+            deploy, undeploy, list, InstanceCommand.CreateInstances(context), InstanceCommand.CreateMigrate(context),
+        };
     }
 
     public static Command CreateProto(CliContext context)

@@ -1,0 +1,124 @@
+using System.Collections.Concurrent;
+using System.Net;
+using Grpc.Core;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Http.Features;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Cli.Tests;
+
+/// <summary>
+/// The admin API of one manager, served in-process on a loopback port with answers the test sets, so that the
+/// commands' happy paths and refusals run in milliseconds without a cluster. Requests are recorded.
+/// </summary>
+internal sealed class FakeManager : IAsyncDisposable
+{
+    private readonly WebApplication _app;
+
+    private FakeManager(string nodeName, WebApplication app, string endpoint)
+    {
+        NodeName = nodeName;
+        _app = app;
+        Endpoint = endpoint;
+    }
+
+    public string NodeName { get; }
+
+    public string Endpoint { get; }
+
+    /// <summary>The managers ListManagers returns; this one alone, by default.</summary>
+    public List<ManagerInfo> Cluster { get; } = [];
+
+    public List<InstanceInfo> Instances { get; } = [];
+
+    public Func<MigrateInstanceRequest, MigrateInstanceResponse> Migrate { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
+    public Func<GetQosRequest, GetQosResponse> GetQos { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
+    public Func<SetQosRequest, SetQosResponse> SetQos { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
+    public ConcurrentQueue<object> Requests { get; } = new();
+
+    public static async Task<FakeManager> StartAsync(string nodeName)
+    {
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
+        builder.Services.AddGrpc();
+        FakeManager? manager = null;
+        builder.Services.AddSingleton(_ => manager!);
+        var app = builder.Build();
+        app.MapGrpcService<FakeClusterAdmin>();
+        app.MapGrpcService<FakeComponentAdmin>();
+        await app.StartAsync();
+        var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFeature<IServerAddressesFeature>().Addresses.Single();
+        manager = new FakeManager(nodeName, app, address);
+        manager.Cluster.Add(manager.Describe(isSelf: true));
+        return manager;
+    }
+
+    /// <summary>This manager as ListManagers describes it, with its report.</summary>
+    public ManagerInfo Describe(bool isSelf = false) => new()
+    {
+        Address = $"akka.tcp://quintet@{NodeName}:4053",
+        State = ManagerState.Up,
+        Reachable = true,
+        IsSelf = isSelf,
+        Report = new ManagerReport { NodeName = NodeName, GrpcEndpoint = Endpoint },
+    };
+
+    public async ValueTask DisposeAsync()
+    {
+        await _app.StopAsync();
+        await _app.DisposeAsync();
+    }
+
+    private sealed class FakeClusterAdmin(FakeManager manager) : ClusterAdmin.ClusterAdminBase
+    {
+        public override Task<ListManagersResponse> ListManagers(ListManagersRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            var response = new ListManagersResponse { ClusterName = "fake", AnsweredBy = manager.Describe().Address };
+            response.Managers.AddRange(manager.Cluster);
+            return Task.FromResult(response);
+        }
+    }
+
+    private sealed class FakeComponentAdmin(FakeManager manager) : ComponentAdmin.ComponentAdminBase
+    {
+        public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            var response = new ListInstancesResponse { Manager = manager.NodeName };
+            response.Instances.AddRange(manager.Instances.Where(i => request.ClassName.Length == 0 || i.ClassName == request.ClassName));
+            return Task.FromResult(response);
+        }
+
+        public override Task<MigrateInstanceResponse> MigrateInstance(MigrateInstanceRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Migrate(request));
+        }
+
+        public override Task<GetQosResponse> GetQos(GetQosRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.GetQos(request));
+        }
+
+        public override Task<SetQosResponse> SetQos(SetQosRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.SetQos(request));
+        }
+    }
+}

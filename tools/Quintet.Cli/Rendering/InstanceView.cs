@@ -1,0 +1,96 @@
+using System.Globalization;
+using Quintet.Cli.Commands;
+using Quintet.Protocol.Admin;
+using Spectre.Console;
+
+namespace Quintet.Cli.Rendering;
+
+/// <summary>Prints the instances the managers host as one table, with what each manager lacking from it said.</summary>
+internal static class InstanceView
+{
+    public static void Write(IAnsiConsole console, IReadOnlyCollection<ManagerInstances> answers, bool debug)
+    {
+        var hosted = answers
+            .Where(a => a.Response is not null)
+            .SelectMany(a => a.Response!.Instances.Select(instance => (a.Manager, Instance: instance)))
+            .OrderBy(i => i.Manager, StringComparer.Ordinal)
+            .ThenBy(i => i.Instance.ClassName, StringComparer.Ordinal)
+            .ThenBy(i => i.Instance.Key, StringComparer.Ordinal)
+            .ToList();
+
+        var table = new Table().AddColumns("manager", "class", "key", "state", "epoch", "calls", "errors", "p50 ms", "p99 ms");
+        foreach (var (manager, instance) in hosted)
+        {
+            table.AddRow(
+                Markup.Escape(manager),
+                Markup.Escape(instance.ClassName),
+                Markup.Escape(instance.Key),
+                StateMarkup(instance.State),
+                instance.Epoch.ToString(CultureInfo.InvariantCulture),
+                instance.Calls.ToString(CultureInfo.InvariantCulture),
+                instance.Errors == 0 ? "0" : $"[red]{instance.Errors.ToString(CultureInfo.InvariantCulture)}[/]",
+                Latency(instance, instance.P50Ms),
+                Latency(instance, instance.P99Ms));
+        }
+
+        var answered = answers.Count(a => a.Response is not null);
+        table.Caption($"{hosted.Count} instance(s) on {answered} of {answers.Count} manager(s)");
+        console.Write(table);
+
+        foreach (var missing in answers.Where(a => a.Response is null).OrderBy(a => a.Manager, StringComparer.Ordinal))
+        {
+            console.MarkupLine($"[yellow]{Markup.Escape(missing.Manager)}[/] {Markup.Escape(missing.Problem ?? "did not answer")}: its instances are not listed.");
+        }
+
+        if (debug)
+        {
+            WriteRecent(console, hosted);
+        }
+    }
+
+    private static void WriteRecent(IAnsiConsole console, List<(string Manager, InstanceInfo Instance)> hosted)
+    {
+        var recorded = hosted.Where(i => i.Instance.Recent.Count > 0).ToList();
+        if (recorded.Count == 0)
+        {
+            console.MarkupLine("[grey]No recent invocations: managers record them only for classes whose QoS spec sets debug: true ('quintet qos set').[/]");
+            return;
+        }
+
+        foreach (var (manager, instance) in recorded)
+        {
+            console.WriteLine();
+            console.MarkupLine($"Recent invocations of [bold]{Markup.Escape(instance.ClassName)}[/] '{Markup.Escape(instance.Key)}' on {Markup.Escape(manager)}, newest last:");
+            var table = new Table().AddColumns("at", "operation", "status", "ms", "request → response");
+            foreach (var record in instance.Recent)
+            {
+                table.AddRow(
+                    Markup.Escape(Time(record.At)),
+                    Markup.Escape(record.Operation),
+                    record.Status.Equals("OK", StringComparison.OrdinalIgnoreCase) ? Markup.Escape(record.Status) : $"[red]{Markup.Escape(record.Status)}[/]",
+                    record.ElapsedMs.ToString("F2", CultureInfo.InvariantCulture),
+                    Markup.Escape($"{record.Request} → {(record.Response.Length == 0 ? "-" : record.Response)}"));
+            }
+
+            console.Write(table);
+        }
+    }
+
+    /// <summary>The time of day of an ISO 8601 instant: the date is the same for records this recent; as sent when unreadable.</summary>
+    private static string Time(string at) =>
+        DateTimeOffset.TryParse(at, CultureInfo.InvariantCulture, DateTimeStyles.None, out var instant)
+            ? instant.ToString("HH:mm:ss.fff", CultureInfo.InvariantCulture)
+            : at;
+
+    // Without a call there is no latency to show, rather than a misleading 0.
+    private static string Latency(InstanceInfo instance, double milliseconds) =>
+        instance.Calls == 0 ? "-" : milliseconds.ToString("F2", CultureInfo.InvariantCulture);
+
+    private static string StateMarkup(string state) => state switch
+    {
+        "active" => "[green]active[/]",
+        "migrating" or "placed" => $"[yellow]{state}[/]",
+        "" => "?",
+        _ => Markup.Escape(state),
+    };
+}
