@@ -65,6 +65,16 @@ public abstract class Component : IComponentLifecycle
     /// <summary>Called after the last call of this activation has completed; no call runs concurrently.</summary>
     protected virtual Task OnDeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken) => Task.CompletedTask;
 
+    /// <summary>A message from one of the instance's groups (<see cref="ComponentContext.Groups"/>), in its turn.</summary>
+    protected virtual Task OnGroupMessageAsync(GroupMessage message, CancellationToken cancellationToken) => Task.CompletedTask;
+
+    /// <summary>A new view of one of the instance's groups, in its turn.</summary>
+    protected virtual Task OnGroupViewAsync(GroupViewChange view, CancellationToken cancellationToken) => Task.CompletedTask;
+
+    Task IComponentLifecycle.GroupMessageAsync(GroupMessage message, CancellationToken cancellationToken) => OnGroupMessageAsync(message, cancellationToken);
+
+    Task IComponentLifecycle.GroupViewAsync(GroupViewChange view, CancellationToken cancellationToken) => OnGroupViewAsync(view, cancellationToken);
+
     Task IComponentLifecycle.ActivateAsync(ComponentContext context, ActivationReason reason, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(context);
@@ -84,6 +94,12 @@ public interface IComponentLifecycle
 
     /// <summary>Runs the deactivation hook.</summary>
     Task DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken);
+
+    /// <summary>Hands the instance a group message.</summary>
+    Task GroupMessageAsync(GroupMessage message, CancellationToken cancellationToken);
+
+    /// <summary>Hands the instance a group view.</summary>
+    Task GroupViewAsync(GroupViewChange view, CancellationToken cancellationToken);
 }
 
 /// <summary>Who an instance is and where it runs.</summary>
@@ -107,6 +123,20 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
     /// updating them does nothing.
     /// </summary>
     public IBackups Backups { get; init; } = NoBackups.Instance;
+
+    /// <summary>The instance's groups: its ClassGroup and groups it names.</summary>
+    public IComponentGroups Groups { get; init; } = NoGroups.Instance;
+
+    private sealed class NoGroups : IComponentGroups
+    {
+        public static readonly NoGroups Instance = new();
+
+        public Task<IComponentGroup> ClassGroupAsync(CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<IComponentGroup> JoinAsync(string name, string role = "member", CancellationToken cancellationToken = default) => throw Unavailable();
+
+        private static InvalidOperationException Unavailable() => new("Groups are not available to this activation (it runs outside a manager).");
+    }
 
     private sealed class NoBackups : IBackups
     {

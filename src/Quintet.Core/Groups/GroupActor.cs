@@ -66,7 +66,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         });
         Receive<GroupHandle.Drain>(_ => DrainSends());
         Receive<GroupHandle.LeaveCommand>(_ => _engine.Leave(Now));
-        Receive<LightGroupMember.JoinCommand>(c => c.Member.Joining(_light.Join(c.Member.Group, c.Member.Role, c.Member)));
+        Receive<LightGroupMember.JoinCommand>(c => c.Member.Joining(_light.Join(c.Member.Group, c.Member.Role, c.Member, c.Member.Tag)));
         Receive<LightGroupMember.LeaveCommand>(c => _light.Leave(c.Member.Self));
         Receive<LightGroupMember.SendCommand>(c => _light.Send(c.Member.Self, c.Ordering, ByteString.CopyFrom(c.Payload.Span), c.To, c.Role, c.Complete));
         Receive<Tick>(_ => OnTick());

@@ -117,6 +117,12 @@ internal sealed partial class ComponentHost
             Qos = shadow.Class.Qos,
             Backups = new BackupSet(this, shadow),
         };
+        if (_groups is { } groupService)
+        {
+            shadow.Groups = new InstanceGroups(groupService, shadow, instance);
+            context = context with { Groups = shadow.Groups };
+        }
+
         try
         {
             if (arrived && arrival.State is { } state && instance is IMigrateState migrating)
@@ -142,6 +148,16 @@ internal sealed partial class ComponentHost
         shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
     }
 
+    /// <summary>Ends the groups memberships of a deactivated instance's activation.</summary>
+    private static async Task LeaveGroupsAsync(Shadow shadow)
+    {
+        if (shadow.Groups is { } groups)
+        {
+            shadow.Groups = null;
+            await groups.DisposeAsync();
+        }
+    }
+
     /// <summary>The checkpoint stream of an instance.</summary>
     public static string StreamOf(InstanceId id) => $"{id.ClassName}/{id.Key}";
 
@@ -164,6 +180,7 @@ internal sealed partial class ComponentHost
             }
 
             shadow.Instance = null;
+                await LeaveGroupsAsync(shadow);
             shadow.State = ShadowState.Gone;
             _shadows.TryRemove(new KeyValuePair<InstanceId, Shadow>(shadow.Id, shadow));
         }
@@ -195,6 +212,7 @@ internal sealed partial class ComponentHost
                     {
                         await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Retired, cancellationToken);
                         shadow.Instance = null;
+                await LeaveGroupsAsync(shadow);
                         shadow.State = ShadowState.Retired;
                         retired++;
                     }
@@ -265,6 +283,7 @@ internal sealed partial class ComponentHost
 
                 await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Migrating, cancellationToken);
                 shadow.Instance = null;
+                await LeaveGroupsAsync(shadow);
             }
             else if (_arrivals.TryGetValue(id, out var pending) && pending.Epoch == shadow.Epoch)
             {

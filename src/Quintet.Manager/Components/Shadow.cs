@@ -48,6 +48,9 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// <summary>The live instance; null while not activated or retired.</summary>
     public Component? Instance { get; set; }
 
+    /// <summary>The live activation's groups, if it has joined any.</summary>
+    public InstanceGroups? Groups { get; set; }
+
     /// <summary>Once activated here: the next activation is a reactivation.</summary>
     public bool WasActivated { get; set; }
 

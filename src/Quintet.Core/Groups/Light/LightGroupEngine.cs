@@ -120,9 +120,9 @@ internal sealed class LightGroupEngine : IGroupObserver
     public LightGroupView? ViewOf(string group) => _groups.TryGetValue(group, out var state) ? state.ToView() : null;
 
     /// <summary>Registers a local member; its join goes out (in total order) once this manager can send it.</summary>
-    public LightMemberId Join(string group, string role, ILightMemberObserver observer)
+    public LightMemberId Join(string group, string role, ILightMemberObserver observer, string tag = "")
     {
-        var local = new LocalMember(new LightMemberId(_engine.Self, ++_nextLocal), group, role, observer);
+        var local = new LocalMember(new LightMemberId(_engine.Self, ++_nextLocal), group, role, observer) { Tag = tag };
         _locals.Add(local.Id, local);
         if (!_localsByGroup.TryGetValue(group, out var members))
         {
@@ -260,7 +260,7 @@ internal sealed class LightGroupEngine : IGroupObserver
         if (!local.JoinApplied && (local.JoinSentIn == 0 || joinLost))
         {
             local.JoinSentIn = viewId;
-            var member = new LightMember { Id = local.Id.ToWire(), Role = local.Role };
+            var member = new LightMember { Id = local.Id.ToWire(), Role = local.Role, Tag = local.Tag };
             SendControl(MessageOrdering.Total, new LightMessage { Join = new LightJoin { Group = local.Group, Member = member } });
             return true;
         }
@@ -448,7 +448,7 @@ internal sealed class LightGroupEngine : IGroupObserver
         foreach (var wire in snapshot.Groups)
         {
             var group = new GroupState(wire.Group) { Id = wire.Id };
-            group.Members.AddRange(wire.Members.Select(m => new LightGroupMemberInfo(LightMemberId.FromWire(m.Id), m.Role)));
+            group.Members.AddRange(wire.Members.Select(m => new LightGroupMemberInfo(LightMemberId.FromWire(m.Id), m.Role, m.Tag)));
             _groups[wire.Group] = group;
         }
 
@@ -481,7 +481,7 @@ internal sealed class LightGroupEngine : IGroupObserver
 
     private void OnJoin(LightJoin join)
     {
-        var member = new LightGroupMemberInfo(LightMemberId.FromWire(join.Member.Id), join.Member.Role);
+        var member = new LightGroupMemberInfo(LightMemberId.FromWire(join.Member.Id), join.Member.Role, join.Member.Tag);
         var group = GroupNamed(join.Group);
         if (group.Members.Any(m => m.Id == member.Id) || group.PendingJoins.Any(m => m.Id == member.Id))
         {
@@ -673,6 +673,8 @@ internal sealed class LightGroupEngine : IGroupObserver
 
         public string Role { get; } = role;
 
+        public string Tag { get; init; } = string.Empty;
+
         public ILightMemberObserver Observer { get; } = observer;
 
         /// <summary>The light view the member is in, or 0.</summary>
@@ -723,7 +725,7 @@ internal sealed class LightGroupEngine : IGroupObserver
         public LightViewState ToWire()
         {
             var state = new LightViewState { Group = Name, Id = Id };
-            state.Members.AddRange(Members.Select(m => new LightMember { Id = m.Id.ToWire(), Role = m.Role }));
+            state.Members.AddRange(Members.Select(m => new LightMember { Id = m.Id.ToWire(), Role = m.Role, Tag = m.Tag }));
             return state;
         }
     }

@@ -24,6 +24,7 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
         _actor = actor;
         Group = group;
         Role = options.Role;
+        Tag = options.Tag;
         _subscribed = options.SubscribeToViews;
         _sendSlots = new SemaphoreSlim(sendQueueCapacity, sendQueueCapacity);
     }
@@ -33,6 +34,9 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
 
     /// <summary>The role this member joined as.</summary>
     public string Role { get; }
+
+    /// <summary>The label this member joined with.</summary>
+    public string Tag { get; }
 
     /// <summary>This member's identity; a new one after its manager was excluded and it rejoined.</summary>
     public LightMemberId Self { get; private set; }

@@ -22,7 +22,8 @@ public readonly record struct LightMemberId(MemberId Host, long Local)
 /// <summary>A member of a light group's view, with the addressable subset (role) it joined as.</summary>
 /// <param name="Id">The member.</param>
 /// <param name="Role">Its role, for example <c>instance</c> or <c>factory</c>.</param>
-public readonly record struct LightGroupMemberInfo(LightMemberId Id, string Role);
+/// <param name="Tag">The label it joined with (see <see cref="LightGroupJoinOptions.Tag"/>).</param>
+public readonly record struct LightGroupMemberInfo(LightMemberId Id, string Role, string Tag = "");
 
 /// <summary>
 /// A view of a light group: its id (unique and increasing along the group's history; the high bits follow the
@@ -99,6 +100,9 @@ public sealed class LightGroupJoinOptions
 {
     /// <summary>The member's role: the subset a multicast can address. <value>Default: <c>member</c>.</value></summary>
     public string Role { get; init; } = "member";
+
+    /// <summary>An opaque label of the member's own that every member sees in the view (for example an instance's key).</summary>
+    public string Tag { get; init; } = string.Empty;
 
     /// <summary>Publish <see cref="LightViewInstalled"/> events (membership notices). <value>Default: false.</value></summary>
     public bool SubscribeToViews { get; init; }
