@@ -8,40 +8,115 @@ using Quintet.Components;
 namespace Quintet.Client;
 
 /// <summary>
-/// A connection to a Quintet cluster through one manager's gRPC endpoint, handing out typed proxies to component
-/// instances. Proxies are generated once per contract (by protobuf-net.Grpc) and are cheap to create; calls on them
-/// are plain gRPC unary calls, with the instance key in a header.
+/// A connection to a Quintet cluster, handing out typed proxies to component instances. Proxies are generated once per
+/// contract (by protobuf-net.Grpc) and are cheap to create; calls on them are plain gRPC unary calls, with the
+/// instance key in a header.
 /// </summary>
+/// <remarks>
+/// <para>
+/// <b>Routing.</b> Each keyed instance lives on one manager, its owner; a manager called for an instance it does not
+/// own passes the call on and names the owner in the <c>quintet-served-by</c> response header. A client made by
+/// <see cref="Connect(QuintetClientOptions)"/> remembers the owner per contract and key (up to
+/// <see cref="QuintetClientOptions.RouteCapacity"/> routes) and sends later calls there directly, through one channel
+/// per manager. It only ever calls the configured endpoints and endpoints a manager named.
+/// </para>
+/// <para>
+/// <b>Failover.</b> A call that fails with <c>UNAVAILABLE</c> — the manager is down or refuses connections, is cut off
+/// from the majority of the cluster, or asks for a retry while the instance moves — forgets its route and is tried
+/// again on the next configured endpoint (round robin), backing off from 50 ms to 500 ms, until
+/// <see cref="QuintetClientOptions.FailoverBudget"/> is spent; then it throws the last <see cref="RpcException"/>, its
+/// message saying so. The instances of a crashed manager are placed again on a survivor by the first call after the
+/// cluster has removed that manager (a few seconds), so calls on them succeed again within the budget; an instance
+/// that keeps no checkpoint starts afresh there. Every other status (<c>INVALID_ARGUMENT</c>,
+/// <c>FAILED_PRECONDITION</c>, <c>UNKNOWN</c>, <c>DEADLINE_EXCEEDED</c>, ...) is the call's answer and is thrown at
+/// once, never retried.
+/// </para>
+/// <para>
+/// <b>At least once on failover.</b> A manager answers <c>UNAVAILABLE</c> before it runs a call, so a retry normally
+/// runs the call once. But when a connection breaks while a call is running (the manager owning the instance crashes
+/// mid-call, or the manager that forwarded it loses the owner), the component may have applied the call before the
+/// client saw <c>UNAVAILABLE</c>, and the retry applies it a second time. Make operations that must not be applied
+/// twice idempotent (a request id the component remembers, a compare-and-set on a version), or set
+/// <see cref="QuintetClientOptions.FailoverBudget"/> to zero and handle <c>UNAVAILABLE</c> yourself.
+/// </para>
+/// </remarks>
 public sealed class QuintetClient : IDisposable
 {
     /// <summary>The header that names the instance a call is for.</summary>
     public const string KeyHeader = "quintet-key";
 
+    /// <summary>
+    /// The response header in which a manager that passed a call on names the gRPC endpoint of the manager owning the
+    /// instance, for example <c>http://127.0.0.1:5054</c>.
+    /// </summary>
+    public const string ServedByHeader = "quintet-served-by";
+
     private static readonly ClientFactory Factory = ClientFactory.Create(BinderConfiguration.Create(binder: new ContractBinder()));
-    private readonly GrpcChannel _channel;
-    private readonly bool _ownsChannel;
+    private static readonly QuintetClientStatistics NoStatistics = new(0, 0, 0, 0, 0);
 
-    private QuintetClient(GrpcChannel channel, bool ownsChannel)
-    {
-        _channel = channel;
-        _ownsChannel = ownsChannel;
-    }
+    // Exactly one of the two: a connection that routes and fails over, or a caller's channel used as it is.
+    private readonly ClusterConnection? _connection;
+    private readonly GrpcChannel? _channel;
 
-    /// <summary>Connects to the manager at <paramref name="endpoint"/>, for example <c>http://127.0.0.1:5053</c>.</summary>
+    private QuintetClient(ClusterConnection connection) => _connection = connection;
+
+    private QuintetClient(GrpcChannel channel) => _channel = channel;
+
+    /// <summary>
+    /// Connects to the cluster through the manager at <paramref name="endpoint"/>, for example
+    /// <c>http://127.0.0.1:5053</c>, with the default <see cref="QuintetClientOptions"/>: calls are routed to the
+    /// owner of their instance, and retried (on this endpoint) while it answers <c>UNAVAILABLE</c>.
+    /// </summary>
+    /// <exception cref="ArgumentException"><paramref name="endpoint"/> is not an absolute http or https address.</exception>
     public static QuintetClient Connect(string endpoint)
     {
         ArgumentException.ThrowIfNullOrWhiteSpace(endpoint);
-        return new QuintetClient(GrpcChannel.ForAddress(endpoint), ownsChannel: true);
+        return Connect(new QuintetClientOptions { Endpoints = [endpoint] });
     }
 
-    /// <summary>Uses an existing channel (its owner disposes it).</summary>
-    public static QuintetClient Over(GrpcChannel channel) => new(channel ?? throw new ArgumentNullException(nameof(channel)), ownsChannel: false);
+    /// <summary>
+    /// Connects to the cluster through the managers at <paramref name="endpoints"/>, with the default
+    /// <see cref="QuintetClientOptions"/>: a call goes to the first until it fails with <c>UNAVAILABLE</c>, then to the
+    /// next, within the 10 s failover budget.
+    /// </summary>
+    /// <exception cref="ArgumentException">No endpoint given, or one is not an absolute http or https address.</exception>
+    public static QuintetClient Connect(params string[] endpoints)
+    {
+        ArgumentNullException.ThrowIfNull(endpoints);
+        return Connect(new QuintetClientOptions { Endpoints = endpoints });
+    }
+
+    /// <summary>Connects to the cluster as <paramref name="options"/> say; channels open on each manager's first call.</summary>
+    /// <exception cref="ArgumentException">An option is out of range; the message names it.</exception>
+    public static QuintetClient Connect(QuintetClientOptions options)
+    {
+        var endpoints = QuintetClientOptions.Validate(options);
+        return new QuintetClient(new ClusterConnection(endpoints, options));
+    }
+
+    /// <summary>
+    /// Uses an existing channel (its owner disposes it) for every call, as it is: no routing to owners and no failover,
+    /// since the client cannot open channels to other managers with that channel's settings. Each call takes the path
+    /// the manager behind the channel gives it.
+    /// </summary>
+    public static QuintetClient Over(GrpcChannel channel) => new(channel ?? throw new ArgumentNullException(nameof(channel)));
+
+    /// <summary>The configured endpoints, normalized (empty for a client made by <see cref="Over"/>).</summary>
+    public IReadOnlyList<string> Endpoints => _connection?.Endpoints ?? [];
+
+    /// <summary>
+    /// Counters for diagnostics: calls made, how many went straight to their instance's owner, how many took a hop,
+    /// retries, routes known. All zero for a client made by <see cref="Over"/>.
+    /// </summary>
+    public QuintetClientStatistics Statistics => _connection?.Statistics ?? NoStatistics;
 
     /// <summary>
     /// A proxy to the instance of the component serving <typeparamref name="TContract"/> with <paramref name="key"/>
     /// (for example <c>"acct-42"</c>); the instance is activated on its first call. Errors come back as
-    /// <see cref="RpcException"/> with a status and a message that says what to change.
+    /// <see cref="RpcException"/> with a status and a message that says what to change. A call may be applied twice
+    /// when it fails over after a connection broke mid-call: see <see cref="QuintetClient"/>.
     /// </summary>
+    /// <exception cref="ArgumentException"><typeparamref name="TContract"/> is not marked <see cref="ComponentContractAttribute"/>.</exception>
     public TContract GetComponent<TContract>(string key)
         where TContract : class
     {
@@ -51,7 +126,12 @@ public sealed class QuintetClient : IDisposable
             throw new ArgumentException($"{typeof(TContract).FullName} is not a component contract: mark it [ComponentContract(\"service.name\")].", nameof(TContract));
         }
 
-        var invoker = _channel.Intercept(metadata =>
+        if (_connection is not null)
+        {
+            return Factory.CreateClient<TContract>(new KeyedCallInvoker(_connection, key));
+        }
+
+        var invoker = _channel!.Intercept(metadata =>
         {
             metadata.Add(KeyHeader, key);
             return metadata;
@@ -59,14 +139,8 @@ public sealed class QuintetClient : IDisposable
         return Factory.CreateClient<TContract>(invoker);
     }
 
-    /// <inheritdoc />
-    public void Dispose()
-    {
-        if (_ownsChannel)
-        {
-            _channel.Dispose();
-        }
-    }
+    /// <summary>Closes the channels this client opened (not a channel given to <see cref="Over"/>).</summary>
+    public void Dispose() => _connection?.Dispose();
 
     /// <summary>Binds interfaces marked <see cref="ComponentContractAttribute"/>, each method by its name without Async.</summary>
     private sealed class ContractBinder : ServiceBinder

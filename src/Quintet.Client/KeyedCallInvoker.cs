@@ -1,0 +1,32 @@
+using Grpc.Core;
+
+namespace Quintet.Client;
+
+/// <summary>
+/// The call invoker behind one proxy: every call is for the instance with one key, routed and failed over by the
+/// client's <see cref="ClusterConnection"/>. Component operations are unary, so streaming calls are refused here
+/// with the status the manager would give them.
+/// </summary>
+internal sealed class KeyedCallInvoker(ClusterConnection connection, string key) : CallInvoker
+{
+    public override AsyncUnaryCall<TResponse> AsyncUnaryCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request) =>
+        RoutedCall<TRequest, TResponse>.Start(connection, method, host, options, request, key);
+
+    public override TResponse BlockingUnaryCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request)
+    {
+        using var call = AsyncUnaryCall(method, host, options, request);
+        return call.ResponseAsync.GetAwaiter().GetResult();
+    }
+
+    public override AsyncServerStreamingCall<TResponse> AsyncServerStreamingCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request) =>
+        throw NotUnary(method);
+
+    public override AsyncClientStreamingCall<TRequest, TResponse> AsyncClientStreamingCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options) =>
+        throw NotUnary(method);
+
+    public override AsyncDuplexStreamingCall<TRequest, TResponse> AsyncDuplexStreamingCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options) =>
+        throw NotUnary(method);
+
+    private static RpcException NotUnary(IMethod method) =>
+        new(new Status(StatusCode.Unimplemented, $"{method.FullName} is a {method.Type} method; component operations are unary (Task<TResponse> NameAsync(TRequest, CancellationToken))."));
+}

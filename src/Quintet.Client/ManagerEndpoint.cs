@@ -1,0 +1,80 @@
+using System.Diagnostics.CodeAnalysis;
+using Grpc.Core;
+using Grpc.Net.Client;
+
+namespace Quintet.Client;
+
+/// <summary>
+/// One manager's gRPC endpoint and the channel to it, opened on first use and kept (an HTTP/2 connection per manager,
+/// shared by all calls). Routes hold these objects, so that many keys on one manager share one address string.
+/// </summary>
+internal sealed class ManagerEndpoint : IDisposable
+{
+    /// <summary>
+    /// How long opening a connection may take: a manager whose host is gone (no refusal, the packets just vanish)
+    /// then fails the attempt as <c>UNAVAILABLE</c>, which fails over, instead of running out the attempt's deadline.
+    /// </summary>
+    private static readonly TimeSpan ConnectTimeout = TimeSpan.FromSeconds(5);
+
+    /// <summary>
+    /// After a refused connection the channel fails calls at once until it tries again, backing off up to this (gRPC's
+    /// default is 120 s). Kept short so that a manager back from a restart is used again within a failover budget;
+    /// a refused connection costs little.
+    /// </summary>
+    private static readonly TimeSpan MaxReconnectBackoff = TimeSpan.FromSeconds(2);
+
+    private readonly Lazy<GrpcChannel> _channel;
+
+    public ManagerEndpoint(string address)
+    {
+        Address = address;
+        _channel = new Lazy<GrpcChannel>(() => GrpcChannel.ForAddress(address, new GrpcChannelOptions
+        {
+            HttpHandler = new SocketsHttpHandler
+            {
+                // What GrpcChannel sets up by itself when given no handler, plus the connect timeout above.
+                EnableMultipleHttp2Connections = true,
+                PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
+                ConnectTimeout = ConnectTimeout,
+            },
+            InitialReconnectBackoff = TimeSpan.FromMilliseconds(200),
+            MaxReconnectBackoff = MaxReconnectBackoff,
+        }));
+    }
+
+    /// <summary>The normalized address, for example <c>http://127.0.0.1:5053</c>.</summary>
+    public string Address { get; }
+
+    /// <summary>Calls on the channel to this manager.</summary>
+    public CallInvoker Invoker => _channel.Value.CreateCallInvoker();
+
+    /// <summary>
+    /// Reads an endpoint as the managers write it (<c>http://host:port</c>): an absolute http or https address,
+    /// without a trailing slash, so that the same manager named twice is one endpoint.
+    /// </summary>
+    public static bool TryNormalize(string? endpoint, [NotNullWhen(true)] out string? address)
+    {
+        address = null;
+        if (string.IsNullOrWhiteSpace(endpoint)
+            || !Uri.TryCreate(endpoint.Trim(), UriKind.Absolute, out var uri)
+            || (uri.Scheme != Uri.UriSchemeHttp && uri.Scheme != Uri.UriSchemeHttps)
+            || !string.IsNullOrEmpty(uri.Query)
+            || !string.IsNullOrEmpty(uri.Fragment))
+        {
+            return false;
+        }
+
+        address = uri.GetLeftPart(UriPartial.Path).TrimEnd('/');
+        return true;
+    }
+
+    public override string ToString() => Address;
+
+    public void Dispose()
+    {
+        if (_channel.IsValueCreated)
+        {
+            _channel.Value.Dispose();
+        }
+    }
+}

@@ -1,0 +1,86 @@
+namespace Quintet.Client;
+
+/// <summary>
+/// How a <see cref="QuintetClient"/> reaches a cluster: the managers to start from, and how long a call keeps trying
+/// other managers when the one it used is down. Passed to <see cref="QuintetClient.Connect(QuintetClientOptions)"/>.
+/// </summary>
+public sealed class QuintetClientOptions
+{
+    /// <summary>
+    /// The gRPC endpoints of managers to send calls to, for example <c>http://127.0.0.1:5053</c>: absolute <c>http</c>
+    /// or <c>https</c> addresses. Calls for a key the client has no route for go to one of them (the first, until it
+    /// fails; then the next, round robin). One is enough to reach the whole cluster; more let the client carry on
+    /// when that one is down.
+    /// </summary>
+    /// <value>Empty; at least one is required.</value>
+    public IList<string> Endpoints { get; init; } = [];
+
+    /// <summary>
+    /// How long a call keeps retrying, on the next manager, after an attempt failed with <c>UNAVAILABLE</c> (a manager
+    /// down or refusing connections, cut off from the majority, or asking the caller to retry while an instance moves).
+    /// It should cover the cluster's time to notice a crashed manager and place its instances again elsewhere (a few
+    /// seconds with the default settings; see docs/configuration.md). <see cref="TimeSpan.Zero"/> turns retries off.
+    /// Retrying can run a call twice: see <see cref="QuintetClient"/>.
+    /// </summary>
+    /// <value>10 seconds.</value>
+    public TimeSpan FailoverBudget { get; init; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>
+    /// The deadline of each attempt of a call whose caller gave none (through <c>CallContext</c> / <c>CallOptions</c>),
+    /// so that an attempt stuck on a manager that stopped answering ends; a caller's own deadline bounds every attempt
+    /// and the retries together. An attempt that runs out of time fails with <c>DEADLINE_EXCEEDED</c> and is not
+    /// retried (the component may have run it). <see langword="null"/>: no deadline.
+    /// </summary>
+    /// <value>30 seconds.</value>
+    public TimeSpan? AttemptDeadline { get; init; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// How many routes (contract and key to the endpoint of the manager that owns the instance) the client keeps;
+    /// beyond that the oldest learned are dropped, and their next calls take one hop through a manager again. 0 turns
+    /// routing off: every call goes to a configured endpoint, which forwards it to the owner.
+    /// </summary>
+    /// <value>100 000 (about 60 bytes a route plus its key: some 10 MB when full, with short keys).</value>
+    public int RouteCapacity { get; init; } = 100_000;
+
+    /// <summary>Checks the options, naming the property that is wrong; returns the endpoints normalized.</summary>
+    /// <exception cref="ArgumentException">A property is out of range.</exception>
+    internal static IReadOnlyList<string> Validate(QuintetClientOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        if (options.Endpoints is null || options.Endpoints.Count == 0)
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(Endpoints)} is empty: give at least one manager's gRPC endpoint, for example http://127.0.0.1:5053.", nameof(options));
+        }
+
+        var endpoints = new List<string>(options.Endpoints.Count);
+        foreach (var endpoint in options.Endpoints)
+        {
+            if (!ManagerEndpoint.TryNormalize(endpoint, out var address))
+            {
+                throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(Endpoints)}: '{endpoint}' is not an absolute http or https address such as http://127.0.0.1:5053.", nameof(options));
+            }
+
+            if (!endpoints.Contains(address, StringComparer.Ordinal))
+            {
+                endpoints.Add(address);
+            }
+        }
+
+        if (options.FailoverBudget < TimeSpan.Zero)
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(FailoverBudget)} is {options.FailoverBudget}; it must be zero (no retries) or more.", nameof(options));
+        }
+
+        if (options.AttemptDeadline is { } deadline && deadline <= TimeSpan.Zero)
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(AttemptDeadline)} is {deadline}; it must be positive, or null for no deadline.", nameof(options));
+        }
+
+        if (options.RouteCapacity < 0)
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(RouteCapacity)} is {options.RouteCapacity}; it must be zero (no routing) or more.", nameof(options));
+        }
+
+        return endpoints;
+    }
+}

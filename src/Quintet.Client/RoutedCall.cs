@@ -1,0 +1,200 @@
+using System.Diagnostics;
+using System.Globalization;
+using Grpc.Core;
+
+namespace Quintet.Client;
+
+/// <summary>
+/// One unary call through a <see cref="ClusterConnection"/>: sent to the manager owning its instance if the client
+/// knows it, else to the configured endpoint in use; on <c>UNAVAILABLE</c> retried on the next manager with a short
+/// backoff until the failover budget (or the caller's deadline) is spent. Any other status is the call's answer.
+/// </summary>
+internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
+    where TRequest : class
+    where TResponse : class
+{
+    private static readonly TimeSpan FirstBackoff = TimeSpan.FromMilliseconds(50);
+    private static readonly TimeSpan MaxBackoff = TimeSpan.FromMilliseconds(500);
+
+    private readonly ClusterConnection _connection;
+    private readonly Method<TRequest, TResponse> _method;
+    private readonly string? _host;
+    private readonly CallOptions _options;
+    private readonly TRequest _request;
+    private readonly string _key;
+    private readonly Metadata _headers;
+    private readonly CancellationTokenSource _cancel;
+    private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private AsyncUnaryCall<TResponse>? _last;
+    private Status? _status;
+    private volatile bool _finished;
+
+    private RoutedCall(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key)
+    {
+        _connection = connection;
+        _method = method;
+        _host = host;
+        _options = options;
+        _request = request;
+        _key = key;
+        _headers = [];
+        foreach (var entry in options.Headers ?? [])
+        {
+            if (!string.Equals(entry.Key, QuintetClient.KeyHeader, StringComparison.OrdinalIgnoreCase))
+            {
+                _headers.Add(entry);
+            }
+        }
+
+        _headers.Add(QuintetClient.KeyHeader, key);
+        _cancel = CancellationTokenSource.CreateLinkedTokenSource(options.CancellationToken);
+    }
+
+    /// <summary>Starts the call; the returned call's response completes after the last attempt.</summary>
+    public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key)
+    {
+        var call = new RoutedCall<TRequest, TResponse>(connection, method, host, options, request, key);
+        return new AsyncUnaryCall<TResponse>(call.RunAsync(), call._responseHeaders.Task, call.GetStatus, call.GetTrailers, call.Dispose);
+    }
+
+    private async Task<TResponse> RunAsync()
+    {
+        try
+        {
+            return await AttemptAsync().ConfigureAwait(false);
+        }
+        finally
+        {
+            // Unhooks the link to the caller's token, which may live much longer than this call.
+            _finished = true;
+            _cancel.Dispose();
+
+            // Whoever awaits the headers before the response must not wait forever on a call that failed otherwise.
+            _responseHeaders.TrySetResult([]);
+        }
+    }
+
+    private async Task<TResponse> AttemptAsync()
+    {
+        _connection.CountCall();
+        var started = Stopwatch.GetTimestamp();
+        var budget = _connection.Options.FailoverBudget;
+        DateTime? callerDeadline = _options.Deadline is { } given && given != DateTime.MaxValue ? given.ToUniversalTime() : null;
+        var backoff = FirstBackoff;
+        List<string>? tried = null;
+        for (var attempt = 1; ; attempt++)
+        {
+            var direct = _connection.Routes.TryGet(_method.ServiceName, _key, out var endpoint);
+            endpoint ??= _connection.Current;
+            if (direct)
+            {
+                _connection.CountDirect();
+            }
+
+            var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
+            var options = new CallOptions(_headers, deadline, _cancel.Token, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
+            AsyncUnaryCall<TResponse> call;
+            try
+            {
+                call = endpoint.Invoker.AsyncUnaryCall(_method, _host, options, _request);
+            }
+            catch (ObjectDisposedException e)
+            {
+                throw new RpcException(new Status(StatusCode.Cancelled, "The QuintetClient was disposed.", e));
+            }
+
+            _last?.Dispose();
+            _last = call;
+            try
+            {
+                var response = await call.ResponseAsync.ConfigureAwait(false);
+                var headers = await call.ResponseHeadersAsync.ConfigureAwait(false);
+                _connection.Learn(_method.ServiceName, _key, endpoint, headers);
+                _responseHeaders.TrySetResult(headers);
+                return response;
+            }
+            catch (RpcException e) when (e.StatusCode == StatusCode.Unavailable && !_cancel.IsCancellationRequested)
+            {
+                // The manager is down, refused, is cut off from the majority, or asked for a retry: none of these ran
+                // the call (unless a connection broke while it ran). Forget a route that led here: the instance is
+                // placed again on a survivor, which the next manager will name.
+                if (direct)
+                {
+                    _connection.Routes.Forget(_method.ServiceName, _key, endpoint);
+                }
+
+                _connection.MoveOnFrom(endpoint);
+                tried ??= [];
+                if (!tried.Contains(endpoint.Address))
+                {
+                    tried.Add(endpoint.Address);
+                }
+
+                var wait = backoff;
+                backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, MaxBackoff.Ticks));
+                var elapsed = Stopwatch.GetElapsedTime(started);
+                var stop = elapsed + wait >= budget
+                    ? $"the failover budget (QuintetClientOptions.FailoverBudget, {Seconds(budget)}) is spent"
+                    : callerDeadline is { } end && DateTime.UtcNow + wait >= end ? "the call's deadline comes before another attempt could" : null;
+                if (stop is not null)
+                {
+                    var detail = string.Create(CultureInfo.InvariantCulture, $"{e.Status.Detail} (gave up after {attempt} attempt{(attempt == 1 ? "" : "s")} in {Seconds(elapsed)}: {stop}; managers tried: {string.Join(", ", tried)})");
+                    throw Finish(call, new RpcException(new Status(e.StatusCode, detail, e.Status.DebugException), e.Trailers));
+                }
+
+                _connection.CountRetry();
+                try
+                {
+                    await Task.Delay(wait, _cancel.Token).ConfigureAwait(false);
+                }
+                catch (OperationCanceledException)
+                {
+                    throw Finish(call, new RpcException(new Status(StatusCode.Cancelled, "The call was cancelled while it waited to retry on another manager.")));
+                }
+            }
+            catch (RpcException e)
+            {
+                throw Finish(call, e);
+            }
+        }
+    }
+
+    /// <summary>Ends the call with <paramref name="error"/>: its status and the last attempt's headers become the call's.</summary>
+    private RpcException Finish(AsyncUnaryCall<TResponse> last, RpcException error)
+    {
+        _status = error.Status;
+
+        // The manager sends headers before any error; a call that never reached one has none (empty, not an
+        // exception nobody may observe: the error itself comes from the response).
+        var headers = last.ResponseHeadersAsync;
+        _responseHeaders.TrySetResult(headers.IsCompletedSuccessfully ? headers.Result : []);
+        return error;
+    }
+
+    private Status GetStatus() =>
+        _status ?? _last?.GetStatus() ?? throw new InvalidOperationException("The call has not finished yet: its status is known only then.");
+
+    private Metadata GetTrailers() =>
+        _last?.GetTrailers() ?? throw new InvalidOperationException("The call has not finished yet: its trailers are known only then.");
+
+    private static string Seconds(TimeSpan time) => string.Create(CultureInfo.InvariantCulture, $"{time.TotalSeconds:0.###} s");
+
+    /// <summary>Cancels the call if it is still running (a caller that gives up disposes it) and releases the last attempt.</summary>
+    public void Dispose()
+    {
+        // Callers dispose every call once it has finished; only one still running has anything to cancel.
+        if (!_finished)
+        {
+            try
+            {
+                _cancel.Cancel();
+            }
+            catch (ObjectDisposedException)
+            {
+                // It finished meanwhile.
+            }
+        }
+
+        _last?.Dispose();
+    }
+}
