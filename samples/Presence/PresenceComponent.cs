@@ -63,5 +63,5 @@ public sealed class PresenceComponent : Component, IPresence
         return participants;
     }
 
-    private IEnumerable<string> Keys() => _group?.Members.Select(m => m.Key).Order(StringComparer.Ordinal) ?? [];
+    private IEnumerable<string> Keys() => _group is null ? [] : _group.Members.Select(m => m.Key).Order(StringComparer.Ordinal);
 }

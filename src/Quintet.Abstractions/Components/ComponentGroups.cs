@@ -22,7 +22,7 @@ public interface IComponentGroup
     Task MulticastAsync(ReadOnlyMemory<byte> payload, bool totalOrder = false, string? role = null, CancellationToken cancellationToken = default);
 
     /// <summary>Sends to one member of the current view, with a multicast's guarantees; only it delivers the message.</summary>
-    Task SendAsync(GroupMember to, ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default);
+    Task SendAsync(GroupMember recipient, ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default);
 
     /// <summary>Leaves the group. Memberships also end with the activation (retire, migrate, undeploy).</summary>
     Task LeaveAsync(CancellationToken cancellationToken = default);

@@ -85,11 +85,11 @@ internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Compone
         public Task MulticastAsync(ReadOnlyMemory<byte> payload, bool totalOrder = false, string? role = null, CancellationToken cancellationToken = default) =>
             member.MulticastAsync(payload, totalOrder ? MessageOrdering.Total : MessageOrdering.Atomic, role, cancellationToken);
 
-        public Task SendAsync(GroupMember to, ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default)
+        public Task SendAsync(GroupMember recipient, ReadOnlyMemory<byte> payload, CancellationToken cancellationToken = default)
         {
-            ArgumentNullException.ThrowIfNull(to);
-            var target = member.View?.Members.FirstOrDefault(m => m.Id.ToString() == to.Id).Id
-                ?? throw new ArgumentException($"{to.Id} is not in the current view of group '{Name}'.", nameof(to));
+            ArgumentNullException.ThrowIfNull(recipient);
+            var target = member.View?.Members.Where(m => m.Id.ToString() == recipient.Id).Select(m => (LightMemberId?)m.Id).FirstOrDefault()
+                ?? throw new ArgumentException($"{recipient.Id} is not in the current view of group '{Name}'.", nameof(recipient));
             return member.SendAsync(target, payload, cancellationToken);
         }
 
