@@ -43,6 +43,7 @@ internal sealed partial class InstanceDirectory(
     private readonly Lock _gate = new();
     private readonly Dictionary<InstanceId, Placement> _placements = [];
     private readonly Dictionary<LightMemberId, int> _ownedCounts = [];
+    private readonly Dictionary<LightMemberId, int> _claimsInFlight = [];
     private readonly Dictionary<LightMemberId, DirectoryManager> _managers = [];
     private readonly ConcurrentDictionary<InstanceId, TaskCompletionSource> _waiters = new();
     private readonly List<(long ViewId, DirectoryEvent Event)> _buffered = [];
@@ -101,7 +102,11 @@ internal sealed partial class InstanceDirectory(
                 }
 
                 waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
-                target = ToWire(ChooseOwner(id, qos, member.Self));
+                var chosen = ChooseOwner(id, qos, member.Self);
+                target = ToWire(chosen);
+
+                // Claims this manager has sent but not yet seen applied count as placed: a burst of first calls spreads.
+                _claimsInFlight[chosen] = _claimsInFlight.GetValueOrDefault(chosen) + 1;
             }
 
             try
@@ -118,6 +123,24 @@ internal sealed partial class InstanceDirectory(
             catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
             {
                 throw new InvocationException(StatusCode.Unavailable, $"{id} could not be placed within {ClaimWait.TotalSeconds:F0} s: the cluster is changing its membership; retry.");
+            }
+            finally
+            {
+                lock (_gate)
+                {
+                    var chosen = FromWire(target);
+                    if (_claimsInFlight.TryGetValue(chosen, out var inFlight))
+                    {
+                        if (inFlight <= 1)
+                        {
+                            _claimsInFlight.Remove(chosen);
+                        }
+                        else
+                        {
+                            _claimsInFlight[chosen] = inFlight - 1;
+                        }
+                    }
+                }
             }
         }
     }
@@ -322,10 +345,9 @@ internal sealed partial class InstanceDirectory(
                 return self;
             default:
                 // Spread and don't-care: the manager owning the fewest instances, this one on a tie (no hop for its caller).
-                var fewest = candidates.Min(c => _ownedCounts.GetValueOrDefault(c));
-                return _ownedCounts.GetValueOrDefault(self) == fewest && candidates.Contains(self)
-                    ? self
-                    : candidates.First(c => _ownedCounts.GetValueOrDefault(c) == fewest);
+                int Load(LightMemberId c) => _ownedCounts.GetValueOrDefault(c) + _claimsInFlight.GetValueOrDefault(c);
+                var fewest = candidates.Min(Load);
+                return candidates.Contains(self) && Load(self) == fewest ? self : candidates.First(c => Load(c) == fewest);
         }
     }
 

@@ -44,7 +44,7 @@ internal static class DemoCommand
         };
         var noKill = new Option<bool>("--no-kill") { Description = "Kill no manager." };
 
-        var demo = new Command("demo", "Start a local cluster on loopback, deploy the Counter sample, drive clients, kill a manager; Ctrl+C stops everything.")
+        var demo = new Command("demo", "Start a local cluster on loopback, deploy the BankAccount sample, drive clients, kill a manager; Ctrl+C stops everything.")
         {
             managers, host, duration, killAfter, noKill,
         };
@@ -106,9 +106,9 @@ internal static class DemoCommand
             try
             {
                 await cluster.WaitForGroupViewAsync(cluster.Managers, runFor.Token);
-                console.MarkupLine("Deploying the Counter sample (samples/Counter) through the first manager...");
-                (workload, var package) = await DemoWorkload.StartAsync(first, runFor.Token);
-                console.MarkupLine($"Deployed [bold]{Markup.Escape(package.Name)}[/] {Markup.Escape(package.Version)} on every manager; 8 clients add to their counters through {first.Name}.");
+                console.MarkupLine("Deploying the BankAccount sample (samples/BankAccount: primary/backup accounts) through the first manager...");
+                (workload, var package) = await DemoWorkload.StartAsync(cluster.Managers, runFor.Token);
+                console.MarkupLine($"Deployed [bold]{Markup.Escape(package.Name)}[/] {Markup.Escape(package.Version)} on every manager; 8 clients deposit into their accounts, each account on one manager with its backup on another; the client knows every manager and fails over.");
                 if (killAfter is not null && managers < 3)
                 {
                     console.MarkupLine("[grey]No manager is killed: that takes 3 or more, so that a majority survives.[/]");
@@ -123,16 +123,28 @@ internal static class DemoCommand
             }
             catch (RpcException e)
             {
-                context.Fail(ExitCodes.Failed, $"the demo could not deploy the Counter sample: {e.StatusCode}: {e.Status.Detail}");
+                context.Fail(ExitCodes.Failed, $"the demo could not deploy the BankAccount sample: {e.StatusCode}: {e.Status.Detail}");
             }
             finally
             {
                 if (workload is not null)
                 {
-                    await workload.DisposeAsync();
+                    await workload.StopAsync();
                     summary.Calls = workload.Calls;
                     summary.Errors = workload.Errors;
                     summary.LastError = workload.LastError;
+                    summary.Retries = workload.Retries;
+                    try
+                    {
+                        using var verifying = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+                        summary.Verification = await workload.VerifyAsync(verifying.Token);
+                    }
+                    catch (Exception e) when (e is RpcException or OperationCanceledException)
+                    {
+                        summary.Verification = $"The accounts could not be read back: {e.Message}";
+                    }
+
+                    await workload.DisposeAsync();
                 }
             }
 
@@ -214,15 +226,19 @@ internal static class DemoCommand
 
         public int ViewChanges { get; set; }
 
+        public long Retries { get; set; }
+
+        public string? Verification { get; set; }
+
         public string? Killed { get; set; }
 
         public double FailoverSeconds { get; set; }
 
         public string Describe(TimeSpan elapsed) =>
-            $"Summary: {Calls} calls to the Counter sample, {Errors} errors{(LastError is null ? string.Empty : $" (last: {LastError})")}; " +
+            $"Summary: {Calls} deposits to the BankAccount sample, {Errors} errors{(LastError is null ? string.Empty : $" (last: {LastError})")}, {Retries} calls failed over to another manager; " +
             $"{ViewChanges} membership change(s) seen" +
             (Killed is null ? "; no manager killed" : $"; {Killed} killed, new view of the survivors {FailoverSeconds:F1} s later") +
-            $"; ran {elapsed.TotalSeconds:F0} s.";
+            $"; ran {elapsed.TotalSeconds:F0} s.{(Verification is null ? string.Empty : " " + Verification)}";
     }
 
     private static async Task<int> StopQuietlyAsync(LocalCluster cluster, ManagerProcess manager)

@@ -1,35 +1,38 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
 using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
 using Quintet.TestingHost;
-using Samples.Counter;
+using Samples.BankAccount;
 
 namespace Quintet.Cli.Commands;
 
 /// <summary>
-/// The demo's sample traffic: deploys the Counter sample (it ships beside the CLI) and keeps a few clients adding to
-/// their counters through one manager, counting calls and errors.
+/// The demo's sample traffic: deploys the BankAccount sample (it ships beside the CLI; primary/backup accounts) and
+/// keeps a few clients depositing into their accounts through a client that knows every manager and fails over, counting
+/// calls and errors; at the end it checks that every acknowledged deposit is in its account.
 /// </summary>
 internal sealed class DemoWorkload : IAsyncDisposable
 {
     private const int Workers = 8;
+    private static readonly TimeSpan FailoverBudget = TimeSpan.FromSeconds(20);
     private readonly QuintetClient _client;
     private readonly CancellationTokenSource _stop = new();
     private readonly Task _running;
+    private readonly long[] _acknowledged = new long[Workers];
+    private readonly long[] _attempted = new long[Workers];
+    private readonly ConcurrentDictionary<string, int> _servedBy = new();
     private long _calls;
     private long _errors;
     private string? _lastError;
 
-    private DemoWorkload(ManagerProcess manager)
+    private DemoWorkload(IReadOnlyList<ManagerProcess> managers)
     {
-        Manager = manager;
-        _client = QuintetClient.Over(manager.Channel);
+        _client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. managers.Select(m => m.GrpcEndpoint)], FailoverBudget = FailoverBudget });
         _running = Task.WhenAll(Enumerable.Range(0, Workers).Select(RunWorkerAsync));
     }
-
-    /// <summary>The manager the clients call.</summary>
-    public ManagerProcess Manager { get; }
 
     public long Calls => Interlocked.Read(ref _calls);
 
@@ -37,29 +40,47 @@ internal sealed class DemoWorkload : IAsyncDisposable
 
     public string? LastError => Volatile.Read(ref _lastError);
 
-    /// <summary>Deploys the Counter package through <paramref name="manager"/> (every manager gets it) and starts the clients.</summary>
-    public static async Task<(DemoWorkload Workload, PackageInfo Package)> StartAsync(ManagerProcess manager, CancellationToken cancellationToken)
+    /// <summary>Failovers the client made (calls retried on another manager).</summary>
+    public long Retries => _client.Statistics.Retries;
+
+    /// <summary>
+    /// Deploys BankAccount through the first manager, waits until every manager has it, and starts the clients.
+    /// </summary>
+    public static async Task<(DemoWorkload Workload, PackageInfo Package)> StartAsync(IReadOnlyList<ManagerProcess> managers, CancellationToken cancellationToken)
     {
-        var response = await new ComponentAdmin.ComponentAdminClient(manager.Channel).DeployPackageAsync(
-            new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CounterComponent).Assembly)) },
+        var response = await new ComponentAdmin.ComponentAdminClient(managers[0].Channel).DeployPackageAsync(
+            new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) },
             deadline: DateTime.UtcNow.AddSeconds(60),
             cancellationToken: cancellationToken);
-        return (new DemoWorkload(manager), response.Package);
+        var waited = Stopwatch.StartNew();
+        while (waited.Elapsed < TimeSpan.FromSeconds(60))
+        {
+            var lists = await Task.WhenAll(managers.Select(m => new ComponentAdmin.ComponentAdminClient(m.Channel).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10), cancellationToken: cancellationToken).ResponseAsync));
+            if (lists.All(l => l.Packages.Any(p => p.Name == response.Package.Name)))
+            {
+                break;
+            }
+
+            await Task.Delay(200, cancellationToken);
+        }
+
+        return (new DemoWorkload(managers), response.Package);
     }
 
     private async Task RunWorkerAsync(int worker)
     {
         await Task.Yield();
-        var counter = _client.GetComponent<ICounter>($"demo-{worker}");
-        var add = new AddRequest { Amount = 1 };
+        var account = _client.GetComponent<IAccount>($"demo-{worker}");
+        var deposit = new Amount { Value = 1 };
         while (!_stop.IsCancellationRequested)
         {
             try
             {
-                using var deadline = CancellationTokenSource.CreateLinkedTokenSource(_stop.Token);
-                deadline.CancelAfter(TimeSpan.FromSeconds(5));
-                await counter.AddAsync(add, deadline.Token);
+                Interlocked.Increment(ref _attempted[worker]);
+                var balance = await account.DepositAsync(deposit, _stop.Token);
+                Interlocked.Increment(ref _acknowledged[worker]);
                 Interlocked.Increment(ref _calls);
+                _servedBy.AddOrUpdate(balance.Manager, 1, (_, n) => n + 1);
             }
             catch (RpcException e) when (!_stop.IsCancellationRequested)
             {
@@ -78,10 +99,45 @@ internal sealed class DemoWorkload : IAsyncDisposable
         }
     }
 
-    public async ValueTask DisposeAsync()
+    /// <summary>
+    /// Reads every account back and compares it with the deposits the clients saw acknowledged (a deposit retried on
+    /// another manager after its answer was lost may count twice: calls are at-least-once on failover).
+    /// </summary>
+    public async Task<string> VerifyAsync(CancellationToken cancellationToken)
+    {
+        var lost = 0;
+        long acknowledged = 0;
+        long extra = 0;
+        for (var worker = 0; worker < Workers; worker++)
+        {
+            var balance = await _client.GetComponent<IAccount>($"demo-{worker}").GetBalanceAsync(new BalanceRequest(), cancellationToken);
+            acknowledged += _acknowledged[worker];
+            if (balance.Value < _acknowledged[worker])
+            {
+                lost++;
+            }
+            else
+            {
+                extra += balance.Value - _acknowledged[worker];
+            }
+        }
+
+        var served = string.Join(", ", _servedBy.OrderBy(s => s.Key, StringComparer.Ordinal).Select(s => $"{s.Key} {s.Value}"));
+        return lost == 0
+            ? $"Every one of the {acknowledged} acknowledged deposits is in its account ({extra} more from deposits whose answer never came: cut short by the stop, or retried after a failover); served by {served}."
+            : $"{lost} of {Workers} accounts hold less than their acknowledged deposits; served by {served}.";
+    }
+
+    /// <summary>Stops the clients (the client stays open for <see cref="VerifyAsync"/> until disposed).</summary>
+    public async Task StopAsync()
     {
         await _stop.CancelAsync();
         await _running;
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        await StopAsync();
         _client.Dispose();
         _stop.Dispose();
     }
