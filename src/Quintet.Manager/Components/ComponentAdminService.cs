@@ -66,7 +66,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
 
     public override Task<ListPackagesResponse> ListPackages(ListPackagesRequest request, ServerCallContext context)
     {
-        var response = new ListPackagesResponse { Instances = host.InstanceCount };
+        var response = new ListPackagesResponse { Instances = host.InstanceCount, LiveInstances = host.LiveInstanceCount };
         response.Packages.AddRange(host.Packages.Select(Describe));
         return Task.FromResult(response);
     }

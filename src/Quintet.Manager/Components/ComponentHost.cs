@@ -60,6 +60,9 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     /// <summary>Instances this manager hosts (active, retired or migrating).</summary>
     public int InstanceCount => _shadows.Count;
 
+    /// <summary>Instances this manager hosts that are live (activated, not retired).</summary>
+    public int LiveInstanceCount => _shadows.Values.Count(s => s.Instance is not null);
+
     /// <summary>
     /// Unzips, loads and registers a zipped package; refuses (changing nothing, its folder deleted) a package that does
     /// not load or whose name or contracts are already deployed.

@@ -44,6 +44,7 @@ internal sealed partial class InstanceDirectory(
     private readonly Dictionary<InstanceId, Placement> _placements = [];
     private readonly Dictionary<LightMemberId, int> _ownedCounts = [];
     private readonly Dictionary<LightMemberId, int> _claimsInFlight = [];
+    private readonly ConcurrentDictionary<string, string> _classNames = new(StringComparer.Ordinal);
     private readonly Dictionary<LightMemberId, DirectoryManager> _managers = [];
     private readonly ConcurrentDictionary<InstanceId, TaskCompletionSource> _waiters = new();
     private readonly List<(long ViewId, DirectoryEvent Event)> _buffered = [];
@@ -691,7 +692,8 @@ internal sealed partial class InstanceDirectory(
 
     private static InstanceRef ToWire(InstanceId id) => new() { ClassName = id.ClassName, Key = id.Key };
 
-    private static InstanceId FromWire(InstanceRef instance) => new(instance.ClassName, instance.Key);
+    // Every entry of a class names it: one string per class, not one per entry.
+    private InstanceId FromWire(InstanceRef instance) => new(_classNames.GetOrAdd(instance.ClassName, instance.ClassName), instance.Key);
 
     private static DirectoryMember ToWire(LightMemberId id) =>
         new() { Node = id.Host.Node, Uid = id.Host.Uid, Incarnation = id.Host.Incarnation, Local = id.Local };

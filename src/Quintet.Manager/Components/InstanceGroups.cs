@@ -10,8 +10,9 @@ namespace Quintet.Manager.Components;
 /// </summary>
 internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Component instance) : IComponentGroups, IAsyncDisposable
 {
+    // Most activations never join a group: the table is made on first join.
     private readonly Lock _gate = new();
-    private readonly Dictionary<string, InstanceGroup> _joined = new(StringComparer.Ordinal);
+    private Dictionary<string, InstanceGroup>? _joined;
 
     /// <summary>The light group of a class's ClassGroup.</summary>
     public static string ClassGroupName(string className) => "quintet.class/" + className;
@@ -30,7 +31,7 @@ internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Compone
     {
         lock (_gate)
         {
-            if (_joined.TryGetValue(lightName, out var existing))
+            if (_joined is not null && _joined.TryGetValue(lightName, out var existing))
             {
                 return existing;
             }
@@ -40,7 +41,7 @@ internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Compone
         var group = new InstanceGroup(lightName, member, shadow, instance);
         lock (_gate)
         {
-            if (_joined.TryAdd(lightName, group))
+            if ((_joined ??= new Dictionary<string, InstanceGroup>(StringComparer.Ordinal)).TryAdd(lightName, group))
             {
                 group.Start();
                 return group;
@@ -51,7 +52,7 @@ internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Compone
         await member.DisposeAsync();
         lock (_gate)
         {
-            return _joined[lightName];
+            return _joined![lightName];
         }
     }
 
@@ -60,8 +61,8 @@ internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Compone
         List<InstanceGroup> joined;
         lock (_gate)
         {
-            joined = [.. _joined.Values];
-            _joined.Clear();
+            joined = _joined is null ? [] : [.. _joined.Values];
+            _joined = null;
         }
 
         foreach (var group in joined)

@@ -138,21 +138,24 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
 internal sealed record InvocationTrace(string Operation, string Request, string? Response, string Status, TimeSpan Elapsed, DateTimeOffset At);
 
 /// <summary>
-/// Call latencies in 24 buckets growing by a factor of two from 16 µs (up to about two minutes): a fixed 200 bytes per
-/// instance, accurate to its bucket, which is what a percentile on a console needs.
+/// Call latencies in 24 buckets growing by a factor of two from 16 µs (up to about two minutes): about 150 bytes per
+/// instance, accurate to its bucket, which is what a percentile on a console needs. Counts saturate at int.MaxValue.
 /// </summary>
 internal sealed class LatencyHistogram
 {
     private const double SmallestMicros = 16;
-    private readonly long[] _buckets = new long[24];
+    private readonly int[] _buckets = new int[24];
     private long _count;
 
     public void Add(TimeSpan elapsed)
     {
         var micros = elapsed.TotalMicroseconds;
         var bucket = micros <= SmallestMicros ? 0 : Math.Min(_buckets.Length - 1, (int)Math.Ceiling(Math.Log2(micros / SmallestMicros)));
-        _buckets[bucket]++;
-        _count++;
+        if (_buckets[bucket] < int.MaxValue)
+        {
+            _buckets[bucket]++;
+            _count++;
+        }
     }
 
     /// <summary>The upper bound, in milliseconds, of the bucket holding the <paramref name="quantile"/>.</summary>

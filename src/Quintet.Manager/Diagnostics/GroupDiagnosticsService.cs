@@ -121,6 +121,14 @@ internal sealed class GroupDiagnosticsService(
 
     public override Task<EchoMessage> Echo(EchoMessage request, ServerCallContext context) => Task.FromResult(request);
 
+    public override Task<MeasureHeapResponse> MeasureHeap(MeasureHeapRequest request, ServerCallContext context)
+    {
+        RequireWorkloadEnabled();
+        GC.Collect(GC.MaxGeneration, GCCollectionMode.Aggressive, blocking: true, compacting: true);
+        GC.WaitForPendingFinalizers();
+        return Task.FromResult(new MeasureHeapResponse { LiveHeapBytes = GC.GetTotalMemory(forceFullCollection: true) });
+    }
+
     public override Task<LightWorkloadStatus> GetLightWorkloadStatus(GroupStatusRequest request, ServerCallContext context) =>
         Task.FromResult(LightStatus());
 
