@@ -259,4 +259,85 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             var moved = await Assert.ThrowsAsync<RpcException>(async () => await Admin(cluster.Managers.First(m => m != owner)).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = "shared", ToManager = owner.Name }, deadline: Soon));
             Assert.Equal(StatusCode.FailedPrecondition, moved.StatusCode);
         });
+
+    /// <summary>
+    /// The owner of an account is cut off from the two other managers (network namespaces, nftables) while clients
+    /// deposit through it and through the majority: the majority takes the account over only after the owner stopped
+    /// serving (the last deposit the cut-off owner acknowledged comes before the first one its successor did), and no
+    /// acknowledged deposit is lost.
+    /// </summary>
+    [Fact]
+    public async Task A_cut_off_owner_stops_serving_before_the_majority_takes_over_and_no_acknowledged_deposit_is_lost()
+    {
+        Assert.True(IsolatedNetwork.WhyUnavailable() is null, $"This test needs a network namespace: {IsolatedNetwork.WhyUnavailable()}.");
+        await using var network = await IsolatedNetwork.CreateAsync(3);
+        var options = ClusterTest.Options(3);
+        options.Network = network;
+
+        // Keep the cluster from downing the cut-off manager: it must stop serving by its lease, not by being killed.
+        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:01:00";
+        await ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await DeployBankAsync(cluster);
+            using var viaFirst = QuintetClient.Over(cluster.Managers[0].Channel);
+            var victim = cluster.Managers[2];
+            string? key = null;
+            for (var i = 0; key is null && i < 30; i++)
+            {
+                var balance = await viaFirst.GetComponent<IAccount>($"cut-{i}").DepositAsync(new Amount { Value = 1 }, CancellationToken.None);
+                key = balance.Manager == victim.Name ? $"cut-{i}" : null;
+            }
+
+            Assert.NotNull(key);
+            using var viaVictim = QuintetClient.Over(victim.Channel);
+            var clock = Stopwatch.StartNew();
+            var acknowledged = new ConcurrentQueue<(TimeSpan At, string Manager)>();
+            var refusals = new ConcurrentQueue<string>();
+            using var stop = new CancellationTokenSource();
+            async Task DepositLoopAsync(QuintetClient client)
+            {
+                var account = client.GetComponent<IAccount>(key);
+                while (!stop.IsCancellationRequested)
+                {
+                    try
+                    {
+                        using var deadline = new CancellationTokenSource(TimeSpan.FromSeconds(3));
+                        var balance = await account.DepositAsync(new Amount { Value = 1 }, deadline.Token);
+                        acknowledged.Enqueue((clock.Elapsed, balance.Manager));
+                    }
+                    catch (RpcException e)
+                    {
+                        refusals.Enqueue($"{e.StatusCode}: {e.Status.Detail}");
+                        await Task.Delay(50);
+                    }
+                }
+            }
+
+            var loops = new[] { Task.Run(() => DepositLoopAsync(viaVictim)), Task.Run(() => DepositLoopAsync(viaFirst)) };
+            await Task.Delay(TimeSpan.FromSeconds(2));
+            var cutAt = clock.Elapsed;
+            await network.PartitionAsync([[victim.Index], [.. cluster.Managers.Where(m => m != victim).Select(m => m.Index)]]);
+            var waited = Stopwatch.StartNew();
+            while (!acknowledged.Any(a => a.At > cutAt && a.Manager != victim.Name))
+            {
+                Assert.True(waited.Elapsed < TimeSpan.FromSeconds(40), $"the majority did not take the account over within 40 s; refusals: {string.Join(" | ", refusals.TakeLast(3))}");
+                await Task.Delay(200);
+            }
+
+            await Task.Delay(TimeSpan.FromSeconds(2));
+            await stop.CancelAsync();
+            await Task.WhenAll(loops);
+
+            var lastByVictim = acknowledged.Where(a => a.Manager == victim.Name).Max(a => a.At);
+            var firstBySuccessor = acknowledged.Where(a => a.Manager != victim.Name).Min(a => a.At);
+            output.WriteLine($"cut at {cutAt.TotalSeconds:F2} s; last deposit acknowledged by {victim.Name} at {lastByVictim.TotalSeconds:F2} s; first by its successor at {firstBySuccessor.TotalSeconds:F2} s; " +
+                $"{acknowledged.Count} acknowledged, {refusals.Count} refused (e.g. {refusals.FirstOrDefault()})");
+            Assert.True(lastByVictim < firstBySuccessor, "the cut-off owner acknowledged a deposit after its successor had begun to serve: two live activations");
+            Assert.True(lastByVictim - cutAt < TimeSpan.FromSeconds(3), $"the cut-off owner went on serving {(lastByVictim - cutAt).TotalSeconds:F1} s after the cut");
+
+            var final = await viaFirst.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+            Assert.True(final.Value >= acknowledged.Count + 1, $"the balance {final.Value} is short of the {acknowledged.Count + 1} acknowledged deposits");
+            Assert.Equal("Promoted", final.Activation);
+        });
+    }
 }
