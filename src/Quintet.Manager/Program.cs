@@ -1,3 +1,7 @@
 using Quintet.Manager.Hosting;
+using Quintet.Manager.Isolation;
 
-return await ManagerHost.RunAsync(args);
+// The same executable runs the isolated workers of packages whose QoS says isolation: process.
+return WorkerArguments.IsWorkerCommand(args)
+    ? await WorkerHost.RunAsync(args)
+    : await ManagerHost.RunAsync(args);

@@ -189,6 +189,18 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
             throw new RpcException(new Status(StatusCode.InvalidArgument, $"The QoS spec was refused (nothing changed):\n  {componentClass.Name}.replication: active replication needs the class to implement Quintet.Components.IMigrateState."));
         }
 
+        if (Isolation.IsolationRules.Unsupported(spec) is { } unsupported)
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"The QoS spec was refused (nothing changed):\n  {componentClass.Name}.{unsupported}"));
+        }
+
+        if (spec.Isolation != componentClass.Qos.Isolation)
+        {
+            // Live instances would stay where they are (in the manager or in the worker) while calls went to the other.
+            static string Name(IsolationMode mode) => mode == IsolationMode.Process ? "process" : "shared";
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, $"isolation cannot change at run time ({Name(componentClass.Qos.Isolation)} to {Name(spec.Isolation)}); change it in the package's QoS file and deploy the package again."));
+        }
+
         componentClass.Qos = spec;
         var managers = 1;
         if (!request.ThisManagerOnly)

@@ -158,6 +158,14 @@ internal sealed partial class ComponentHost
         }
     }
 
+    private string? PackageNameOf(ComponentClass componentClass)
+    {
+        lock (_gate)
+        {
+            return _packages.Values.FirstOrDefault(p => p.Classes.Contains(componentClass))?.Name;
+        }
+    }
+
     /// <summary>The checkpoint stream of an instance.</summary>
     public static string StreamOf(InstanceId id) => $"{id.ClassName}/{id.Key}";
 
@@ -167,6 +175,19 @@ internal sealed partial class ComponentHost
         await shadow.Turn.WaitAsync(cancellationToken);
         try
         {
+            if (shadow.Class.Qos.Isolation == IsolationMode.Process && reason != DeactivationReason.Undeployed && PackageNameOf(shadow.Class) is { } packageName)
+            {
+                // Its instance lives in the package's worker (undeploy stops the whole worker instead).
+                try
+                {
+                    await _isolated.DeactivateAsync(packageName, shadow.Class.Name, shadow.Key, reason, cancellationToken);
+                }
+                catch (InvocationException e)
+                {
+                    LogIsolatedDeactivationFailed(logger, shadow.Class.Name, shadow.Key, e.Message);
+                }
+            }
+
             if (shadow.Instance is { } instance)
             {
                 try
@@ -243,6 +264,12 @@ internal sealed partial class ComponentHost
     public async Task<long> MigrateAsync(InstanceId id, string toNode, CancellationToken cancellationToken)
     {
         var componentClass = FindClass(id.ClassName) ?? throw new InvocationException(StatusCode.NotFound, $"No deployed class is named '{id.ClassName}'.");
+        if (componentClass.Qos.Isolation == IsolationMode.Process)
+        {
+            // Its instance lives in the package's worker, which the hand-over below does not reach yet.
+            throw new InvocationException(StatusCode.FailedPrecondition, $"{id} runs in an isolated worker process; moving isolated instances is not supported yet.");
+        }
+
         if (!_directory.TryRoute(id, out var route) || !route.IsLocal)
         {
             throw new InvocationException(StatusCode.FailedPrecondition, $"{id} is not owned by manager {identity.NodeName}.");
@@ -457,6 +484,9 @@ internal sealed partial class ComponentHost
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not retire; it stays active")]
     private static partial void LogRetireFailed(ILogger logger, Exception exception, string @class, string key);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): its isolated worker did not deactivate it: {Reason}")]
+    private static partial void LogIsolatedDeactivationFailed(ILogger logger, string @class, string key, string reason);
 
     [LoggerMessage(Level = LogLevel.Information, Message = "{Class} (key '{Key}') moved to {Target}")]
     private static partial void LogMigrated(ILogger logger, string @class, string key, string target);

@@ -1,9 +1,11 @@
 using System.Buffers;
 using System.Collections.Concurrent;
+using System.Diagnostics;
 using Grpc.Core;
 using ProtoBuf;
 using Quintet.Components;
 using Quintet.Manager.Hosting;
+using Quintet.Manager.Isolation;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Components;
@@ -30,9 +32,11 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     private readonly PackageStore store;
     private readonly InstanceDirectory _directory;
     private readonly ICheckpointStore _checkpoints;
+    private readonly IsolatedWorkers _isolated;
 
-    public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints)
+    public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints, IsolatedWorkers isolated)
     {
+        _isolated = isolated;
         this.logger = logger;
         this.identity = identity;
         this.store = store;
@@ -144,6 +148,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable
 
         await LeaveReplicasAsync(r => package.Classes.Contains(r.Class));
 
+        // Before its files go: the package's isolated worker runs from its folder.
+        await _isolated.StopAsync(name, cancellationToken);
         package.Unload();
         PackageStore.Delete(package.Directory);
         LogUndeployed(logger, name);
@@ -215,6 +221,11 @@ internal sealed partial class ComponentHost : IAsyncDisposable
                 return (replicated, null);
             }
 
+            if (componentClass.Qos.Isolation == IsolationMode.Process && shadow.State != ShadowState.Gone)
+            {
+                return (await CallIsolatedAsync(shadow, op, message, service, request, cancellationToken), null);
+            }
+
             var outcome = await CallAsync(shadow, op, message, cancellationToken);
             if (outcome is { } response)
             {
@@ -234,6 +245,42 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     }
 
     private const int MaxHops = 4;
+
+    /// <summary>
+    /// Runs one call on an instance owned here whose class is isolated: in its package's worker process, as the caller's
+    /// bytes. The worker serializes the instance's calls; the shadow routes and counts them.
+    /// </summary>
+    private async Task<byte[]> CallIsolatedAsync(Shadow shadow, ComponentOperation op, object message, string service, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+    {
+        EnsureLease(shadow.Id);
+        ComponentPackage? package;
+        lock (_gate)
+        {
+            package = _packages.Values.FirstOrDefault(p => p.Classes.Contains(shadow.Class));
+        }
+
+        if (package is null)
+        {
+            throw new InvocationException(StatusCode.Unimplemented, $"{shadow.Class.Name} was undeployed while the call waited.");
+        }
+
+        var started = Stopwatch.GetTimestamp();
+        try
+        {
+            var reply = await _isolated.InvokeAsync(package, service, op.Name, shadow.Key, request, cancellationToken);
+            shadow.Record(op.Name, message, null, null, Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+            return reply;
+        }
+        catch (InvocationException e)
+        {
+            shadow.Record(op.Name, message, null, $"{e.Code}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+            throw;
+        }
+        finally
+        {
+            shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+        }
+    }
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Deployed package {Name} {Version}: {Classes}")]
     private static partial void LogDeployed(ILogger logger, string name, string version, string classes);

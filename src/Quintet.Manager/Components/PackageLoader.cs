@@ -67,6 +67,11 @@ internal static class PackageLoader
             foreach (var componentClass in classes)
             {
                 componentClass.Qos = qos.GetValueOrDefault(componentClass.Name, QosSpec.Default);
+                if (Isolation.IsolationRules.Unsupported(componentClass.Qos) is { } unsupported)
+                {
+                    throw new PackageException($"{componentClass.Name}.{unsupported}.");
+                }
+
                 if (componentClass.Qos.Replication == ReplicationStyle.Active && !typeof(IMigrateState).IsAssignableFrom(componentClass.Type))
                 {
                     throw new PackageException($"{componentClass.Name}.replication: active replication needs the class to implement Quintet.Components.IMigrateState, to bring a new replica up to date with the others.");

@@ -12,6 +12,7 @@ using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Diagnostics;
 using Quintet.Manager.Health;
+using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifetime;
 using Quintet.Manager.Persistence;
 using Quintet.Protocol.Admin;
@@ -88,6 +89,7 @@ public static class ManagerHostingExtensions
             host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>());
             return host;
         });
+        builder.Services.AddIsolatedWorkers();
         builder.Services.AddHostedService<InstanceSweeper>();
         builder.Services.AddSingleton<PackageStore>();
         builder.Services.AddSingleton<PackageReplicator>();

@@ -1,0 +1,153 @@
+using System.Globalization;
+using System.Net;
+using System.Text;
+using Grpc.Core;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Quintet.Components;
+using Quintet.Manager.Components;
+using Quintet.Manager.Configuration;
+using Quintet.Manager.Lifetime;
+using Quintet.Manager.Persistence;
+using Quintet.Persistence;
+
+namespace Quintet.Manager.Isolation;
+
+/// <summary>
+/// The isolated worker: the manager executable started with <c>worker</c> first (see <see cref="WorkerArguments"/>).
+/// It loads one package, serves its component calls to its manager over HTTP/2 on loopback, and ends when asked, when
+/// its manager's process ends, or when a component takes it down, which is the point: then only this package's
+/// instances are lost, and the manager starts a new worker.
+/// </summary>
+internal static class WorkerHost
+{
+    /// <summary>The worker's own service, beside its package's contracts; only its manager calls it.</summary>
+    public const string ControlService = "quintet.worker.Control";
+
+    /// <summary>Stops the worker; the one-byte request is the <see cref="DeactivationReason"/> its instances get.</summary>
+    public const string StopOperation = "Stop";
+
+    /// <summary>
+    /// Deactivates one instance: the key in the key header; the request is the <see cref="DeactivationReason"/> as one
+    /// byte, then the class name in UTF-8.
+    /// </summary>
+    public const string DeactivateOperation = "Deactivate";
+
+    /// <summary>How long the worker's instances get to deactivate when it stops.</summary>
+    public static readonly TimeSpan DeactivationBudget = TimeSpan.FromSeconds(10);
+
+    /// <summary>Runs a worker until it is stopped; returns its exit code (0 stopped, 2 bad command line, 3 package refused).</summary>
+    public static async Task<int> RunAsync(IReadOnlyList<string> args)
+    {
+        WorkerArguments arguments;
+        try
+        {
+            arguments = WorkerArguments.Parse(args);
+        }
+        catch (FormatException e)
+        {
+            await Console.Error.WriteLineAsync($"quintet-worker: {e.Message}");
+            return 2;
+        }
+
+        ComponentPackage package;
+        try
+        {
+            package = PackageLoader.Load(arguments.PackageDirectory);
+        }
+        catch (PackageException e)
+        {
+            await Console.Error.WriteLineAsync($"quintet-worker: the package in {arguments.PackageDirectory} is refused: {e.Message}");
+            return 3;
+        }
+
+        await using var app = Build(arguments, package);
+        await app.StartAsync();
+
+        // The manager waits for this line (bounded) before it sends the first call.
+        Console.Out.WriteLine(WorkerArguments.ReadyPrefix + BoundPort(app).ToString(CultureInfo.InvariantCulture));
+        await Console.Out.FlushAsync();
+
+        // Returns once the server has stopped: no call is running when the instances are deactivated.
+        await app.WaitForShutdownAsync();
+        using (var budget = new CancellationTokenSource(DeactivationBudget))
+        {
+            await app.Services.GetRequiredService<WorkerInstances>().DeactivateAllAsync(budget.Token);
+        }
+
+        return 0;
+    }
+
+    /// <summary>Builds the worker's host: Kestrel on 127.0.0.1 (HTTP/2 only), the package's calls and the stop request.</summary>
+    internal static WebApplication Build(WorkerArguments arguments, ComponentPackage package)
+    {
+        var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions
+        {
+            Args = [],
+            ContentRootPath = AppContext.BaseDirectory,
+        });
+        builder.Logging.ClearProviders();
+        builder.Logging.AddSimpleConsole(o =>
+        {
+            o.SingleLine = true;
+            o.TimestampFormat = "HH:mm:ss.fff ";
+        });
+        builder.Logging.SetMinimumLevel(LogLevel.Information);
+        builder.Logging.AddFilter("Microsoft", LogLevel.Warning);
+
+        // A stop must not hang on a call a component never finishes: the manager kills the worker soon after anyway.
+        builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = TimeSpan.FromSeconds(5));
+        builder.Services.AddSingleton(TimeProvider.System);
+        builder.Services.Configure<ManagerOptions>(o => o.ParentProcessId = arguments.ParentProcessId);
+        builder.Services.AddHostedService<ParentProcessWatcher>();
+        builder.Services.AddSingleton(sp => new LocalCheckpointStore(arguments.DataDirectory, sp.GetRequiredService<ILogger<LocalCheckpointStore>>()));
+        builder.Services.AddSingleton<ICheckpointStore>(sp => sp.GetRequiredService<LocalCheckpointStore>());
+        builder.Services.AddSingleton(sp => new WorkerInstances(package, sp.GetRequiredService<ICheckpointStore>(), arguments.ManagerName, sp.GetRequiredService<ILogger<WorkerInstances>>()));
+        builder.Services.AddSingleton<IComponentInvoker>(sp => sp.GetRequiredService<WorkerInstances>());
+        builder.WebHost.ConfigureKestrel(kestrel =>
+            kestrel.Listen(IPAddress.Loopback, arguments.Port, listen => listen.Protocols = HttpProtocols.Http2));
+
+        var app = builder.Build();
+        app.MapPost($"/{ControlService}/{{operation}}", (HttpContext context, string operation, WorkerInstances instances, IHostApplicationLifetime lifetime) =>
+            WorkerCallEndpoint.HandleAsync(context, ControlService, operation, new ControlInvoker(instances, lifetime)));
+        app.MapWorkerCalls();
+        return app;
+    }
+
+    /// <summary>The port Kestrel bound (the one asked for, or the one the system picked for 0).</summary>
+    internal static int BoundPort(WebApplication app)
+    {
+        var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()?.Addresses.FirstOrDefault()
+            ?? throw new InvalidOperationException("The worker's server reports no address.");
+        return new Uri(address).Port;
+    }
+
+    /// <summary>The manager's requests to the worker itself.</summary>
+    private sealed class ControlInvoker(WorkerInstances instances, IHostApplicationLifetime lifetime) : IComponentInvoker
+    {
+        public async Task<byte[]> InvokeAsync(string service, string operation, string key, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+        {
+            if (request.Length < 1 || !Enum.IsDefined((DeactivationReason)request.Span[0]))
+            {
+                throw new InvocationException(StatusCode.InvalidArgument, $"{ControlService}/{operation} starts with a deactivation reason byte.");
+            }
+
+            var reason = (DeactivationReason)request.Span[0];
+            switch (operation)
+            {
+                case StopOperation:
+                    instances.StopReason = reason;
+
+                    // The server lets this call finish before it stops.
+                    lifetime.StopApplication();
+                    return [];
+                case DeactivateOperation:
+                    await instances.DeactivateAsync(Encoding.UTF8.GetString(request.Span[1..]), key, reason, cancellationToken);
+                    return [];
+                default:
+                    throw new InvocationException(StatusCode.Unimplemented, $"{ControlService} has no operation '{operation}'.");
+            }
+        }
+    }
+}
