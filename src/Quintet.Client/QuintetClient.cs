@@ -139,6 +139,58 @@ public sealed class QuintetClient : IDisposable
         return Factory.CreateClient<TContract>(invoker);
     }
 
+    /// <summary>
+    /// Creates a fresh instance of the class serving <typeparamref name="TContract"/> (its QoS says
+    /// <c>instancing: fresh</c>): the class factory picks its key and may pick its manager. Returns the key and a proxy;
+    /// the instance is activated on its first call. Call <see cref="DestroyInstanceAsync{TContract}"/> when done with it.
+    /// </summary>
+    /// <exception cref="RpcException">NOT_FOUND for a contract no class serves; FAILED_PRECONDITION for a keyed class.</exception>
+    public async Task<(string Key, TContract Instance)> CreateInstanceAsync<TContract>(CancellationToken cancellationToken = default)
+        where TContract : class
+    {
+        var contract = ContractName<TContract>();
+        var response = await InstancesCallAsync(
+            invoker => new Protocol.Admin.ComponentInstances.ComponentInstancesClient(invoker).CreateInstanceAsync(new Protocol.Admin.CreateInstanceRequest { Contract = contract }, cancellationToken: cancellationToken).ResponseAsync);
+        return (response.Key, GetComponent<TContract>(response.Key));
+    }
+
+    /// <summary>Destroys a fresh instance: it is deactivated, forgotten, and its checkpoint stream deleted.</summary>
+    /// <exception cref="RpcException">NOT_FOUND when no such instance exists.</exception>
+    public async Task DestroyInstanceAsync<TContract>(string key, CancellationToken cancellationToken = default)
+        where TContract : class
+    {
+        ArgumentNullException.ThrowIfNull(key);
+        var contract = ContractName<TContract>();
+        await InstancesCallAsync(
+            invoker => new Protocol.Admin.ComponentInstances.ComponentInstancesClient(invoker).DestroyInstanceAsync(new Protocol.Admin.DestroyInstanceRequest { Contract = contract, Key = key }, cancellationToken: cancellationToken).ResponseAsync);
+    }
+
+    /// <summary>Runs a create or destroy on the manager in use, moving on to the next one while managers are unavailable.</summary>
+    private async Task<T> InstancesCallAsync<T>(Func<CallInvoker, Task<T>> call)
+    {
+        if (_connection is null)
+        {
+            return await call(_channel!.CreateCallInvoker());
+        }
+
+        for (var attempt = 1; ; attempt++)
+        {
+            var endpoint = _connection.Current;
+            try
+            {
+                return await call(endpoint.Invoker);
+            }
+            catch (RpcException e) when (e.StatusCode == StatusCode.Unavailable && attempt < _connection.Endpoints.Count)
+            {
+                _connection.MoveOnFrom(endpoint);
+            }
+        }
+    }
+
+    private static string ContractName<TContract>() =>
+        typeof(TContract).GetCustomAttribute<ComponentContractAttribute>()?.Name
+        ?? throw new ArgumentException($"{typeof(TContract).FullName} is not a component contract: mark it [ComponentContract(\"service.name\")].", nameof(TContract));
+
     /// <summary>Closes the channels this client opened (not a channel given to <see cref="Over"/>).</summary>
     public void Dispose() => _connection?.Dispose();
 

@@ -128,6 +128,41 @@ public class ComponentCallTests(ITestOutputHelper output)
             await WaitForPackagesAsync(cluster.Managers);
         });
 
+    [Fact]
+    public Task Fresh_instances_are_made_by_the_class_factory_and_destroyed_on_request() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(2), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            await WaitForPackagesAsync(cluster.Managers, "Counter");
+            using var client = QuintetClient.Over(cluster.Managers[1].Channel);
+
+            // Keyed by default: creating one is refused with the reason.
+            var keyed = await Assert.ThrowsAsync<RpcException>(() => client.CreateInstanceAsync<ICounter>());
+            Assert.Equal(StatusCode.FailedPrecondition, keyed.StatusCode);
+
+            await Admin(cluster.Managers[0]).SetQosAsync(new SetQosRequest { ClassName = "Samples.Counter.CounterComponent", Spec = "instancing: fresh\n" }, deadline: DateTime.UtcNow.AddSeconds(30));
+            var (key, counter) = await client.CreateInstanceAsync<ICounter>();
+            var (other, _) = await client.CreateInstanceAsync<ICounter>();
+            Assert.StartsWith("counter-", key, StringComparison.Ordinal);
+            Assert.NotEqual(key, other);
+            var value = await counter.AddAsync(new AddRequest { Amount = 4 }, CancellationToken.None);
+
+            // The factory places each new counter on the manager asked.
+            Assert.Equal((4L, cluster.Managers[1].Name), (value.Value, value.Manager));
+
+            // A key nobody created is not an instance; a destroyed one is gone, with its state.
+            var never = await Assert.ThrowsAsync<RpcException>(async () => await client.GetComponent<ICounter>("made-up").GetAsync(new GetRequest(), CancellationToken.None));
+            Assert.Equal(StatusCode.NotFound, never.StatusCode);
+            Assert.Contains("CreateInstance", never.Status.Detail, StringComparison.Ordinal);
+            using var viaFirst = QuintetClient.Over(cluster.Managers[0].Channel);
+            await viaFirst.DestroyInstanceAsync<ICounter>(key);
+            var destroyed = await Assert.ThrowsAsync<RpcException>(async () => await counter.GetAsync(new GetRequest(), CancellationToken.None));
+            Assert.Equal(StatusCode.NotFound, destroyed.StatusCode);
+            var again = await Assert.ThrowsAsync<RpcException>(() => viaFirst.DestroyInstanceAsync<ICounter>(key));
+            Assert.Equal(StatusCode.NotFound, again.StatusCode);
+        });
+
     /// <summary>Waits until each manager lists exactly <paramref name="names"/>.</summary>
     private static async Task WaitForPackagesAsync(IReadOnlyCollection<ManagerProcess> managers, params string[] names)
     {

@@ -155,6 +155,25 @@ public sealed class PackageLoaderTests : IDisposable
             message);
     }
 
+    [Theory]
+    [InlineData("Samples.Counter.Nowhere", "components[0].factory: Samples.Counter.Nowhere is not in Counter.")]
+    [InlineData("Samples.Counter.CounterComponent", "components[0].factory: Samples.Counter.CounterComponent must be a non-abstract class derived from Quintet.Components.ClassFactory<Samples.Counter.CounterComponent>.")]
+    public void A_factory_that_is_not_a_factory_of_the_class_is_refused(string factory, string expected) =>
+        Assert.Equal(expected, Refused(Package(manifest: WithFactory(factory))));
+
+    [Fact]
+    public void The_factory_the_manifest_names_makes_the_keys()
+    {
+        var counter = Assert.Single(PackageLoader.Load(Package(manifest: WithFactory("Samples.Counter.CounterFactory"))).Classes);
+        var context = new Quintet.Components.CreateInstanceContext(counter.Name, Quintet.Components.QosSpec.Default, ["m1", "m2"], "m2");
+        Assert.StartsWith("counter-", counter.Factory.NewKey(context), StringComparison.Ordinal);
+        Assert.Equal("m2", counter.Factory.Place(context));
+        Assert.Null(Assert.Single(PackageLoader.Load(Package()).Classes).Factory.Place(context));
+    }
+
+    private static string WithFactory(string factory) =>
+        ValidManifest.Replace("\"contracts\":[\"Samples.Counter.ICounter\"]", $"\"contracts\":[\"Samples.Counter.ICounter\"],\"factory\":\"{factory}\"", StringComparison.Ordinal);
+
     [Fact]
     public void Two_qos_files_are_refused() =>
         Assert.Equal(

@@ -45,6 +45,9 @@ public enum DeactivationReason
     /// write state, the other activation is the live one.
     /// </summary>
     OwnershipLost = 5,
+
+    /// <summary>A client destroyed the instance: it is gone for good, with its checkpoint stream.</summary>
+    Destroyed = 6,
 }
 
 /// <summary>

@@ -111,4 +111,13 @@ internal sealed class ComponentClass(string name, Type type, IReadOnlyList<Compo
     public IReadOnlyList<ComponentContract> Contracts { get; } = contracts;
 
     public Component CreateInstance() => create();
+
+    /// <summary>Decides the keys (and optionally the managers) of fresh instances.</summary>
+    public IClassFactory Factory { get; init; } = DefaultClassFactory.Instance;
+}
+
+/// <summary>The factory of a class whose manifest names none: GUID keys, placement by the QoS spec.</summary>
+internal sealed class DefaultClassFactory : ClassFactory<Component>
+{
+    public static readonly DefaultClassFactory Instance = new();
 }

@@ -351,6 +351,59 @@ internal sealed partial class ComponentHost
         }
     }
 
+    /// <summary>The class serving <paramref name="contract"/>, or null.</summary>
+    public ComponentClass? ClassServing(string contract)
+    {
+        lock (_gate)
+        {
+            return _services.TryGetValue(contract, out var served) ? served.Class : null;
+        }
+    }
+
+    /// <summary>A fresh instance of <paramref name="componentClass"/>: its factory picks the key and may pick the manager.</summary>
+    public async Task<(string Key, InstanceRoute Route)> CreateInstanceAsync(ComponentClass componentClass, CancellationToken cancellationToken)
+    {
+        if (componentClass.Qos.Instancing != InstancingStyle.Fresh)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"{componentClass.Name} is keyed (its QoS instancing is keyed): call it with a key of your choosing; its instance is created on first use.");
+        }
+
+        var context = new CreateInstanceContext(componentClass.Name, componentClass.Qos, [.. _directory.Peers().Select(p => p.NodeName).Order(StringComparer.Ordinal)], identity.NodeName);
+        string key;
+        string? manager;
+        try
+        {
+            key = componentClass.Factory.NewKey(context);
+            manager = componentClass.Factory.Place(context);
+        }
+        catch (Exception e) when (e is not OutOfMemoryException)
+        {
+            throw new InvocationException(StatusCode.Unknown, $"The class factory of {componentClass.Name} failed: {e.GetType().Name}: {e.Message}");
+        }
+
+        if (string.IsNullOrEmpty(key))
+        {
+            throw new InvocationException(StatusCode.Unknown, $"The class factory of {componentClass.Name} returned an empty key.");
+        }
+
+        var route = await _directory.CreateAsync(new InstanceId(componentClass.Name, key), componentClass.Qos, manager, cancellationToken);
+        return (key, route);
+    }
+
+    /// <summary>Destroys an instance owned here: deactivates it, forgets it, deletes its checkpoint stream.</summary>
+    /// <returns>False when this manager does not own it.</returns>
+    public async Task<bool> DestroyLocalAsync(InstanceId id, long epoch, CancellationToken cancellationToken)
+    {
+        if (_shadows.TryGetValue(id, out var shadow))
+        {
+            await DeactivateAsync(shadow, DeactivationReason.Destroyed, cancellationToken);
+        }
+
+        await _directory.ReleaseAsync(id, epoch, cancellationToken);
+        await _checkpoints.Open(StreamOf(id)).DeleteAsync(cancellationToken);
+        return true;
+    }
+
     /// <summary>Takes in an instance another manager is moving here: its checkpoint stream and migrated state.</summary>
     public async Task AcceptInstanceAsync(InstanceId id, long epoch, byte[]? state, ReadOnlyMemory<byte>? checkpoint, IReadOnlyList<ReadOnlyMemory<byte>> log, CancellationToken cancellationToken)
     {

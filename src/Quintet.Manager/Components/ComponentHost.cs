@@ -194,6 +194,11 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         }
 
         var id = new InstanceId(componentClass.Name, key);
+        if (componentClass.Qos.Instancing == InstancingStyle.Fresh && !_directory.Exists(id))
+        {
+            throw new InvocationException(StatusCode.NotFound, $"{componentClass.Name} makes fresh instances: create one with CreateInstance and call it by the key it returns; '{key}' was never created, or was destroyed.");
+        }
+
         for (var attempt = 0; ; attempt++)
         {
             if (!_directory.TryRoute(id, out var route))

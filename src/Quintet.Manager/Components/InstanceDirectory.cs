@@ -146,6 +146,50 @@ internal sealed partial class InstanceDirectory(
         }
     }
 
+    /// <summary>Whether <paramref name="id"/> was placed and not released (its owner may have failed since).</summary>
+    public bool Exists(InstanceId id)
+    {
+        lock (_gate)
+        {
+            return _placements.ContainsKey(id);
+        }
+    }
+
+    /// <summary>
+    /// Places a new instance: on the manager named <paramref name="managerHint"/> if given, else by the QoS placement.
+    /// </summary>
+    /// <exception cref="InvocationException">ALREADY_EXISTS for a key placed before; FAILED_PRECONDITION for an unknown manager.</exception>
+    public async Task<InstanceRoute> CreateAsync(InstanceId id, QosSpec qos, string? managerHint, CancellationToken cancellationToken)
+    {
+        var member = await ReadyAsync(cancellationToken);
+        TaskCompletionSource waiter;
+        DirectoryMember target;
+        lock (_gate)
+        {
+            if (_placements.ContainsKey(id))
+            {
+                throw new InvocationException(StatusCode.AlreadyExists, $"{id} exists already.");
+            }
+
+            if (managerHint is not null)
+            {
+                var named = _managers.FirstOrDefault(m => m.Value.NodeName == managerHint && _viewMembers.Contains(m.Key));
+                target = named.Value?.Member ?? throw new InvocationException(StatusCode.FailedPrecondition, $"The class factory of {id.ClassName} placed {id} on '{managerHint}', which is not a manager of the cluster.");
+            }
+            else
+            {
+                target = ToWire(ChooseOwner(id, qos, member.Self));
+            }
+
+            waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
+        }
+
+        var claim = new DirectoryEvent { Claim = new InstanceClaim { Instance = ToWire(id), Owner = target } };
+        await member.MulticastAsync(claim.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+        await waiter.Task.WaitAsync(ClaimWait, cancellationToken);
+        return TryRoute(id, out var route) ? route : throw new InvocationException(StatusCode.Unavailable, $"{id} could not be placed: its manager left the cluster meanwhile; retry.");
+    }
+
     /// <summary>The current owner of <paramref name="id"/> if it has one in the view.</summary>
     public bool TryRoute(InstanceId id, out InstanceRoute route)
     {
@@ -225,8 +269,10 @@ internal sealed partial class InstanceDirectory(
     public async Task ReleaseAsync(InstanceId id, long epoch, CancellationToken cancellationToken)
     {
         var member = await ReadyAsync(cancellationToken);
+        var waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
         var released = new DirectoryEvent { Released = new InstanceReleased { Instance = ToWire(id), Owner = ToWire(member.Self), Epoch = epoch } };
         await member.MulticastAsync(released.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+        await waiter.Task.WaitAsync(ClaimWait, cancellationToken);
     }
 
     /// <summary>

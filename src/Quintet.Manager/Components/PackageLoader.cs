@@ -140,8 +140,40 @@ internal static class PackageLoader
 
         var contracts = entry.Contracts.Select((name, i) => LoadContract(type, name, $"{field}.contracts[{i}]", model)).ToList();
         var create = Expression.Lambda<Func<Component>>(Expression.Convert(Expression.New(type), typeof(Component))).Compile();
-        return new ComponentClass(entry.Class, type, contracts, create);
+        return new ComponentClass(entry.Class, type, contracts, create) { Factory = LoadFactory(assembly, entry, type, field) };
     }
+
+    /// <summary>The class factory the manifest names for a class, or the default one (GUID keys, QoS placement).</summary>
+    private static IClassFactory LoadFactory(Assembly assembly, PackageManifest.ComponentEntry entry, Type componentType, string field)
+    {
+        if (string.IsNullOrWhiteSpace(entry.Factory))
+        {
+            return DefaultClassFactory.Instance;
+        }
+
+        var type = assembly.GetType(entry.Factory, throwOnError: false)
+            ?? throw new PackageException($"{field}.factory: {entry.Factory} is not in {assembly.GetName().Name}.");
+        var expected = typeof(ClassFactory<>).MakeGenericType(componentType);
+        if (!expected.IsAssignableFrom(type) || type.IsAbstract)
+        {
+            throw new PackageException($"{field}.factory: {entry.Factory} must be a non-abstract class derived from Quintet.Components.ClassFactory<{componentType.FullName}>.");
+        }
+
+        if (type.GetConstructor(Type.EmptyTypes) is null)
+        {
+            throw new PackageException($"{field}.factory: {entry.Factory} needs a public constructor without parameters.");
+        }
+
+        try
+        {
+            return (IClassFactory)Activator.CreateInstance(type)!;
+        }
+        catch (TargetInvocationException e)
+        {
+            throw new PackageException($"{field}.factory: the constructor of {entry.Factory} threw {e.InnerException?.GetType().Name}: {e.InnerException?.Message}", e);
+        }
+    }
+
 
     private static ComponentContract LoadContract(Type type, string name, string field, TypeModel model)
     {

@@ -24,6 +24,9 @@ internal sealed class PackageManifest
         public string Class { get; set; } = string.Empty;
 
         public List<string> Contracts { get; set; } = [];
+
+        /// <summary>Optional: a <c>ClassFactory&lt;T&gt;</c> subclass for this component class.</summary>
+        public string? Factory { get; set; }
     }
 
     private static readonly JsonSerializerOptions Options = new(JsonSerializerDefaults.Web)

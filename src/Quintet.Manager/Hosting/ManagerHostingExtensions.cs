@@ -123,6 +123,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<ComponentAdminService>();
         app.MapGrpcService<InstanceTransferService>();
         app.MapGrpcService<ReplicaHostingService>();
+        app.MapGrpcService<ComponentInstancesService>();
         app.MapComponentCalls();
         return app;
     }

@@ -1,0 +1,59 @@
+using Grpc.Core;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>Creating and destroying fresh instances (QoS <c>instancing: fresh</c>) for clients.</summary>
+internal sealed class ComponentInstancesService(ComponentHost host) : ComponentInstances.ComponentInstancesBase
+{
+    public override async Task<CreateInstanceResponse> CreateInstance(CreateInstanceRequest request, ServerCallContext context)
+    {
+        var componentClass = Serving(request.Contract);
+        try
+        {
+            var (key, route) = await host.CreateInstanceAsync(componentClass, context.CancellationToken);
+            return new CreateInstanceResponse
+            {
+                ClassName = componentClass.Name,
+                Key = key,
+                Manager = route.OwnerNode ?? string.Empty,
+                Endpoint = route.Endpoint ?? string.Empty,
+            };
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+    }
+
+    public override async Task<DestroyInstanceResponse> DestroyInstance(DestroyInstanceRequest request, ServerCallContext context)
+    {
+        var componentClass = Serving(request.Contract);
+        var id = new InstanceId(componentClass.Name, request.Key);
+        if (!host.Directory.TryRoute(id, out var route))
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"{id} does not exist (never created, destroyed, or its manager failed and it was never called since)."));
+        }
+
+        if (!route.IsLocal)
+        {
+            using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(route.Endpoint!);
+            return await new ComponentInstances.ComponentInstancesClient(channel).DestroyInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+        }
+
+        try
+        {
+            await host.DestroyLocalAsync(id, route.Epoch, context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return new DestroyInstanceResponse();
+    }
+
+    private ComponentClass Serving(string contract) =>
+        host.ClassServing(contract)
+        ?? throw new RpcException(new Status(StatusCode.NotFound, $"No component serves contract '{contract}'."));
+}
