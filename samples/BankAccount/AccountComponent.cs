@@ -98,7 +98,7 @@ public sealed class AccountComponent : Component, IAccount, IMigrateState
         ? request.Value
         : throw new ComponentFaultException(ComponentFault.InvalidArgument, $"An amount must be above zero cents; got {request.Value}.");
 
-    private Balance Current() => new() { Value = _balance, Manager = Context.Manager, Activation = _activation.ToString(), Updates = _updates };
+    private Balance Current() => new() { Value = _balance, Manager = Context.Manager, Activation = _activation.ToString(), Updates = _updates, RequestId = CurrentCall?.RequestId ?? string.Empty };
 
     private static byte[] Encode(long balance, long updates)
     {

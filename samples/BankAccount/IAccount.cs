@@ -51,4 +51,8 @@ public sealed class Balance
     /// <summary>Updates applied since the account was opened.</summary>
     [ProtoMember(4)]
     public long Updates { get; set; }
+
+    /// <summary>The request id of the call that answered (the client's, or the one the first manager gave it).</summary>
+    [ProtoMember(5)]
+    public string RequestId { get; set; } = string.Empty;
 }

@@ -77,6 +77,7 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
 
             var after = await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
             Assert.Equal((650, 3, "Reactivated", owner.Name), (after.Value, after.Updates, after.Activation, after.Manager));
+
             var shadow = await InstanceAsync(owner, "acct-retire");
             Assert.Equal("active", shadow!.State);
             Assert.Equal(4, shadow.Calls);
@@ -87,6 +88,14 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             var invalid = await Assert.ThrowsAsync<RpcException>(async () => await account.DepositAsync(new Amount { Value = -5 }, CancellationToken.None));
             Assert.Equal(StatusCode.InvalidArgument, invalid.StatusCode);
             Assert.Equal(650, (await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Value);
+
+            // The request id the first manager gave the call travels with it to the owner.
+            var elsewhere = cluster.Managers.First(m => m != owner);
+            using (var viaOther = QuintetClient.Over(elsewhere.Channel))
+            {
+                var forwarded = await viaOther.GetComponent<IAccount>("acct-retire").GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+                Assert.StartsWith(elsewhere.Name + "-", forwarded.RequestId, StringComparison.Ordinal);
+            }
         });
 
     [Fact]

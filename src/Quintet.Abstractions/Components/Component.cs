@@ -59,6 +59,12 @@ public abstract class Component : IComponentLifecycle
 {
     private ComponentContext? _context;
 
+    /// <summary>
+    /// The call this instance is running: its operation, request id, caller and deadline; null outside a call (in
+    /// lifecycle hooks and group deliveries).
+    /// </summary>
+    protected ComponentCall? CurrentCall { get; private set; }
+
     /// <summary>Who this instance is and where it runs; available from <see cref="OnActivateAsync"/> on.</summary>
     public ComponentContext Context => _context ?? throw new InvalidOperationException("The component is not activated yet: its context is set just before OnActivateAsync.");
 
@@ -73,6 +79,8 @@ public abstract class Component : IComponentLifecycle
 
     /// <summary>A new view of one of the instance's groups, in its turn.</summary>
     protected virtual Task OnGroupViewAsync(GroupViewChange view, CancellationToken cancellationToken) => Task.CompletedTask;
+
+    void IComponentLifecycle.SetCurrentCall(ComponentCall? current) => CurrentCall = current;
 
     Task IComponentLifecycle.GroupMessageAsync(GroupMessage message, CancellationToken cancellationToken) => OnGroupMessageAsync(message, cancellationToken);
 
@@ -98,12 +106,22 @@ public interface IComponentLifecycle
     /// <summary>Runs the deactivation hook.</summary>
     Task DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken);
 
+    /// <summary>Tells the instance which call it runs (null: none).</summary>
+    void SetCurrentCall(ComponentCall? current);
+
     /// <summary>Hands the instance a group message.</summary>
     Task GroupMessageAsync(GroupMessage message, CancellationToken cancellationToken);
 
     /// <summary>Hands the instance a group view.</summary>
     Task GroupViewAsync(GroupViewChange view, CancellationToken cancellationToken);
 }
+
+/// <summary>What travels with each call to an instance.</summary>
+/// <param name="Operation">The operation's name.</param>
+/// <param name="RequestId">The client's request id (header <c>quintet-request-id</c>), or one the manager gave it: the same on every manager the call passed through, and in their logs.</param>
+/// <param name="Caller">Who the caller says it is (header <c>quintet-caller</c>); not authenticated.</param>
+/// <param name="Deadline">When the caller stops waiting, if it gave a deadline.</param>
+public sealed record ComponentCall(string Operation, string RequestId, string? Caller, DateTimeOffset? Deadline);
 
 /// <summary>Who an instance is and where it runs.</summary>
 /// <param name="ClassName">The component class, as the package manifest names it.</param>

@@ -18,6 +18,14 @@ internal static class ComponentCallEndpoint
     /// <summary>The header that names the instance a call is for.</summary>
     public const string KeyHeader = "quintet-key";
 
+    /// <summary>The header with the client's request id; the manager makes one when it is missing.</summary>
+    public const string RequestIdHeader = "quintet-request-id";
+
+    /// <summary>The header with who the caller says it is.</summary>
+    public const string CallerHeader = "quintet-caller";
+
+    private static long s_requests;
+
     /// <summary>A response header naming the endpoint of the manager that owns the instance, when it is not this one.</summary>
     public const string ServedByHeader = "quintet-served-by";
 
@@ -40,6 +48,7 @@ internal static class ComponentCallEndpoint
 
         response.ContentType = "application/grpc";
         using var deadline = CancellationTokenSource.CreateLinkedTokenSource(context.RequestAborted);
+        DateTimeOffset? deadlineAt = null;
         if (request.Headers["grpc-timeout"].FirstOrDefault() is { } timeoutHeader)
         {
             if (!TryParseTimeout(timeoutHeader, out var timeout))
@@ -49,6 +58,7 @@ internal static class ComponentCallEndpoint
             }
 
             deadline.CancelAfter(timeout);
+            deadlineAt = DateTimeOffset.UtcNow + timeout;
         }
 
         try
@@ -56,7 +66,10 @@ internal static class ComponentCallEndpoint
             var message = await ReadMessageAsync(request.BodyReader, deadline.Token);
             var key = request.Headers[KeyHeader].FirstOrDefault() ?? string.Empty;
             var hops = int.TryParse(request.Headers[PeerCalls.HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
-            var (reply, servedBy) = await host.InvokeAsync(service, operation, key, message, hops, deadline.Token);
+            var requestId = request.Headers[RequestIdHeader].FirstOrDefault()
+                ?? string.Create(CultureInfo.InvariantCulture, $"{host.NodeName}-{Interlocked.Increment(ref s_requests)}");
+            var call = new CallInfo(requestId, request.Headers[CallerHeader].FirstOrDefault(), deadlineAt, hops);
+            var (reply, servedBy) = await host.InvokeAsync(service, operation, key, message, call, deadline.Token);
             if (servedBy is not null)
             {
                 // The instance lives on another manager: a client that reads this calls it there directly next time.

@@ -35,7 +35,7 @@ internal sealed partial class ComponentHost
     public InstanceDirectory Directory => _directory;
 
     /// <summary>Runs one call on an instance owned here; null when the instance left this manager while the call waited.</summary>
-    private async Task<(object? Value, TimeSpan Elapsed)?> CallAsync(Shadow shadow, ComponentOperation op, object message, CancellationToken cancellationToken)
+    private async Task<(object? Value, TimeSpan Elapsed)?> CallAsync(Shadow shadow, ComponentOperation op, object message, CallInfo call, CancellationToken cancellationToken)
     {
         await shadow.Turn.WaitAsync(cancellationToken);
         try
@@ -54,7 +54,18 @@ internal sealed partial class ComponentHost
             var started = Stopwatch.GetTimestamp();
             try
             {
-                var value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
+                var lifecycle = (IComponentLifecycle)shadow.Instance!;
+                lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline));
+                object? value;
+                try
+                {
+                    value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
+                }
+                finally
+                {
+                    lifecycle.SetCurrentCall(null);
+                }
+
                 shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
                 return (value, Stopwatch.GetElapsedTime(started));
             }
@@ -73,7 +84,7 @@ internal sealed partial class ComponentHost
             {
                 shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
                 shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
-                LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name);
+                LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name, call.RequestId);
                 throw new InvocationException(StatusCode.Unknown, $"{shadow.Class.Name}.{op.Name} (key '{shadow.Key}') failed: {e.GetType().Name}: {e.Message}");
             }
         }

@@ -163,7 +163,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     /// </summary>
     /// <exception cref="InvocationException">Unknown contract or operation, malformed request, failed activation,
     /// unreachable owner or a failing component; each with its own status.</exception>
-    public async Task<(byte[] Reply, string? ServedBy)> InvokeAsync(string service, string operation, string key, ReadOnlyMemory<byte> request, int hops, CancellationToken cancellationToken)
+    public async Task<(byte[] Reply, string? ServedBy)> InvokeAsync(string service, string operation, string key, ReadOnlyMemory<byte> request, CallInfo call, CancellationToken cancellationToken)
     {
         ComponentClass componentClass;
         ComponentContract contract;
@@ -208,12 +208,12 @@ internal sealed partial class ComponentHost : IAsyncDisposable
 
             if (!route.IsLocal)
             {
-                if (hops >= MaxHops)
+                if (call.Hops >= MaxHops)
                 {
-                    throw new InvocationException(StatusCode.Unavailable, $"{id} is moving between managers faster than the call could follow ({hops} hops); retry.");
+                    throw new InvocationException(StatusCode.Unavailable, $"{id} is moving between managers faster than the call could follow ({call.Hops} hops); retry.");
                 }
 
-                var reply = await _peers.ForwardAsync(route.Endpoint!, service, operation, key, request, hops + 1, cancellationToken);
+                var reply = await _peers.ForwardAsync(route.Endpoint!, service, operation, key, request, call with { Hops = call.Hops + 1 }, cancellationToken);
                 return (reply, route.Endpoint);
             }
 
@@ -231,7 +231,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable
                 return (await CallIsolatedAsync(shadow, op, message, service, request, cancellationToken), null);
             }
 
-            var outcome = await CallAsync(shadow, op, message, cancellationToken);
+            var outcome = await CallAsync(shadow, op, message, call, cancellationToken);
             if (outcome is { } response)
             {
                 var writer = new ArrayBufferWriter<byte>();
@@ -293,8 +293,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     [LoggerMessage(Level = LogLevel.Information, Message = "Undeployed package {Name}")]
     private static partial void LogUndeployed(ILogger logger, string name);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') failed in {Operation}")]
-    private static partial void LogCallFailed(ILogger logger, Exception exception, string @class, string key, string operation);
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') failed in {Operation} (request {RequestId})")]
+    private static partial void LogCallFailed(ILogger logger, Exception exception, string @class, string key, string operation, string requestId);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} failed to deactivate")]
     private static partial void LogDeactivationFailed(ILogger logger, Exception exception, string @class);

@@ -23,17 +23,23 @@ internal sealed class PeerCalls : IDisposable
     private readonly ConcurrentDictionary<(string Service, string Operation), Method<byte[], byte[]>> _methods = new();
 
     /// <summary>Passes a call on to the manager at <paramref name="endpoint"/>; its status comes back as it was.</summary>
-    public async Task<byte[]> ForwardAsync(string endpoint, string service, string operation, string key, ReadOnlyMemory<byte> request, int hops, CancellationToken cancellationToken)
+    public async Task<byte[]> ForwardAsync(string endpoint, string service, string operation, string key, ReadOnlyMemory<byte> request, CallInfo call, CancellationToken cancellationToken)
     {
         var method = _methods.GetOrAdd((service, operation), m => new Method<byte[], byte[]>(MethodType.Unary, m.Service, m.Operation, Bytes, Bytes));
         var headers = new Metadata
         {
             { ComponentCallEndpoint.KeyHeader, key },
-            { HopsHeader, hops.ToString(CultureInfo.InvariantCulture) },
+            { HopsHeader, call.Hops.ToString(CultureInfo.InvariantCulture) },
+            { ComponentCallEndpoint.RequestIdHeader, call.RequestId },
         };
+        if (call.Caller is { } caller)
+        {
+            headers.Add(ComponentCallEndpoint.CallerHeader, caller);
+        }
+
         try
         {
-            return await Channel(endpoint).CreateCallInvoker().AsyncUnaryCall(method, null, new CallOptions(headers, cancellationToken: cancellationToken), request.ToArray());
+            return await Channel(endpoint).CreateCallInvoker().AsyncUnaryCall(method, null, new CallOptions(headers, call.Deadline?.UtcDateTime, cancellationToken), request.ToArray());
         }
         catch (RpcException e) when (!cancellationToken.IsCancellationRequested)
         {
@@ -82,6 +88,9 @@ internal sealed class PeerCalls : IDisposable
         }
     }
 }
+
+/// <summary>What travels with a component call besides its message: request id, claimed caller, deadline, hops so far.</summary>
+internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops);
 
 /// <summary>The receiving side of <see cref="PeerCalls.AcceptInstanceAsync"/>.</summary>
 internal sealed class InstanceTransferService(ComponentHost host) : InstanceTransfer.InstanceTransferBase
