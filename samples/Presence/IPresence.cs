@@ -66,4 +66,12 @@ public sealed class Inbox
     /// <summary>The participants now.</summary>
     [ProtoMember(3)]
     public List<string> Present { get; } = [];
+
+    /// <summary>What this manager's class factory last saw in the ClassGroup: participant keys, sorted.</summary>
+    [ProtoMember(4)]
+    public List<string> FactorySawParticipants { get; } = [];
+
+    /// <summary>What this manager's class factory last saw: the managers whose factories are in the ClassGroup, sorted.</summary>
+    [ProtoMember(5)]
+    public List<string> FactorySawManagers { get; } = [];
 }

@@ -37,6 +37,12 @@ public sealed class PresenceComponent : Component, IPresence
         inbox.Heard.AddRange(_heard);
         inbox.Left.AddRange(_left);
         inbox.Present.AddRange(Keys());
+        if (PresenceFactory.LastView is { } seen)
+        {
+            inbox.FactorySawParticipants.AddRange(seen.Members.Where(m => m.Role == "instance").Select(m => m.Key).Order(StringComparer.Ordinal));
+            inbox.FactorySawManagers.AddRange(seen.Members.Where(m => m.Role == "factory").Select(m => m.Key).Order(StringComparer.Ordinal));
+        }
+
         return Task.FromResult(inbox);
     }
 
@@ -52,7 +58,7 @@ public sealed class PresenceComponent : Component, IPresence
     protected override Task OnGroupViewAsync(GroupViewChange view, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(view);
-        _left.AddRange(view.Left.Select(m => m.Key));
+        _left.AddRange(view.Left.Where(m => m.Role == "instance").Select(m => m.Key));
         return Task.CompletedTask;
     }
 
@@ -63,5 +69,6 @@ public sealed class PresenceComponent : Component, IPresence
         return participants;
     }
 
-    private IEnumerable<string> Keys() => _group is null ? [] : _group.Members.Select(m => m.Key).Order(StringComparer.Ordinal);
+    // The class factories are members too (role "factory"): participants are the instances.
+    private IEnumerable<string> Keys() => _group is null ? [] : _group.Members.Where(m => m.Role == "instance").Select(m => m.Key).Order(StringComparer.Ordinal);
 }

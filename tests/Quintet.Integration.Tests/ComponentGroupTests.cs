@@ -26,11 +26,15 @@ public class ComponentGroupTests(ITestOutputHelper output)
             }
 
             Assert.True(hosts.Values.Distinct().Count() >= 2, "the participants all landed on one manager");
-            var everyone = await Eventually(async () =>
+            await Eventually(async () =>
             {
-                var present = (await client.GetComponent<IPresence>("p1").ReadAsync(new ReadRequest(), CancellationToken.None)).Present;
-                Assert.Equal(keys, present);
-                return present;
+                var inbox = await client.GetComponent<IPresence>("p1").ReadAsync(new ReadRequest(), CancellationToken.None);
+                Assert.Equal(keys, inbox.Present);
+
+                // The class factory on p1's manager is in the ClassGroup too, and sees the participants and every factory.
+                Assert.Equal(keys, inbox.FactorySawParticipants);
+                Assert.Equal(cluster.Managers.Select(m => m.Name).Order(), inbox.FactorySawManagers);
+                return inbox;
             });
 
             // Concurrent sayings from every participant: every participant hears all of them, in the same order.
@@ -54,6 +58,7 @@ public class ComponentGroupTests(ITestOutputHelper output)
                 var inbox = await client.GetComponent<IPresence>(survivor).ReadAsync(new ReadRequest(), CancellationToken.None);
                 Assert.Equal(gone, inbox.Left.Order(StringComparer.Ordinal));
                 Assert.Equal(keys.Except(gone), inbox.Present);
+                Assert.DoesNotContain(victim.Name, inbox.FactorySawManagers);
                 return inbox;
             });
         });

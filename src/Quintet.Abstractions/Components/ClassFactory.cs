@@ -15,6 +15,9 @@ public interface IClassFactory
 
     /// <summary>The manager (node name) to place a new instance on, or null to leave it to the QoS placement.</summary>
     string? Place(CreateInstanceContext context);
+
+    /// <summary>A new view of the class's ClassGroup: instances (role <c>instance</c>) and factories (role <c>factory</c>).</summary>
+    Task OnClassGroupViewAsync(GroupViewChange view, CancellationToken cancellationToken);
 }
 
 /// <summary>
@@ -32,4 +35,11 @@ public class ClassFactory<T> : IClassFactory
 
     /// <summary>Null: the QoS spec's placement decides. Override to return a manager's node name from <c>context.Managers</c>.</summary>
     public virtual string? Place(CreateInstanceContext context) => null;
+
+    /// <summary>
+    /// A new view of the class's ClassGroup, in order: the factory of a class whose manifest names one is a member of its
+    /// ClassGroup on every manager (role <c>factory</c>, key = the manager's node name), and sees instances that joined
+    /// it (role <c>instance</c>) and the other managers' factories come and go. Views reach one factory one at a time.
+    /// </summary>
+    public virtual Task OnClassGroupViewAsync(GroupViewChange view, CancellationToken cancellationToken) => Task.CompletedTask;
 }

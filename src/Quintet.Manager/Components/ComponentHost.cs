@@ -32,6 +32,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     private readonly PackageStore store;
     private readonly InstanceDirectory _directory;
     private readonly ICheckpointStore _checkpoints;
+    private readonly FactoryMemberships _factories;
     private readonly IsolatedWorkers _isolated;
 
     public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints, IsolatedWorkers isolated)
@@ -41,6 +42,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         this.identity = identity;
         this.store = store;
         _directory = directory;
+        _factories = new FactoryMemberships(logger);
         _checkpoints = checkpoints;
         directory.OwnershipEnded += OnOwnershipEnded;
         directory.AllOwnershipLost += OnAllOwnershipLost;
@@ -115,6 +117,14 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         }
 
         LogDeployed(logger, package.Name, package.Version, string.Join(", ", package.Classes.Select(c => c.Name)));
+        if (_groups is { } groups)
+        {
+            foreach (var componentClass in package.Classes)
+            {
+                _factories.Start(groups, componentClass, identity.NodeName);
+            }
+        }
+
         return package;
     }
 
@@ -147,6 +157,11 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         }
 
         await LeaveReplicasAsync(r => package.Classes.Contains(r.Class));
+        foreach (var componentClass in package.Classes)
+        {
+            await _factories.StopAsync(componentClass);
+        }
+
 
         // Before its files go: the package's isolated worker runs from its folder.
         await _isolated.StopAsync(name, cancellationToken);
