@@ -267,6 +267,20 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             Assert.Equal((41L, 41L), (after.Value, after.Updates));
             var moved = await Assert.ThrowsAsync<RpcException>(async () => await Admin(cluster.Managers.First(m => m != owner)).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = "shared", ToManager = owner.Name }, deadline: Soon));
             Assert.Equal(StatusCode.FailedPrecondition, moved.StatusCode);
+
+            // Load balancing among the replicas: each surviving replica's manager takes calls itself, in the one order.
+            var survivors = cluster.Managers.Where(m => m != owner).ToList();
+            await Admin(survivors[0]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "replication: active\nreplicas: 3\nloadBalancing: roundRobin\n" }, deadline: Soon);
+            var balanced = new List<Balance>();
+            foreach (var survivor in survivors)
+            {
+                using var direct = QuintetClient.Over(survivor.Channel);
+                var reply = await direct.GetComponent<IAccount>("shared").DepositAsync(new Amount { Value = 1 }, CancellationToken.None);
+                Assert.Equal(survivor.Name, reply.Manager);
+                balanced.Add(reply);
+            }
+
+            Assert.Equal([42L, 43L], balanced.Select(b => b.Updates));
         });
 
     /// <summary>

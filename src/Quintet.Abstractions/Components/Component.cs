@@ -86,15 +86,25 @@ public abstract class Component : IComponentLifecycle
 
     Task IComponentLifecycle.GroupViewAsync(GroupViewChange view, CancellationToken cancellationToken) => OnGroupViewAsync(view, cancellationToken);
 
-    Task IComponentLifecycle.ActivateAsync(ComponentContext context, ActivationReason reason, CancellationToken cancellationToken)
+    async Task IComponentLifecycle.ActivateAsync(ComponentContext context, ActivationReason reason, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(context);
         _context = context;
-        return OnActivateAsync(reason, cancellationToken);
+        await LoadStateAsync(reason, cancellationToken);
+        await OnActivateAsync(reason, cancellationToken);
     }
 
-    Task IComponentLifecycle.DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken) =>
-        OnDeactivateAsync(reason, cancellationToken);
+    async Task IComponentLifecycle.DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken)
+    {
+        await OnDeactivateAsync(reason, cancellationToken);
+        await SaveStateAsync(reason, cancellationToken);
+    }
+
+    /// <summary>Runs before <see cref="OnActivateAsync"/>: where <see cref="Component{TState}"/> loads its state.</summary>
+    private protected virtual Task LoadStateAsync(ActivationReason reason, CancellationToken cancellationToken) => Task.CompletedTask;
+
+    /// <summary>Runs after <see cref="OnDeactivateAsync"/>: where <see cref="Component{TState}"/> saves its state.</summary>
+    private protected virtual Task SaveStateAsync(DeactivationReason reason, CancellationToken cancellationToken) => Task.CompletedTask;
 }
 
 /// <summary>The manager's side of a component's lifecycle; component authors override the hooks of <see cref="Component"/> instead.</summary>

@@ -13,6 +13,12 @@ namespace Quintet.Manager.Components;
 /// length-prefixed message in, one out, the status in trailers. The instance key travels in the <c>quintet-key</c>
 /// header, the deadline in <c>grpc-timeout</c>.
 /// </summary>
+/// <summary>One unary call as the endpoint read it.</summary>
+internal readonly record struct UnaryCall(string Key, byte[] Message, DateTimeOffset? Deadline, IHeaderDictionary Headers);
+
+/// <summary>Answers a unary call: the reply, and the endpoint of the manager that served it when another one did.</summary>
+internal delegate Task<(byte[] Reply, string? ServedBy)> UnaryHandler(UnaryCall call, CancellationToken cancellationToken);
+
 internal static class ComponentCallEndpoint
 {
     /// <summary>The header that names the instance a call is for.</summary>
@@ -35,7 +41,22 @@ internal static class ComponentCallEndpoint
     public static IEndpointConventionBuilder MapComponentCalls(this IEndpointRouteBuilder endpoints) =>
         endpoints.MapPost("/{service}/{operation}", HandleAsync);
 
-    private static async Task HandleAsync(HttpContext context, string service, string operation, ComponentHost host)
+    private static Task HandleAsync(HttpContext context, string service, string operation, ComponentHost host) =>
+        ServeAsync(context, service, operation, (call, cancellationToken) =>
+        {
+            var requestId = call.Headers[RequestIdHeader].FirstOrDefault()
+                ?? string.Create(CultureInfo.InvariantCulture, $"{host.NodeName}-{Interlocked.Increment(ref s_requests)}");
+            var hops = int.TryParse(call.Headers[PeerCalls.HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
+            var info = new CallInfo(requestId, call.Headers[CallerHeader].FirstOrDefault(), call.Deadline, hops);
+            return host.InvokeAsync(service, operation, call.Key, call.Message, info, cancellationToken);
+        });
+
+    /// <summary>
+    /// Serves one gRPC unary call with <paramref name="handler"/>: reads the one message (refusing compressed, oversized
+    /// or extra ones), applies the deadline, writes the reply, and puts the status in trailers. Shared with the isolated
+    /// workers' endpoint.
+    /// </summary>
+    internal static async Task ServeAsync(HttpContext context, string service, string operation, UnaryHandler handler)
     {
         var request = context.Request;
         var response = context.Response;
@@ -65,11 +86,7 @@ internal static class ComponentCallEndpoint
         {
             var message = await ReadMessageAsync(request.BodyReader, deadline.Token);
             var key = request.Headers[KeyHeader].FirstOrDefault() ?? string.Empty;
-            var hops = int.TryParse(request.Headers[PeerCalls.HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
-            var requestId = request.Headers[RequestIdHeader].FirstOrDefault()
-                ?? string.Create(CultureInfo.InvariantCulture, $"{host.NodeName}-{Interlocked.Increment(ref s_requests)}");
-            var call = new CallInfo(requestId, request.Headers[CallerHeader].FirstOrDefault(), deadlineAt, hops);
-            var (reply, servedBy) = await host.InvokeAsync(service, operation, key, message, call, deadline.Token);
+            var (reply, servedBy) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), deadline.Token);
             if (servedBy is not null)
             {
                 // The instance lives on another manager: a client that reads this calls it there directly next time.

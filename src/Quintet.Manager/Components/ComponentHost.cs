@@ -214,6 +214,15 @@ internal sealed partial class ComponentHost : IAsyncDisposable
             throw new InvocationException(StatusCode.NotFound, $"{componentClass.Name} makes fresh instances: create one with CreateInstance and call it by the key it returns; '{key}' was never created, or was destroyed.");
         }
 
+        // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs
+        // every call in the one total order anyway), rather than passing it to the owner.
+        if (componentClass.Qos is { Replication: ReplicationStyle.Active, LoadBalancing: not LoadBalancingPolicy.PrimaryOnly }
+            && _replicas.TryGetValue(id, out var localReplica) && localReplica.Ready.IsCompletedSuccessfully)
+        {
+            EnsureLease(id);
+            return (await localReplica.CallAsync(service, operation, request, cancellationToken), null);
+        }
+
         for (var attempt = 0; ; attempt++)
         {
             if (!_directory.TryRoute(id, out var route))
