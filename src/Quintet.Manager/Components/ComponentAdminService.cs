@@ -240,7 +240,7 @@ internal sealed class PackageStore(Microsoft.Extensions.Options.IOptions<Configu
     /// <summary>The most a package may hold once unzipped.</summary>
     public const long MaxExtractedBytes = 256L * 1024 * 1024;
 
-    private string Root => Path.Combine(options.Value.DataDirectory ?? Path.Combine(Path.GetTempPath(), "quintet", identity.NodeName), "packages");
+    private string Root => Path.Combine(options.Value.DataDirectoryFor(identity.NodeName), "packages");
 
     /// <summary>Unzips a package into a new folder, refusing entries that would land outside it and oversized contents.</summary>
     public async Task<string> ExtractAsync(ReadOnlyMemory<byte> zip, CancellationToken cancellationToken)

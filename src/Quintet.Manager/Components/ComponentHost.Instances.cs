@@ -504,6 +504,15 @@ internal sealed partial class ComponentHost
         }
     }
 
+    /// <summary>An instance moved here: its shadow shows at once (activated on its next call, with what it arrived with).</summary>
+    private void OnMovedHere(InstanceId id, long epoch)
+    {
+        if (FindClass(id.ClassName) is { } componentClass)
+        {
+            _shadows.GetOrAdd(id, _ => new Shadow(componentClass, id.Key, epoch));
+        }
+    }
+
     private void OnAllOwnershipLost()
     {
         foreach (var shadow in _shadows.Values.ToList())

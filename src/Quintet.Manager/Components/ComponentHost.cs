@@ -46,6 +46,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         _checkpoints = checkpoints;
         directory.OwnershipEnded += OnOwnershipEnded;
         directory.AllOwnershipLost += OnAllOwnershipLost;
+        directory.MovedHere += OnMovedHere;
     }
 
     /// <summary>The deployed packages.</summary>

@@ -53,4 +53,7 @@ public sealed class ManagerOptions
     /// <value>Default: <c>quintet/&lt;node name&gt;</c> under the system temp folder.</value>
     /// </summary>
     public string? DataDirectory { get; set; }
+
+    /// <summary>The data folder in use: <see cref="DataDirectory"/>, or its default for the manager named <paramref name="nodeName"/>.</summary>
+    public string DataDirectoryFor(string nodeName) => DataDirectory ?? Path.Combine(Path.GetTempPath(), "quintet", nodeName);
 }

@@ -26,7 +26,7 @@ internal sealed partial class IsolatedWorkers : IAsyncDisposable
         : this(
             new IsolatedWorkerSettings(
                 WorkerLaunch.ForThisProcess(),
-                Path.Combine(options.Value.DataDirectory ?? Path.Combine(Path.GetTempPath(), "quintet", identity.NodeName), "workers"),
+                Path.Combine(options.Value.DataDirectoryFor(identity.NodeName), "workers"),
                 identity.NodeName,
                 time),
             logger)

@@ -19,10 +19,9 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
         {
             var options = sp.GetRequiredService<IOptions<ManagerOptions>>().Value;
             var logger = sp.GetRequiredService<ILogger<LocalCheckpointStore>>();
-            var directory = options.DataDirectory;
-            if (directory is null)
+            var directory = options.DataDirectoryFor(sp.GetRequiredService<ManagerIdentity>().NodeName);
+            if (options.DataDirectory is null)
             {
-                directory = Path.Combine(Path.GetTempPath(), "quintet", sp.GetRequiredService<ManagerIdentity>().NodeName);
                 LogTemporaryDirectory(logger, directory);
             }
 
