@@ -158,6 +158,17 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
     /// <summary>The instance's groups: its ClassGroup and groups it names.</summary>
     public IComponentGroups Groups { get; init; } = NoGroups.Instance;
 
+    /// <summary>The shared data structures (dictionaries shared by name across instances and managers).</summary>
+    public ISharedStructures Shared { get; init; } = NoShared.Instance;
+
+    private sealed class NoShared : ISharedStructures
+    {
+        public static readonly NoShared Instance = new();
+
+        public Task<ISharedDictionary> DictionaryAsync(string name, CancellationToken cancellationToken = default) =>
+            throw new InvalidOperationException("Shared data structures are not available to this activation (it runs outside a manager).");
+    }
+
     private sealed class NoGroups : IComponentGroups
     {
         public static readonly NoGroups Instance = new();

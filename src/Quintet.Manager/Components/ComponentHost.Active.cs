@@ -21,9 +21,14 @@ internal sealed partial class ComponentHost
 {
     private readonly ConcurrentDictionary<InstanceId, ReplicaGroup> _replicas = new();
     private GroupService? _groups;
+    private Quintet.Runtime.Structures.SharedStructures? _shared;
 
     /// <summary>Set once at startup (the group service is created after the host in some hosts).</summary>
-    public void AttachGroups(GroupService groups) => _groups = groups;
+    public void AttachGroups(GroupService groups, Quintet.Runtime.Structures.SharedStructures shared)
+    {
+        _groups = groups;
+        _shared = shared;
+    }
 
     /// <summary>Runs a call on an actively replicated instance owned here: total-order multicast, answered by the local replica.</summary>
     private async Task<byte[]> ActiveCallAsync(Shadow shadow, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)

@@ -134,6 +134,11 @@ internal sealed partial class ComponentHost
             context = context with { Groups = shadow.Groups };
         }
 
+        if (_shared is { } shared)
+        {
+            context = context with { Shared = shared };
+        }
+
         try
         {
             if (arrived && arrival.State is { } state && instance is IMigrateState migrating)

@@ -80,13 +80,14 @@ public static class ManagerHostingExtensions
                 o.IgnoreUnknownServices = true;
             })
             .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024));
+        builder.Services.AddSingleton<Quintet.Runtime.Structures.SharedStructures>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
         builder.Services.AddLocalCheckpointStore();
         builder.Services.AddSingleton(sp =>
         {
             var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);
-            host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>());
+            host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>(), sp.GetRequiredService<Quintet.Runtime.Structures.SharedStructures>());
             return host;
         });
         builder.Services.AddIsolatedWorkers();

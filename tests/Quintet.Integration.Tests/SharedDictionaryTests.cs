@@ -1,0 +1,86 @@
+using System.Diagnostics;
+using Google.Protobuf;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+using Samples.SharedCache;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>The shared dictionary across managers: ordered writes, local and fresh reads, compare-and-set, a joining manager's copy.</summary>
+public class SharedDictionaryTests(ITestOutputHelper output)
+{
+    [Fact]
+    public Task Instances_on_different_managers_share_one_dictionary_and_a_joining_manager_gets_a_copy() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            var admin = new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel);
+            await admin.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CacheComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            using var client = QuintetClient.Over(cluster.Managers[0].Channel);
+
+            // Front instances spread over the managers.
+            var fronts = new Dictionary<string, ICache>();
+            var hosts = new Dictionary<string, string>();
+            for (var i = 0; i < 6; i++)
+            {
+                var front = client.GetComponent<ICache>($"front-{i}");
+                hosts[$"front-{i}"] = (await Eventually(() => front.GetAsync(new GetRequest { Key = "nothing" }, CancellationToken.None))).Manager;
+                fronts[$"front-{i}"] = front;
+            }
+
+            Assert.True(hosts.Values.Distinct().Count() >= 2, "the fronts all landed on one manager");
+            var writer = fronts.First().Key;
+            var reader = fronts.Keys.First(k => hosts[k] != hosts[writer]);
+
+            // A write through one manager is seen by a fresh read through another at once, and by a local read soon.
+            await fronts[writer].PutAsync(new PutRequest { Key = "greeting", Value = "hello" }, CancellationToken.None);
+            var fresh = await fronts[reader].GetAsync(new GetRequest { Key = "greeting", Fresh = true }, CancellationToken.None);
+            Assert.Equal(("hello", true), (fresh.Value, fresh.Found));
+            Assert.Equal("hello", (await Eventually(async () =>
+            {
+                var local = await fronts[reader].GetAsync(new GetRequest { Key = "greeting" }, CancellationToken.None);
+                Assert.True(local.Found);
+                return local;
+            })).Value);
+
+            // Compare-and-set races from every front: exactly one wins.
+            var results = await Task.WhenAll(fronts.Select(f => f.Value.CompareAndSetAsync(new CompareAndSetRequest { Key = "leader", Value = f.Key }, CancellationToken.None)));
+            var winners = results.Where(r => r.Found).Select(r => r.Value).ToList();
+            Assert.Single(winners);
+            Assert.Equal(winners[0], (await fronts[reader].GetAsync(new GetRequest { Key = "leader", Fresh = true }, CancellationToken.None)).Value);
+
+            // A manager that joins later gets a copy as of its join, then every later write.
+            var fourth = await cluster.AddManagerAsync();
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            using var viaFourth = QuintetClient.Over(fourth.Channel);
+            await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).SetQosAsync(new SetQosRequest { ClassName = "Samples.SharedCache.CacheComponent", Spec = "placement: pack\n" }, deadline: DateTime.UtcNow.AddSeconds(30));
+            var local4 = viaFourth.GetComponent<ICache>("front-on-fourth");
+            var copied = await Eventually(async () =>
+            {
+                var reply = await local4.GetAsync(new GetRequest { Key = "greeting" }, CancellationToken.None);
+                Assert.Equal(fourth.Name, reply.Manager);
+                Assert.True(reply.Found);
+                return reply;
+            });
+            Assert.Equal("hello", copied.Value);
+            await fronts[writer].PutAsync(new PutRequest { Key = "greeting", Value = "again" }, CancellationToken.None);
+            Assert.Equal("again", (await local4.GetAsync(new GetRequest { Key = "greeting", Fresh = true }, CancellationToken.None)).Value);
+        });
+
+    private static async Task<T> Eventually<T>(Func<Task<T>> attempt)
+    {
+        var waited = Stopwatch.StartNew();
+        while (true)
+        {
+            try
+            {
+                return await attempt();
+            }
+            catch (Exception) when (waited.Elapsed < TimeSpan.FromSeconds(40))
+            {
+                await Task.Delay(250);
+            }
+        }
+    }
+}
