@@ -53,6 +53,12 @@ public class SharedDictionaryTests(ITestOutputHelper output)
             // A manager that joins later gets a copy as of its join, then every later write.
             var fourth = await cluster.AddManagerAsync();
             await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Eventually(async () =>
+            {
+                var packages = await new ComponentAdmin.ComponentAdminClient(fourth.Channel).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10));
+                Assert.Contains(packages.Packages, p => p.Name == "SharedCache");
+                return packages;
+            });
             using var viaFourth = QuintetClient.Over(fourth.Channel);
             await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).SetQosAsync(new SetQosRequest { ClassName = "Samples.SharedCache.CacheComponent", Spec = "placement: pack\n" }, deadline: DateTime.UtcNow.AddSeconds(30));
             var local4 = viaFourth.GetComponent<ICache>("front-on-fourth");

@@ -124,6 +124,7 @@ internal sealed partial class ComponentHost
     {
         private readonly ConcurrentDictionary<long, TaskCompletionSource<byte[]>> _pending = new();
         private readonly List<(long ViewId, ReplicaCall Call)> _buffered = [];
+        private readonly HashSet<string> _readyMembers = new(StringComparer.Ordinal);
         private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
         private readonly CancellationTokenSource _stop = new();
         private LightGroupMember? _member;
@@ -197,6 +198,10 @@ internal sealed partial class ComponentHost
                             {
                                 await OnStateAsync(message.State, cancellationToken);
                             }
+                            else if (message.KindCase == ReplicaMessage.KindOneofCase.Ready)
+                            {
+                                _readyMembers.Add(message.Ready.Member);
+                            }
                             else if (_instance is null)
                             {
                                 _buffered.Add((_view?.Id ?? 0, message.Call));
@@ -241,9 +246,11 @@ internal sealed partial class ComponentHost
                 return;
             }
 
-            // The oldest replica that was already in the previous view hands its state, as of here, to the newcomers.
-            var newcomers = view.Members.Where(m => !previous.Contains(m.Id)).Select(m => m.Id).ToList();
-            var sender = view.Members.FirstOrDefault(m => previous.Contains(m.Id)).Id;
+            // The oldest replica known to have the state hands it, as of here, to every member not known to have it: to
+            // newcomers, and again to members whose sender failed before handing it over.
+            var self = member.Self.ToString();
+            var newcomers = view.Members.Select(m => m.Id).Where(m => m != member.Self && !_readyMembers.Contains(m.ToString())).ToList();
+            var sender = view.Members.Select(m => m.Id).FirstOrDefault(m => _readyMembers.Contains(m.ToString()) || m.ToString() == self);
             if (newcomers.Count == 0 || sender != member.Self)
             {
                 return;
@@ -295,7 +302,16 @@ internal sealed partial class ComponentHost
             };
             await ((IComponentLifecycle)instance).ActivateAsync(context, reason, cancellationToken);
             _instance = instance;
+            _readyMembers.Add(_member!.Self.ToString());
             _ready.TrySetResult();
+            try
+            {
+                await _member.MulticastAsync(new ReplicaMessage { Ready = new ReplicaReady { Member = _member.Self.ToString() } }.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+            }
+            catch (GroupUnavailableException)
+            {
+                // Leaving or rejoining: the group goes on without this replica.
+            }
         }
 
         private async Task RunCallAsync(LightGroupMember member, ReplicaCall call, CancellationToken cancellationToken)
