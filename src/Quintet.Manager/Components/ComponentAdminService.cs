@@ -209,11 +209,25 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
             var forward = request.Clone();
             forward.ThisManagerOnly = true;
             var peers = host.Directory.Peers().Where(p => p.NodeName != identity.NodeName).ToList();
-            await Task.WhenAll(peers.Select(async peer =>
+            var failures = (await Task.WhenAll(peers.Select(async peer =>
             {
-                using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(peer.Endpoint);
-                await new ComponentAdmin.ComponentAdminClient(channel).SetQosAsync(forward, deadline: DateTime.UtcNow.AddSeconds(30), cancellationToken: context.CancellationToken);
-            }));
+                try
+                {
+                    using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(peer.Endpoint);
+                    await new ComponentAdmin.ComponentAdminClient(channel).SetQosAsync(forward, deadline: DateTime.UtcNow.AddSeconds(30), cancellationToken: context.CancellationToken);
+                    return null;
+                }
+                catch (RpcException e)
+                {
+                    return $"{peer.NodeName} ({e.StatusCode}: {e.Status.Detail})";
+                }
+            }))).OfType<string>().ToList();
+            if (failures.Count > 0)
+            {
+                // Say exactly where it applies: the change stays on the managers that took it.
+                throw new RpcException(new Status(StatusCode.Unavailable, $"The QoS spec of {componentClass.Name} was applied on {1 + peers.Count - failures.Count} of {1 + peers.Count} managers; not on {string.Join(", ", failures)}. Retry once they have the package."));
+            }
+
             managers += peers.Count;
         }
 
