@@ -1,0 +1,290 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Numerics;
+using System.Text;
+
+namespace Quintet.TestingHost.Checking;
+
+/// <summary>
+/// The search for one key. Every operation has two entries, its call and its return, in a doubly linked list in history
+/// order (returns of operations that may never have happened go last). From the head of the list, the search tries each
+/// call before the first return as the next operation to take effect; a call the model allows is lifted out of the list
+/// with its return and pushed on a stack. Reaching a return means that operation had to be placed already: the search
+/// backtracks by popping the last choice and trying the call after it. Lowe's memo of (linearized set, state)
+/// configurations keeps it from exploring the same configuration twice.
+/// </summary>
+internal sealed class LinearizabilitySearch<TState, TOperation>
+{
+    // How many steps between looks at the clock and the cancellation token: often enough to stop within milliseconds.
+    private const int BudgetCheckInterval = 4096;
+
+    private readonly IModel<TState, TOperation> _model;
+    private readonly KeyHistory<TOperation> _history;
+    private readonly long _maxSteps;
+    private readonly long _deadline;
+    private readonly CancellationToken _cancellationToken;
+
+    // The linked list: entry 2i is the call of operation i, 2i + 1 its return; _head is the sentinel.
+    private readonly int[] _next;
+    private readonly int[] _prev;
+    private readonly int _head;
+
+    // The best (longest) prefix found, for the explanation of a failure.
+    private int[] _bestPrefix = [];
+    private TState _bestState;
+    private int _bestBlocking = -1;
+    private int[] _bestCandidates = [];
+
+    public LinearizabilitySearch(IModel<TState, TOperation> model, KeyHistory<TOperation> history, long maxSteps, long deadline, CancellationToken cancellationToken)
+    {
+        _model = model;
+        _history = history;
+        _maxSteps = maxSteps;
+        _deadline = deadline;
+        _cancellationToken = cancellationToken;
+        _bestState = model.Initial;
+
+        var n = history.Operations.Count;
+        var order = new (long Position, int Entry)[2 * n];
+        for (var i = 0; i < n; i++)
+        {
+            order[2 * i] = (history.Invoked[i], 2 * i);
+
+            // Returns of operations that may never have happened share the position "never": keep them in operation order.
+            order[(2 * i) + 1] = (history.Completed[i] == long.MaxValue ? long.MaxValue - n + i : history.Completed[i], (2 * i) + 1);
+        }
+
+        Array.Sort(order);
+        _head = 2 * n;
+        _next = new int[(2 * n) + 1];
+        _prev = new int[(2 * n) + 1];
+        var last = _head;
+        foreach (var (_, entry) in order)
+        {
+            _next[last] = entry;
+            _prev[entry] = last;
+            last = entry;
+        }
+
+        _next[last] = -1;
+    }
+
+    public KeyLinearizability Run()
+    {
+        var n = _history.Operations.Count;
+        var comparer = _model.StateComparer;
+        var cache = new HashSet<Configuration>(new ConfigurationComparer(comparer));
+        var words = (n + 63) / 64;
+        var linearized = new ulong[words];
+
+        // Zobrist hashing: the hash of a set is the XOR of its members' random codes, updated in O(1) per change.
+        var codes = new ulong[n];
+        var random = new Random(n);
+        for (var i = 0; i < n; i++)
+        {
+            codes[i] = (ulong)random.NextInt64() ^ ((ulong)random.NextInt64() << 1);
+        }
+
+        ulong hash = 0;
+        var stackEntries = new int[n];
+        var stackStates = new TState[n];
+        var depth = 0;
+        var state = _model.Initial;
+        long steps = 0;
+        var entry = _next[_head];
+        while (true)
+        {
+            // The list is empty, or everything before this point is an operation that may never have happened: done.
+            if (entry < 0 || ((entry & 1) == 1 && _history.Completed[entry >> 1] == long.MaxValue))
+            {
+                return Linearizable(stackEntries, depth, state, steps);
+            }
+
+            if ((entry & 1) == 0)
+            {
+                var op = entry >> 1;
+                if (++steps % BudgetCheckInterval == 0 && OverBudget(steps) is { } reason)
+                {
+                    return Unknown(reason, steps);
+                }
+
+                if (_model.Apply(state, _history.Prepared[op], out var after))
+                {
+                    linearized[op >> 6] |= 1UL << (op & 63);
+                    hash ^= codes[op];
+                    var probe = new Configuration(linearized, hash, after);
+                    if (!cache.Contains(probe))
+                    {
+                        cache.Add(probe with { Linearized = (ulong[])linearized.Clone() });
+                        stackEntries[depth] = entry;
+                        stackStates[depth] = state;
+                        depth++;
+                        state = after;
+                        Lift(entry);
+                        entry = _next[_head];
+                        continue;
+                    }
+
+                    linearized[op >> 6] &= ~(1UL << (op & 63));
+                    hash ^= codes[op];
+                }
+
+                entry = _next[entry];
+                continue;
+            }
+
+            // A return: its operation had to be placed by now, and every candidate before it has been tried.
+            if (_bestBlocking < 0 || depth > _bestPrefix.Length)
+            {
+                Remember(stackEntries, depth, state, entry);
+            }
+
+            if (depth == 0)
+            {
+                return NotLinearizable(steps);
+            }
+
+            depth--;
+            entry = stackEntries[depth];
+            state = stackStates[depth];
+            var undone = entry >> 1;
+            linearized[undone >> 6] &= ~(1UL << (undone & 63));
+            hash ^= codes[undone];
+            Unlift(entry);
+            entry = _next[entry];
+        }
+    }
+
+    private string? OverBudget(long steps)
+    {
+        _cancellationToken.ThrowIfCancellationRequested();
+        if (steps >= _maxSteps)
+        {
+            return string.Create(CultureInfo.InvariantCulture, $"the search used its budget of {_maxSteps} steps");
+        }
+
+        return Stopwatch.GetTimestamp() > _deadline ? "the check ran out of time" : null;
+    }
+
+    private void Lift(int call)
+    {
+        var ret = call + 1;
+        _next[_prev[call]] = _next[call];
+        _prev[_next[call]] = _prev[call];
+        _next[_prev[ret]] = _next[ret];
+        if (_next[ret] >= 0)
+        {
+            _prev[_next[ret]] = _prev[ret];
+        }
+    }
+
+    private void Unlift(int call)
+    {
+        // The reverse of Lift: the lifted entries still point at their old neighbours.
+        var ret = call + 1;
+        _next[_prev[ret]] = ret;
+        if (_next[ret] >= 0)
+        {
+            _prev[_next[ret]] = ret;
+        }
+
+        _next[_prev[call]] = call;
+        _prev[_next[call]] = call;
+    }
+
+    private void Remember(int[] stackEntries, int depth, TState state, int blockingReturn)
+    {
+        _bestPrefix = stackEntries.AsSpan(0, depth).ToArray();
+        _bestState = state;
+        _bestBlocking = blockingReturn >> 1;
+        var candidates = new List<int>();
+        for (var e = _next[_head]; e != blockingReturn; e = _next[e])
+        {
+            if ((e & 1) == 0)
+            {
+                candidates.Add(e >> 1);
+            }
+        }
+
+        _bestCandidates = [.. candidates];
+    }
+
+    private List<HistoryOperation> Operations(ReadOnlySpan<int> entries)
+    {
+        var operations = new List<HistoryOperation>(entries.Length);
+        foreach (var e in entries)
+        {
+            operations.Add(_history.Operations[e >> 1]);
+        }
+
+        return operations;
+    }
+
+    private KeyLinearizability Linearizable(int[] stackEntries, int depth, TState state, long steps) =>
+        new(_history.Key, LinearizabilityOutcome.Linearizable, _history.Operations.Count, steps,
+            Operations(stackEntries.AsSpan(0, depth)), _model.Describe(state), null, [], null);
+
+    private KeyLinearizability Unknown(string reason, long steps)
+    {
+        var text = string.Create(
+            CultureInfo.InvariantCulture,
+            $"Key {KeyLinearizability.KeyName(_history.Key)}: unknown; {reason} ({_history.Operations.Count} operations, {steps} steps, longest linearizable prefix so far {_bestPrefix.Length}).");
+        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.Unknown, _history.Operations.Count, steps, [], _model.Describe(_model.Initial), null, [], text);
+    }
+
+    private KeyLinearizability NotLinearizable(long steps)
+    {
+        var prefix = new List<HistoryOperation>(_bestPrefix.Length);
+        foreach (var e in _bestPrefix)
+        {
+            prefix.Add(_history.Operations[e >> 1]);
+        }
+
+        var unplaced = new List<UnplacedOperation>(_bestCandidates.Length);
+        foreach (var op in _bestCandidates)
+        {
+            unplaced.Add(new UnplacedOperation(_history.Operations[op], _model.Apply(_bestState, _history.Prepared[op], out _)));
+        }
+
+        var blocking = _history.Operations[_bestBlocking];
+        var state = _model.Describe(_bestState);
+        var text = new StringBuilder();
+        text.Append(CultureInfo.InvariantCulture, $"Key {KeyLinearizability.KeyName(_history.Key)}: not linearizable ({_history.Operations.Count} operations, {steps} steps).");
+        text.AppendLine().Append(CultureInfo.InvariantCulture, $"  The longest linearizable prefix has {prefix.Count} operations and leaves the state {state}");
+        const int Shown = 8;
+        if (prefix.Count == 0)
+        {
+            text.Append('.');
+        }
+        else
+        {
+            text.Append(prefix.Count > Shown ? string.Create(CultureInfo.InvariantCulture, $"; its last {Shown}:") : ":");
+            foreach (var op in prefix.Skip(Math.Max(0, prefix.Count - Shown)))
+            {
+                text.AppendLine().Append("    ").Append(op);
+            }
+        }
+
+        text.AppendLine().Append(CultureInfo.InvariantCulture, $"  Then {blocking} had completed, so it or an operation concurrent with it had to come next, and none can:");
+        foreach (var u in unplaced)
+        {
+            text.AppendLine().Append("    ").Append(u.Operation).Append(u.AllowedByModel
+                ? string.Create(CultureInfo.InvariantCulture, $": possible in state {state}, but nothing that must follow it is")
+                : string.Create(CultureInfo.InvariantCulture, $": impossible in state {state}"));
+        }
+
+        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.NotLinearizable, _history.Operations.Count, steps, prefix, state, blocking, unplaced, text.ToString());
+    }
+
+    /// <summary>A configuration the search has been in: which operations are linearized, and the state they lead to.</summary>
+    private readonly record struct Configuration(ulong[] Linearized, ulong Hash, TState State);
+
+    private sealed class ConfigurationComparer(IEqualityComparer<TState> states) : IEqualityComparer<Configuration>
+    {
+        public bool Equals(Configuration x, Configuration y) =>
+            x.Hash == y.Hash && states.Equals(x.State, y.State) && x.Linearized.AsSpan().SequenceEqual(y.Linearized);
+
+        public int GetHashCode(Configuration obj) =>
+            (int)BitOperations.Crc32C((uint)obj.Hash ^ (uint)(obj.Hash >> 32), (uint)(obj.State is null ? 0 : states.GetHashCode(obj.State)));
+    }
+}
