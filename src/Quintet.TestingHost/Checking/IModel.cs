@@ -35,6 +35,14 @@ public interface IModel<TState, TOperation>
     /// <returns>True when the operation could take effect in <paramref name="state"/> with the result it observed.</returns>
     bool Apply(TState state, in TOperation operation, out TState after);
 
+    /// <summary>
+    /// True when the operation never changes the state (a read): the checker then places it as soon as it is possible,
+    /// without trying the alternatives, which keeps the search small. The default is false, which is always safe.
+    /// </summary>
+    /// <param name="operation">The operation.</param>
+    /// <returns>Whether <see cref="Apply"/>, whenever it returns true, returns the state it was given.</returns>
+    bool IsReadOnly(in TOperation operation) => false;
+
     /// <summary>Describes a state for explanations.</summary>
     /// <param name="state">The state.</param>
     /// <returns>A short text.</returns>

@@ -29,6 +29,19 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
     private readonly int[] _prev;
     private readonly int _head;
 
+    // The search's position: the operations placed (a set and a stack), and the state they lead to.
+    private readonly HashSet<Configuration> _cache;
+    private readonly ulong[] _linearized;
+    private readonly ulong[] _codes;
+    private readonly bool[] _readOnly;
+    private readonly int[] _stackEntries;
+    private readonly TState[] _stackStates;
+    private readonly bool[] _stackForced;
+    private ulong _hash;
+    private int _depth;
+    private TState _state;
+    private long _steps;
+
     // The best (longest) prefix found, for the explanation of a failure.
     private int[] _bestPrefix = [];
     private TState _bestState;
@@ -43,8 +56,28 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
         _deadline = deadline;
         _cancellationToken = cancellationToken;
         _bestState = model.Initial;
+        _state = model.Initial;
 
         var n = history.Operations.Count;
+        _cache = new HashSet<Configuration>(new ConfigurationComparer(model.StateComparer));
+        _linearized = new ulong[(n + 63) / 64];
+        _stackEntries = new int[n];
+        _stackStates = new TState[n];
+        _stackForced = new bool[n];
+        _readOnly = new bool[n];
+        for (var i = 0; i < n; i++)
+        {
+            _readOnly[i] = model.IsReadOnly(history.Prepared[i]);
+        }
+
+        // Zobrist hashing: the hash of a set is the XOR of its members' random codes, updated in O(1) per change.
+        _codes = new ulong[n];
+        var random = new Random(n);
+        for (var i = 0; i < n; i++)
+        {
+            _codes[i] = (ulong)random.NextInt64() ^ ((ulong)random.NextInt64() << 1);
+        }
+
         var order = new (long Position, int Entry)[2 * n];
         for (var i = 0; i < n; i++)
         {
@@ -71,94 +104,138 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
 
     public KeyLinearizability Run()
     {
-        var n = _history.Operations.Count;
-        var comparer = _model.StateComparer;
-        var cache = new HashSet<Configuration>(new ConfigurationComparer(comparer));
-        var words = (n + 63) / 64;
-        var linearized = new ulong[words];
-
-        // Zobrist hashing: the hash of a set is the XOR of its members' random codes, updated in O(1) per change.
-        var codes = new ulong[n];
-        var random = new Random(n);
-        for (var i = 0; i < n; i++)
-        {
-            codes[i] = (ulong)random.NextInt64() ^ ((ulong)random.NextInt64() << 1);
-        }
-
-        ulong hash = 0;
-        var stackEntries = new int[n];
-        var stackStates = new TState[n];
-        var depth = 0;
-        var state = _model.Initial;
-        long steps = 0;
         var entry = _next[_head];
+        var arrived = true;
         while (true)
         {
-            // The list is empty, or everything before this point is an operation that may never have happened: done.
-            if (entry < 0 || ((entry & 1) == 1 && _history.Completed[entry >> 1] == long.MaxValue))
+            var dead = false;
+            if (arrived)
             {
-                return Linearizable(stackEntries, depth, state, steps);
-            }
-
-            if ((entry & 1) == 0)
-            {
-                var op = entry >> 1;
-                if (++steps % BudgetCheckInterval == 0 && OverBudget(steps) is { } reason)
+                // A read-only operation that is possible now may as well go now: in any linearization from here it
+                // could be moved to this point, since it changes nothing and nothing before it is still to be placed.
+                // So it is not a choice, and failing after it means failing here.
+                arrived = false;
+                for (var e = _next[_head]; e >= 0 && (e & 1) == 0; e = _next[e])
                 {
-                    return Unknown(reason, steps);
-                }
-
-                if (_model.Apply(state, _history.Prepared[op], out var after))
-                {
-                    linearized[op >> 6] |= 1UL << (op & 63);
-                    hash ^= codes[op];
-                    var probe = new Configuration(linearized, hash, after);
-                    if (!cache.Contains(probe))
+                    var op = e >> 1;
+                    if (!_readOnly[op])
                     {
-                        cache.Add(probe with { Linearized = (ulong[])linearized.Clone() });
-                        stackEntries[depth] = entry;
-                        stackStates[depth] = state;
-                        depth++;
-                        state = after;
-                        Lift(entry);
-                        entry = _next[_head];
                         continue;
                     }
 
-                    linearized[op >> 6] &= ~(1UL << (op & 63));
-                    hash ^= codes[op];
+                    if (++_steps % BudgetCheckInterval == 0 && OverBudget() is { } reason)
+                    {
+                        return Unknown(reason);
+                    }
+
+                    if (_model.Apply(_state, _history.Prepared[op], out var after))
+                    {
+                        arrived = TryPush(e, after, forced: true);
+                        dead = !arrived;
+                        break;
+                    }
                 }
 
-                entry = _next[entry];
-                continue;
+                if (arrived)
+                {
+                    continue;
+                }
+
+                entry = _next[_head];
             }
 
-            // A return: its operation had to be placed by now, and every candidate before it has been tried.
-            if (_bestBlocking < 0 || depth > _bestPrefix.Length)
+            if (!dead)
             {
-                Remember(stackEntries, depth, state, entry);
+                // The list is empty, or everything before this point may never have happened: done.
+                if (entry < 0 || ((entry & 1) == 1 && _history.Completed[entry >> 1] == long.MaxValue))
+                {
+                    return Linearizable();
+                }
+
+                if ((entry & 1) == 0)
+                {
+                    var op = entry >> 1;
+                    if (++_steps % BudgetCheckInterval == 0 && OverBudget() is { } reason)
+                    {
+                        return Unknown(reason);
+                    }
+
+                    if (!_readOnly[op] && _model.Apply(_state, _history.Prepared[op], out var after) && TryPush(entry, after, forced: false))
+                    {
+                        arrived = true;
+                    }
+                    else
+                    {
+                        entry = _next[entry];
+                    }
+
+                    continue;
+                }
+
+                // A return: its operation had to be placed by now, and every candidate before it has been tried.
+                if (_bestBlocking < 0 || _depth > _bestPrefix.Length)
+                {
+                    Remember(entry);
+                }
             }
 
-            if (depth == 0)
+            // Undo the last choice and try the next candidate after it; undo forced placements without looking further.
+            bool forced;
+            do
             {
-                return NotLinearizable(steps);
-            }
+                if (_depth == 0)
+                {
+                    return NotLinearizable();
+                }
 
-            depth--;
-            entry = stackEntries[depth];
-            state = stackStates[depth];
-            var undone = entry >> 1;
-            linearized[undone >> 6] &= ~(1UL << (undone & 63));
-            hash ^= codes[undone];
-            Unlift(entry);
+                (entry, forced) = Pop();
+            }
+            while (forced);
+
             entry = _next[entry];
         }
     }
 
-    private string? OverBudget(long steps)
+    /// <summary>Places an operation next, unless the configuration it leads to has been explored already.</summary>
+    private bool TryPush(int call, TState after, bool forced)
+    {
+        var op = call >> 1;
+        _linearized[op >> 6] |= 1UL << (op & 63);
+        _hash ^= _codes[op];
+        var probe = new Configuration(_linearized, _hash, after);
+        if (_cache.Contains(probe))
+        {
+            _linearized[op >> 6] &= ~(1UL << (op & 63));
+            _hash ^= _codes[op];
+            return false;
+        }
+
+        _cache.Add(probe with { Linearized = (ulong[])_linearized.Clone() });
+        _stackEntries[_depth] = call;
+        _stackStates[_depth] = _state;
+        _stackForced[_depth] = forced;
+        _depth++;
+        _state = after;
+        Lift(call);
+        return true;
+    }
+
+    private (int Call, bool Forced) Pop()
+    {
+        _depth--;
+        var call = _stackEntries[_depth];
+        _state = _stackStates[_depth];
+        var op = call >> 1;
+        _linearized[op >> 6] &= ~(1UL << (op & 63));
+        _hash ^= _codes[op];
+        Unlift(call);
+        return (call, _stackForced[_depth]);
+    }
+
+    private string? OverBudget()
     {
         _cancellationToken.ThrowIfCancellationRequested();
-        if (steps >= _maxSteps)
+        if (_steps >= _maxSteps)
         {
             return string.Create(CultureInfo.InvariantCulture, $"the search used its budget of {_maxSteps} steps");
         }
@@ -192,10 +269,10 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
         _prev[_next[call]] = call;
     }
 
-    private void Remember(int[] stackEntries, int depth, TState state, int blockingReturn)
+    private void Remember(int blockingReturn)
     {
-        _bestPrefix = stackEntries.AsSpan(0, depth).ToArray();
-        _bestState = state;
+        _bestPrefix = _stackEntries.AsSpan(0, _depth).ToArray();
+        _bestState = _state;
         _bestBlocking = blockingReturn >> 1;
         var candidates = new List<int>();
         for (var e = _next[_head]; e != blockingReturn; e = _next[e])
@@ -220,19 +297,19 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
         return operations;
     }
 
-    private KeyLinearizability Linearizable(int[] stackEntries, int depth, TState state, long steps) =>
-        new(_history.Key, LinearizabilityOutcome.Linearizable, _history.Operations.Count, steps,
-            Operations(stackEntries.AsSpan(0, depth)), _model.Describe(state), null, [], null);
+    private KeyLinearizability Linearizable() =>
+        new(_history.Key, LinearizabilityOutcome.Linearizable, _history.Operations.Count, _steps,
+            Operations(_stackEntries.AsSpan(0, _depth)), _model.Describe(_state), null, [], null);
 
-    private KeyLinearizability Unknown(string reason, long steps)
+    private KeyLinearizability Unknown(string reason)
     {
         var text = string.Create(
             CultureInfo.InvariantCulture,
-            $"Key {KeyLinearizability.KeyName(_history.Key)}: unknown; {reason} ({_history.Operations.Count} operations, {steps} steps, longest linearizable prefix so far {_bestPrefix.Length}).");
-        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.Unknown, _history.Operations.Count, steps, [], _model.Describe(_model.Initial), null, [], text);
+            $"Key {KeyLinearizability.KeyName(_history.Key)}: unknown; {reason} ({_history.Operations.Count} operations, {_steps} steps, longest linearizable prefix so far {_bestPrefix.Length}).");
+        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.Unknown, _history.Operations.Count, _steps, [], _model.Describe(_model.Initial), null, [], text);
     }
 
-    private KeyLinearizability NotLinearizable(long steps)
+    private KeyLinearizability NotLinearizable()
     {
         var prefix = new List<HistoryOperation>(_bestPrefix.Length);
         foreach (var e in _bestPrefix)
@@ -249,7 +326,7 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
         var blocking = _history.Operations[_bestBlocking];
         var state = _model.Describe(_bestState);
         var text = new StringBuilder();
-        text.Append(CultureInfo.InvariantCulture, $"Key {KeyLinearizability.KeyName(_history.Key)}: not linearizable ({_history.Operations.Count} operations, {steps} steps).");
+        text.Append(CultureInfo.InvariantCulture, $"Key {KeyLinearizability.KeyName(_history.Key)}: not linearizable ({_history.Operations.Count} operations, {_steps} steps).");
         text.AppendLine().Append(CultureInfo.InvariantCulture, $"  The longest linearizable prefix has {prefix.Count} operations and leaves the state {state}");
         const int Shown = 8;
         if (prefix.Count == 0)
@@ -273,7 +350,7 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
                 : string.Create(CultureInfo.InvariantCulture, $": impossible in state {state}"));
         }
 
-        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.NotLinearizable, _history.Operations.Count, steps, prefix, state, blocking, unplaced, text.ToString());
+        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.NotLinearizable, _history.Operations.Count, _steps, prefix, state, blocking, unplaced, text.ToString());
     }
 
     /// <summary>A configuration the search has been in: which operations are linearized, and the state they lead to.</summary>

@@ -87,6 +87,9 @@ public sealed class RegisterModel : IModel<long?, RegisterOperation>
     }
 
     /// <inheritdoc />
+    public bool IsReadOnly(in RegisterOperation operation) => operation.Kind == RegisterOperationKind.Read;
+
+    /// <inheritdoc />
     public string Describe(long? state) => state?.ToString(CultureInfo.InvariantCulture) ?? "nil";
 
     private static long? Number(JsonNode? node, HistoryOperation operation) => node switch
