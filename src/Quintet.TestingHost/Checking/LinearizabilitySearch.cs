@@ -16,7 +16,7 @@ namespace Quintet.TestingHost.Checking;
 internal sealed class LinearizabilitySearch<TState, TOperation>
 {
     // How many steps between looks at the clock and the cancellation token: often enough to stop within milliseconds.
-    private const int BudgetCheckInterval = 4096;
+    private const long BudgetCheckInterval = 4096;
 
     private readonly IModel<TState, TOperation> _model;
     private readonly KeyHistory<TOperation> _history;
@@ -41,6 +41,7 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
     private int _depth;
     private TState _state;
     private long _steps;
+    private long _nextBudgetCheck = BudgetCheckInterval;
 
     // The best (longest) prefix found, for the explanation of a failure.
     private int[] _bestPrefix = [];
@@ -104,34 +105,64 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
 
     public KeyLinearizability Run()
     {
-        var entry = _next[_head];
+        var entry = -1;
+        var blocking = -1;
         var arrived = true;
         while (true)
         {
+            if (_steps >= _nextBudgetCheck)
+            {
+                _nextBudgetCheck += BudgetCheckInterval;
+                if (OverBudget() is { } reason)
+                {
+                    return Unknown(reason);
+                }
+            }
+
             var dead = false;
             if (arrived)
             {
-                // A read-only operation that is possible now may as well go now: in any linearization from here it
-                // could be moved to this point, since it changes nothing and nothing before it is still to be placed.
-                // So it is not a choice, and failing after it means failing here.
                 arrived = false;
-                for (var e = _next[_head]; e >= 0 && (e & 1) == 0; e = _next[e])
+                var forced = PlaceReadOnly();
+                if (forced is not null)
                 {
-                    var op = e >> 1;
-                    if (!_readOnly[op])
+                    arrived = forced.Value;
+                    dead = !forced.Value;
+                    if (arrived)
                     {
                         continue;
                     }
-
-                    if (++_steps % BudgetCheckInterval == 0 && OverBudget() is { } reason)
+                }
+                else
+                {
+                    // The list is empty, or everything before its first return may never have happened: done.
+                    var first = FirstReturn();
+                    if (first < 0 || _history.Completed[first >> 1] == long.MaxValue)
                     {
-                        return Unknown(reason);
+                        return Linearizable();
                     }
 
-                    if (_model.Apply(_state, _history.Prepared[op], out var after))
+                    // Try first the operation whose return comes first: it must be placed before the search may pass
+                    // its return, and placing operations as late as they can go (Lowe's just-in-time linearization)
+                    // keeps the others free for the reads that follow.
+                    blocking = first - 1;
+                    if (TryPlace(blocking))
                     {
-                        arrived = TryPush(e, after, forced: true);
-                        dead = !arrived;
+                        arrived = true;
+                        continue;
+                    }
+
+                    entry = _next[_head];
+                }
+            }
+
+            if (!dead)
+            {
+                for (; (entry & 1) == 0; entry = _next[entry])
+                {
+                    if (entry != blocking && TryPlace(entry))
+                    {
+                        arrived = true;
                         break;
                     }
                 }
@@ -141,46 +172,16 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
                     continue;
                 }
 
-                entry = _next[_head];
-            }
-
-            if (!dead)
-            {
-                // The list is empty, or everything before this point may never have happened: done.
-                if (entry < 0 || ((entry & 1) == 1 && _history.Completed[entry >> 1] == long.MaxValue))
-                {
-                    return Linearizable();
-                }
-
-                if ((entry & 1) == 0)
-                {
-                    var op = entry >> 1;
-                    if (++_steps % BudgetCheckInterval == 0 && OverBudget() is { } reason)
-                    {
-                        return Unknown(reason);
-                    }
-
-                    if (!_readOnly[op] && _model.Apply(_state, _history.Prepared[op], out var after) && TryPush(entry, after, forced: false))
-                    {
-                        arrived = true;
-                    }
-                    else
-                    {
-                        entry = _next[entry];
-                    }
-
-                    continue;
-                }
-
-                // A return: its operation had to be placed by now, and every candidate before it has been tried.
+                // The return of the blocking operation: every candidate before it has been tried.
                 if (_bestBlocking < 0 || _depth > _bestPrefix.Length)
                 {
                     Remember(entry);
                 }
             }
 
-            // Undo the last choice and try the next candidate after it; undo forced placements without looking further.
-            bool forced;
+            // Undo the last choice and try the next candidate; undo forced placements without looking further.
+            int call;
+            bool wasForced;
             do
             {
                 if (_depth == 0)
@@ -188,12 +189,66 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
                     return NotLinearizable();
                 }
 
-                (entry, forced) = Pop();
+                (call, wasForced) = Pop();
             }
-            while (forced);
+            while (wasForced);
 
-            entry = _next[entry];
+            blocking = FirstReturn() - 1;
+            entry = call == blocking ? _next[_head] : _next[call];
         }
+    }
+
+    /// <summary>
+    /// Places a read-only operation that is possible now. It may as well go now: in any linearization from here it
+    /// could be moved to this point, since it changes nothing and nothing that must come before it is still to be
+    /// placed. So it is not a choice, and failing after it means failing here.
+    /// </summary>
+    /// <returns>Null when there is none; true when one was placed; false when placing it leads to a configuration
+    /// already explored, so that this one fails too.</returns>
+    private bool? PlaceReadOnly()
+    {
+        for (var e = _next[_head]; e >= 0 && (e & 1) == 0; e = _next[e])
+        {
+            var op = e >> 1;
+            if (!_readOnly[op])
+            {
+                continue;
+            }
+
+            _steps++;
+            if (_model.Apply(_state, _history.Prepared[op], out var after))
+            {
+                return TryPush(e, after, forced: true);
+            }
+        }
+
+        return null;
+    }
+
+    /// <summary>Places an operation that changes the state next, if the model allows it and the configuration it leads
+    /// to is new.</summary>
+    private bool TryPlace(int call)
+    {
+        var op = call >> 1;
+        if (_readOnly[op])
+        {
+            // PlaceReadOnly has placed it if it can go here.
+            return false;
+        }
+
+        _steps++;
+        return _model.Apply(_state, _history.Prepared[op], out var after) && TryPush(call, after, forced: false);
+    }
+
+    private int FirstReturn()
+    {
+        var e = _next[_head];
+        while (e >= 0 && (e & 1) == 0)
+        {
+            e = _next[e];
+        }
+
+        return e;
     }
 
     /// <summary>Places an operation next, unless the configuration it leads to has been explored already.</summary>
