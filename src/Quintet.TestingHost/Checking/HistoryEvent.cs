@@ -74,10 +74,14 @@ public sealed record HistoryOperation(HistoryEvent Invoke, HistoryEvent? Complet
     /// <inheritdoc />
     public override string ToString()
     {
-        var outcome = Completion is null ? "no completion" : HistoryWriter.TypeName(Completion.Type) + " " + Completion.ValueJson;
+        // "p1 write x 3 -> ok", "p2 read x -> ok 3": a value is shown once, where it carries information.
+        var outcome = Completion is null ? "no completion"
+            : Invoke.Value is not null && (Completion.Value is null || JsonNode.DeepEquals(Completion.Value, Invoke.Value)) ? HistoryWriter.TypeName(Completion.Type)
+            : HistoryWriter.TypeName(Completion.Type) + " " + Completion.ValueJson;
+        var input = Invoke.Value is null ? "" : " " + Invoke.ValueJson;
         var where = Invoke.Index is { } i
             ? " (#" + i.ToString(CultureInfo.InvariantCulture) + (Completion?.Index is { } j ? "..#" + j.ToString(CultureInfo.InvariantCulture) : "") + ")"
             : "";
-        return string.Create(CultureInfo.InvariantCulture, $"p{Process} {Function}{(Key is null ? "" : " " + Key)} {Invoke.ValueJson} -> {outcome}{where}");
+        return string.Create(CultureInfo.InvariantCulture, $"p{Process} {Function}{(Key is null ? "" : " " + Key)}{input} -> {outcome}{where}");
     }
 }
