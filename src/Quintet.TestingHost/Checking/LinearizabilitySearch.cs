@@ -7,11 +7,12 @@ namespace Quintet.TestingHost.Checking;
 
 /// <summary>
 /// The search for one key. Every operation has two entries, its call and its return, in a doubly linked list in history
-/// order (returns of operations that may never have happened go last). From the head of the list, the search tries each
-/// call before the first return as the next operation to take effect; a call the model allows is lifted out of the list
-/// with its return and pushed on a stack. Reaching a return means that operation had to be placed already: the search
-/// backtracks by popping the last choice and trying the call after it. Lowe's memo of (linearized set, state)
-/// configurations keeps it from exploring the same configuration twice.
+/// order (returns of operations that may never have happened go last). The calls before the first return are the
+/// candidates to take effect next; placing one lifts it out of the list with its return and pushes it on a stack.
+/// Reaching a return means that operation had to be placed already: the search backtracks by popping the last choice
+/// and trying the next candidate (Wing and Gong). Lowe's memo of (placed set, state) configurations keeps it from
+/// exploring a configuration twice. Two refinements order the choices: a read-only candidate that is possible is placed
+/// without branching, and the operation whose return comes first is tried before the others.
 /// </summary>
 internal sealed class LinearizabilitySearch<TState, TOperation>
 {
@@ -32,6 +33,9 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
     // The search's position: the operations placed (a set and a stack), and the state they lead to.
     private readonly HashSet<Configuration> _cache;
     private readonly ulong[] _linearized;
+    private readonly int[] _bit;
+    private readonly int _completedWords;
+    private readonly ulong[] _scratch;
     private readonly ulong[] _codes;
     private readonly bool[] _readOnly;
     private readonly int[] _stackEntries;
@@ -61,7 +65,20 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
 
         var n = history.Operations.Count;
         _cache = new HashSet<Configuration>(new ConfigurationComparer(model.StateComparer));
-        _linearized = new ulong[(n + 63) / 64];
+
+        // The set of placed operations has a region for the operations that completed, in invocation order, and one for
+        // those that may never have happened. The first fills up from the bottom as the search advances, so a
+        // configuration is remembered by the part of it that is neither all ones nor all zeros (see Compact).
+        _bit = new int[n];
+        var completed = history.Completed.Count(c => c != long.MaxValue);
+        _completedWords = (completed + 63) / 64;
+        for (int i = 0, ok = 0, open = 0; i < n; i++)
+        {
+            _bit[i] = history.Completed[i] != long.MaxValue ? ok++ : (_completedWords * 64) + open++;
+        }
+
+        _linearized = new ulong[_completedWords + ((n - completed + 63) / 64)];
+        _scratch = new ulong[1 + _linearized.Length];
         _stackEntries = new int[n];
         _stackStates = new TState[n];
         _stackForced = new bool[n];
@@ -255,17 +272,16 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
     private bool TryPush(int call, TState after, bool forced)
     {
         var op = call >> 1;
-        _linearized[op >> 6] |= 1UL << (op & 63);
-        _hash ^= _codes[op];
-        var probe = new Configuration(_linearized, _hash, after);
+        Flip(op);
+        var length = Compact();
+        var probe = new Configuration(_scratch, length, _hash, after);
         if (_cache.Contains(probe))
         {
-            _linearized[op >> 6] &= ~(1UL << (op & 63));
-            _hash ^= _codes[op];
+            Flip(op);
             return false;
         }
 
-        _cache.Add(probe with { Linearized = (ulong[])_linearized.Clone() });
+        _cache.Add(probe with { Set = _scratch.AsSpan(0, length).ToArray() });
         _stackEntries[_depth] = call;
         _stackStates[_depth] = _state;
         _stackForced[_depth] = forced;
@@ -275,14 +291,55 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
         return true;
     }
 
+    private void Flip(int op)
+    {
+        var bit = _bit[op];
+        _linearized[bit >> 6] ^= 1UL << (bit & 63);
+        _hash ^= _codes[op];
+    }
+
+    /// <summary>
+    /// Writes the placed set into <see cref="_scratch"/> in a canonical short form: the index of the first word of the
+    /// completed region that is not all ones, the words from there to the last that is not zero, and the region of
+    /// operations that may never have happened. Without it, every configuration of a long history would cost a bit per
+    /// operation of the history.
+    /// </summary>
+    /// <returns>How many words it takes.</returns>
+    private int Compact()
+    {
+        var low = 0;
+        while (low < _completedWords && _linearized[low] == ulong.MaxValue)
+        {
+            low++;
+        }
+
+        var high = _completedWords - 1;
+        while (high >= low && _linearized[high] == 0)
+        {
+            high--;
+        }
+
+        _scratch[0] = (ulong)low;
+        var length = 1;
+        for (var w = low; w <= high; w++)
+        {
+            _scratch[length++] = _linearized[w];
+        }
+
+        for (var w = _completedWords; w < _linearized.Length; w++)
+        {
+            _scratch[length++] = _linearized[w];
+        }
+
+        return length;
+    }
+
     private (int Call, bool Forced) Pop()
     {
         _depth--;
         var call = _stackEntries[_depth];
         _state = _stackStates[_depth];
-        var op = call >> 1;
-        _linearized[op >> 6] &= ~(1UL << (op & 63));
-        _hash ^= _codes[op];
+        Flip(call >> 1);
         Unlift(call);
         return (call, _stackForced[_depth]);
     }
@@ -409,12 +466,16 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
     }
 
     /// <summary>A configuration the search has been in: which operations are linearized, and the state they lead to.</summary>
-    private readonly record struct Configuration(ulong[] Linearized, ulong Hash, TState State);
+    /// <param name="Set">The placed set in the form <see cref="Compact"/> writes; a probe borrows the scratch buffer.</param>
+    /// <param name="Length">How many words of <paramref name="Set"/> are used.</param>
+    /// <param name="Hash">The set's Zobrist hash.</param>
+    /// <param name="State">The state.</param>
+    private readonly record struct Configuration(ulong[] Set, int Length, ulong Hash, TState State);
 
     private sealed class ConfigurationComparer(IEqualityComparer<TState> states) : IEqualityComparer<Configuration>
     {
         public bool Equals(Configuration x, Configuration y) =>
-            x.Hash == y.Hash && states.Equals(x.State, y.State) && x.Linearized.AsSpan().SequenceEqual(y.Linearized);
+            x.Hash == y.Hash && states.Equals(x.State, y.State) && x.Set.AsSpan(0, x.Length).SequenceEqual(y.Set.AsSpan(0, y.Length));
 
         public int GetHashCode(Configuration obj) =>
             (int)BitOperations.Crc32C((uint)obj.Hash ^ (uint)(obj.Hash >> 32), (uint)(obj.State is null ? 0 : states.GetHashCode(obj.State)));
