@@ -24,6 +24,8 @@ public enum HistoryEventType
 /// <see cref="HistoryEventType.Ok"/>, <see cref="HistoryEventType.Fail"/> or <see cref="HistoryEventType.Info"/>.
 /// The order of the events in a history is their real-time order; see docs/histories.md for the file format.
 /// </summary>
+/// <remarks>Record equality compares <see cref="Value"/> by reference, as <see cref="JsonNode"/> does; compare values with
+/// <see cref="JsonNode.DeepEquals(JsonNode, JsonNode)"/>.</remarks>
 /// <param name="Process">The client that performed the operation; a process has at most one operation outstanding.</param>
 /// <param name="Type">Whether this starts or ends the operation, and how it ended.</param>
 /// <param name="Function">The operation: "read", "write", "cas", "add", "enqueue", "dequeue" and so on (Jepsen's <c>:f</c>).</param>

@@ -64,8 +64,8 @@ public sealed record UnplacedOperation(HistoryOperation Operation, bool AllowedB
 /// <param name="Operations">How many operations the search considered (failed operations, and indeterminate ones that
 /// cannot matter, are left out).</param>
 /// <param name="Steps">How many times the search applied an operation to the model.</param>
-/// <param name="Linearization">When linearizable, a linearization (operations that completed with an unknown outcome appear
-/// only if they had to take effect); otherwise the longest linearizable prefix the search found.</param>
+/// <param name="Linearization">When linearizable, a linearization (operations whose outcome is unknown appear in it only
+/// where the search placed them); otherwise the longest linearizable prefix the search found (so far, when unknown).</param>
 /// <param name="State">The model's state after <see cref="Linearization"/>, described.</param>
 /// <param name="Blocking">When not linearizable: the operation that had completed by the end of the prefix, so that it or
 /// an operation concurrent with it had to come next.</param>

@@ -418,7 +418,7 @@ internal sealed class LinearizabilitySearch<TState, TOperation>
         var text = string.Create(
             CultureInfo.InvariantCulture,
             $"Key {KeyLinearizability.KeyName(_history.Key)}: unknown; {reason} ({_history.Operations.Count} operations, {_steps} steps, longest linearizable prefix so far {_bestPrefix.Length}).");
-        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.Unknown, _history.Operations.Count, _steps, [], _model.Describe(_model.Initial), null, [], text);
+        return new KeyLinearizability(_history.Key, LinearizabilityOutcome.Unknown, _history.Operations.Count, _steps, Operations(_bestPrefix), _model.Describe(_bestState), null, [], text);
     }
 
     private KeyLinearizability NotLinearizable()
