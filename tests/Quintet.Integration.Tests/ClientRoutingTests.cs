@@ -67,7 +67,7 @@ public class ClientRoutingTests(ITestOutputHelper output)
             Assert.Equal(0, client.Statistics.Retries);
 
             await Admin(entry).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(ComponentCallTests.CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
-            await WaitForPackagesAsync(cluster.Managers, "Counter");
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "Counter");
 
             var keys = Enumerable.Range(0, 30).Select(i => $"route-{i}").ToList();
             var owners = new Dictionary<string, string>(StringComparer.Ordinal);
@@ -133,7 +133,7 @@ public class ClientRoutingTests(ITestOutputHelper output)
             await cluster.WaitForGroupViewAsync(cluster.Managers);
             var (victim, survivors) = (cluster.Managers[1], new[] { cluster.Managers[2], cluster.Managers[0] });
             await Admin(survivors[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(ComponentCallTests.CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
-            await WaitForPackagesAsync(cluster.Managers, "Counter");
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "Counter");
 
             // The victim first: calls without a route go to it until it fails. The budget is generous for a shared
             // 2-core machine: the cluster needs several seconds to remove a crashed manager and place its keys again.
@@ -209,25 +209,5 @@ public class ClientRoutingTests(ITestOutputHelper output)
         var port = ((IPEndPoint)listener.LocalEndpoint).Port;
         listener.Stop();
         return $"http://127.0.0.1:{port}";
-    }
-
-    /// <summary>Waits until each manager lists exactly <paramref name="names"/> (as in <see cref="ComponentCallTests"/>).</summary>
-    private static async Task WaitForPackagesAsync(IReadOnlyCollection<ManagerProcess> managers, params string[] names)
-    {
-        var waited = Stopwatch.StartNew();
-        var last = string.Empty;
-        while (waited.Elapsed < TimeSpan.FromSeconds(60))
-        {
-            var lists = await Task.WhenAll(managers.Select(async m => (m.Name, (await Admin(m).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10))).Packages.Select(p => p.Name).Order().ToList())));
-            last = string.Join("; ", lists.Select(l => $"{l.Name}: [{string.Join(", ", l.Item2)}]"));
-            if (lists.All(l => l.Item2.SequenceEqual(names.Order())))
-            {
-                return;
-            }
-
-            await Task.Delay(200);
-        }
-
-        throw new TimeoutException($"The managers did not all come to list [{string.Join(", ", names)}] within 60 s; last: {last}");
     }
 }

@@ -34,6 +34,43 @@ internal static class ClusterTest
         }
     }
 
+    /// <summary>Waits until each manager lists exactly <paramref name="names"/> as its deployed packages (60 s at most).</summary>
+    public static async Task WaitForPackagesAsync(IReadOnlyCollection<ManagerProcess> managers, params string[] names)
+    {
+        var waited = System.Diagnostics.Stopwatch.StartNew();
+        var last = string.Empty;
+        while (waited.Elapsed < TimeSpan.FromSeconds(60))
+        {
+            var lists = await Task.WhenAll(managers.Select(async m => (m.Name, (await new Quintet.Protocol.Admin.ComponentAdmin.ComponentAdminClient(m.Channel).ListPackagesAsync(new Quintet.Protocol.Admin.ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10))).Packages.Select(p => p.Name).Order().ToList())));
+            last = string.Join("; ", lists.Select(l => $"{l.Name}: [{string.Join(", ", l.Item2)}]"));
+            if (lists.All(l => l.Item2.SequenceEqual(names.Order())))
+            {
+                return;
+            }
+
+            await Task.Delay(200);
+        }
+
+        throw new TimeoutException($"The managers did not all come to list [{string.Join(", ", names)}] within 60 s; last: {last}");
+    }
+
+    /// <summary>Retries <paramref name="attempt"/> until it passes or 40 s have gone by (then its last failure is thrown).</summary>
+    public static async Task<T> Eventually<T>(Func<Task<T>> attempt)
+    {
+        var waited = System.Diagnostics.Stopwatch.StartNew();
+        while (true)
+        {
+            try
+            {
+                return await attempt();
+            }
+            catch (Exception) when (waited.Elapsed < TimeSpan.FromSeconds(40))
+            {
+                await Task.Delay(250);
+            }
+        }
+    }
+
     /// <summary>The tail of every log in the folder: also covers managers of a cluster that failed to start.</summary>
     public static string DescribeLogs(string directory, int lines = 60)
     {

@@ -101,7 +101,7 @@ public class ComponentCallTests(ITestOutputHelper output)
         {
             await cluster.WaitForGroupViewAsync(cluster.Managers);
             await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
-            await WaitForPackagesAsync(cluster.Managers, "Counter");
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "Counter");
             // One instance per key cluster-wide: whichever manager a client calls, the call reaches the same activation.
             var owners = new HashSet<string>();
             var expected = 0L;
@@ -117,7 +117,7 @@ public class ComponentCallTests(ITestOutputHelper output)
             Assert.Single(owners);
 
             var fourth = await cluster.AddManagerAsync();
-            await WaitForPackagesAsync([fourth], "Counter");
+            await ClusterTest.WaitForPackagesAsync([fourth], "Counter");
             using (var client = QuintetClient.Over(fourth.Channel))
             {
                 var reply = await client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), CancellationToken.None);
@@ -125,7 +125,7 @@ public class ComponentCallTests(ITestOutputHelper output)
             }
 
             await Admin(cluster.Managers[2]).UndeployPackageAsync(new UndeployPackageRequest { Name = "Counter" }, deadline: DateTime.UtcNow.AddSeconds(30));
-            await WaitForPackagesAsync(cluster.Managers);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers);
         });
 
     [Fact]
@@ -134,7 +134,7 @@ public class ComponentCallTests(ITestOutputHelper output)
         {
             await cluster.WaitForGroupViewAsync(cluster.Managers);
             await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
-            await WaitForPackagesAsync(cluster.Managers, "Counter");
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "Counter");
             using var client = QuintetClient.Over(cluster.Managers[1].Channel);
 
             // Keyed by default: creating one is refused with the reason.
@@ -162,26 +162,6 @@ public class ComponentCallTests(ITestOutputHelper output)
             var again = await Assert.ThrowsAsync<RpcException>(() => viaFirst.DestroyInstanceAsync<ICounter>(key));
             Assert.Equal(StatusCode.NotFound, again.StatusCode);
         });
-
-    /// <summary>Waits until each manager lists exactly <paramref name="names"/>.</summary>
-    private static async Task WaitForPackagesAsync(IReadOnlyCollection<ManagerProcess> managers, params string[] names)
-    {
-        var waited = System.Diagnostics.Stopwatch.StartNew();
-        var last = string.Empty;
-        while (waited.Elapsed < TimeSpan.FromSeconds(60))
-        {
-            var lists = await Task.WhenAll(managers.Select(async m => (m.Name, (await Admin(m).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10))).Packages.Select(p => p.Name).Order().ToList())));
-            last = string.Join("; ", lists.Select(l => $"{l.Name}: [{string.Join(", ", l.Item2)}]"));
-            if (lists.All(l => l.Item2.SequenceEqual(names.Order())))
-            {
-                return;
-            }
-
-            await Task.Delay(200);
-        }
-
-        throw new TimeoutException($"The managers did not all come to list [{string.Join(", ", names)}] within 60 s; last: {last}");
-    }
 
     /// <summary>Calls any method with raw bytes, as a client from another language could.</summary>
     private sealed class RawCaller(ChannelBase channel)

@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using Google.Protobuf;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
@@ -22,11 +21,11 @@ public class ComponentGroupTests(ITestOutputHelper output)
             var hosts = new Dictionary<string, string>();
             foreach (var key in keys)
             {
-                hosts[key] = (await Eventually(() => client.GetComponent<IPresence>(key).JoinAsync(new JoinRequest(), CancellationToken.None))).Manager;
+                hosts[key] = (await ClusterTest.Eventually(() => client.GetComponent<IPresence>(key).JoinAsync(new JoinRequest(), CancellationToken.None))).Manager;
             }
 
             Assert.True(hosts.Values.Distinct().Count() >= 2, "the participants all landed on one manager");
-            await Eventually(async () =>
+            await ClusterTest.Eventually(async () =>
             {
                 var inbox = await client.GetComponent<IPresence>("p1").ReadAsync(new ReadRequest(), CancellationToken.None);
                 Assert.Equal(keys, inbox.Present);
@@ -39,7 +38,7 @@ public class ComponentGroupTests(ITestOutputHelper output)
 
             // Concurrent sayings from every participant: every participant hears all of them, in the same order.
             await Task.WhenAll(keys.Select(key => client.GetComponent<IPresence>(key).SayAsync(new Saying { Text = $"hello from {key}" }, CancellationToken.None)));
-            var inboxes = await Eventually(async () =>
+            var inboxes = await ClusterTest.Eventually(async () =>
             {
                 var all = await Task.WhenAll(keys.Select(key => client.GetComponent<IPresence>(key).ReadAsync(new ReadRequest(), CancellationToken.None)));
                 Assert.All(all, inbox => Assert.Equal(keys.Length, inbox.Heard.Count));
@@ -53,7 +52,7 @@ public class ComponentGroupTests(ITestOutputHelper output)
             var gone = hosts.Where(h => h.Value == victim.Name).Select(h => h.Key).Order(StringComparer.Ordinal).ToList();
             await cluster.KillAsync(victim);
             var survivor = hosts.First(h => h.Value == cluster.Managers[0].Name).Key;
-            await Eventually(async () =>
+            await ClusterTest.Eventually(async () =>
             {
                 var inbox = await client.GetComponent<IPresence>(survivor).ReadAsync(new ReadRequest(), CancellationToken.None);
                 Assert.Equal(gone, inbox.Left.Order(StringComparer.Ordinal));
@@ -62,21 +61,4 @@ public class ComponentGroupTests(ITestOutputHelper output)
                 return inbox;
             });
         });
-
-    /// <summary>Retries <paramref name="attempt"/> until it passes or 40 s have gone by.</summary>
-    private static async Task<T> Eventually<T>(Func<Task<T>> attempt)
-    {
-        var waited = Stopwatch.StartNew();
-        while (true)
-        {
-            try
-            {
-                return await attempt();
-            }
-            catch (Exception) when (waited.Elapsed < TimeSpan.FromSeconds(40))
-            {
-                await Task.Delay(250);
-            }
-        }
-    }
 }

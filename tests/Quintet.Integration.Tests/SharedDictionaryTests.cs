@@ -1,4 +1,3 @@
-using System.Diagnostics;
 using Google.Protobuf;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
@@ -25,7 +24,7 @@ public class SharedDictionaryTests(ITestOutputHelper output)
             for (var i = 0; i < 6; i++)
             {
                 var front = client.GetComponent<ICache>($"front-{i}");
-                hosts[$"front-{i}"] = (await Eventually(() => front.GetAsync(new GetRequest { Key = "nothing" }, CancellationToken.None))).Manager;
+                hosts[$"front-{i}"] = (await ClusterTest.Eventually(() => front.GetAsync(new GetRequest { Key = "nothing" }, CancellationToken.None))).Manager;
                 fronts[$"front-{i}"] = front;
             }
 
@@ -37,7 +36,7 @@ public class SharedDictionaryTests(ITestOutputHelper output)
             await fronts[writer].PutAsync(new PutRequest { Key = "greeting", Value = "hello" }, CancellationToken.None);
             var fresh = await fronts[reader].GetAsync(new GetRequest { Key = "greeting", Fresh = true }, CancellationToken.None);
             Assert.Equal(("hello", true), (fresh.Value, fresh.Found));
-            Assert.Equal("hello", (await Eventually(async () =>
+            Assert.Equal("hello", (await ClusterTest.Eventually(async () =>
             {
                 var local = await fronts[reader].GetAsync(new GetRequest { Key = "greeting" }, CancellationToken.None);
                 Assert.True(local.Found);
@@ -53,7 +52,7 @@ public class SharedDictionaryTests(ITestOutputHelper output)
             // A manager that joins later gets a copy as of its join, then every later write.
             var fourth = await cluster.AddManagerAsync();
             await cluster.WaitForGroupViewAsync(cluster.Managers);
-            await Eventually(async () =>
+            await ClusterTest.Eventually(async () =>
             {
                 var packages = await new ComponentAdmin.ComponentAdminClient(fourth.Channel).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10));
                 Assert.Contains(packages.Packages, p => p.Name == "SharedCache");
@@ -62,7 +61,7 @@ public class SharedDictionaryTests(ITestOutputHelper output)
             using var viaFourth = QuintetClient.Over(fourth.Channel);
             await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).SetQosAsync(new SetQosRequest { ClassName = "Samples.SharedCache.CacheComponent", Spec = "placement: pack\n" }, deadline: DateTime.UtcNow.AddSeconds(30));
             var local4 = viaFourth.GetComponent<ICache>("front-on-fourth");
-            var copied = await Eventually(async () =>
+            var copied = await ClusterTest.Eventually(async () =>
             {
                 var reply = await local4.GetAsync(new GetRequest { Key = "greeting" }, CancellationToken.None);
                 Assert.Equal(fourth.Name, reply.Manager);
@@ -73,20 +72,4 @@ public class SharedDictionaryTests(ITestOutputHelper output)
             await fronts[writer].PutAsync(new PutRequest { Key = "greeting", Value = "again" }, CancellationToken.None);
             Assert.Equal("again", (await local4.GetAsync(new GetRequest { Key = "greeting", Fresh = true }, CancellationToken.None)).Value);
         });
-
-    private static async Task<T> Eventually<T>(Func<Task<T>> attempt)
-    {
-        var waited = Stopwatch.StartNew();
-        while (true)
-        {
-            try
-            {
-                return await attempt();
-            }
-            catch (Exception) when (waited.Elapsed < TimeSpan.FromSeconds(40))
-            {
-                await Task.Delay(250);
-            }
-        }
-    }
 }

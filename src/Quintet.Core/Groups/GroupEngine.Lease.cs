@@ -68,7 +68,12 @@ internal sealed partial class GroupEngine
             return;
         }
 
-        var acknowledged = _echoedBack.Select((ticks, rank) => rank == _rank ? _now.Ticks : ticks).OrderDescending().ElementAt(_view.Majority - 1);
+        // Runs on every digest and tick: sort a copy on the stack rather than allocate.
+        Span<long> echoed = _echoedBack.Length <= 64 ? stackalloc long[_echoedBack.Length] : new long[_echoedBack.Length];
+        _echoedBack.CopyTo(echoed);
+        echoed[_rank] = _now.Ticks;
+        echoed.Sort();
+        var acknowledged = echoed[^_view.Majority];
         if (acknowledged > 0 && TimeSpan.FromTicks(acknowledged) > _leaseBase)
         {
             _leaseBase = TimeSpan.FromTicks(acknowledged);
