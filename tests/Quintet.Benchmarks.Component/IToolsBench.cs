@@ -16,6 +16,12 @@ public interface IToolsBench
     /// <summary>Appends a record to this instance's checkpoint log; returns once the store says it is durable.</summary>
     Task<BenchReply> AppendAsync(AppendRequest request, CancellationToken cancellationToken);
 
+    /// <summary>
+    /// Runs writers inside this instance for a while (shared dictionary sets or checkpoint log appends, each writer in a
+    /// closed loop): the tool's own figures, without the client's call to the component.
+    /// </summary>
+    Task<LoadReply> LoadAsync(LoadRequest request, CancellationToken cancellationToken);
+
     /// <summary>The checkpoint store's commit counters in this instance's manager process.</summary>
     Task<StoreCounters> StoreCountersAsync(NoopRequest request, CancellationToken cancellationToken);
 }
@@ -44,6 +50,48 @@ public sealed class AppendRequest
     /// <summary>The record.</summary>
     [ProtoMember(1)]
     public byte[] Record { get; set; } = [];
+}
+
+/// <summary>A load to run inside the instance.</summary>
+[ProtoContract]
+public sealed class LoadRequest
+{
+    /// <summary><c>set</c> (shared dictionary) or <c>append</c> (checkpoint log).</summary>
+    [ProtoMember(1)]
+    public string Operation { get; set; } = string.Empty;
+
+    /// <summary>Concurrent writers.</summary>
+    [ProtoMember(2)]
+    public int Writers { get; set; }
+
+    /// <summary>How long they write, in milliseconds.</summary>
+    [ProtoMember(3)]
+    public int Milliseconds { get; set; }
+
+    /// <summary>The size of each value or record.</summary>
+    [ProtoMember(4)]
+    public int ValueBytes { get; set; }
+}
+
+/// <summary>What a load inside the instance achieved.</summary>
+[ProtoContract]
+public sealed class LoadReply
+{
+    /// <summary>Operations completed per second.</summary>
+    [ProtoMember(1)]
+    public double Rate { get; set; }
+
+    /// <summary>Median latency, in milliseconds.</summary>
+    [ProtoMember(2)]
+    public double P50 { get; set; }
+
+    /// <summary>99th percentile latency, in milliseconds.</summary>
+    [ProtoMember(3)]
+    public double P99 { get; set; }
+
+    /// <summary>Operations completed.</summary>
+    [ProtoMember(4)]
+    public long Count { get; set; }
 }
 
 /// <summary>Which manager answered.</summary>

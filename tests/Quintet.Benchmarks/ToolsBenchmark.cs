@@ -144,6 +144,8 @@ internal static class ToolsBenchmark
         var set = new Dictionary<int, LoadFigures>();
         var append = new Dictionary<int, LoadFigures>();
         var syncs = new Dictionary<int, StoreCounters>();
+        var setInside = new Dictionary<int, LoadFigures>();
+        var appendInside = new Dictionary<int, LoadFigures>();
         foreach (var writers in concurrencies)
         {
             var instances = Enumerable.Range(0, writers).Select(i => client.GetComponent<IToolsBench>($"bench-{writers}-{i}")).ToArray();
@@ -161,11 +163,23 @@ internal static class ToolsBenchmark
             append[writers] = await LoadRun.MeasureAsync(writers, window, appendCall);
             var after = await CountersAsync(probes.Values);
             syncs[writers] = new StoreCounters { Writes = after.Writes - before.Writes, Commits = after.Commits - before.Commits, Published = after.Published, StoreType = after.StoreType };
+
+            Progress($"quintet: {writers} writers inside one instance, at {hosts[0].Manager}");
+            setInside[writers] = await InsideAsync(instances[0], "set", writers, window, value.Length);
+            appendInside[writers] = await InsideAsync(instances[0], "append", writers, window, value.Length);
         }
 
         var routes = client.Statistics;
         Console.WriteLine($"  client: {routes.Calls} calls, {routes.ForwardedCalls} passed on by a manager that did not own the instance, {routes.Retries} retried");
-        return new QuintetFigures(noop, set, append, syncs);
+        return new QuintetFigures(noop, set, append, syncs, setInside, appendInside);
+    }
+
+    private static async Task<LoadFigures> InsideAsync(IToolsBench instance, string operation, int writers, TimeSpan window, int valueBytes)
+    {
+        var reply = await instance.LoadAsync(
+            new LoadRequest { Operation = operation, Writers = writers, Milliseconds = (int)window.TotalMilliseconds, ValueBytes = valueBytes },
+            CancellationToken.None);
+        return new LoadFigures(reply.Rate, reply.P50, reply.P99, reply.Count, 0, null);
     }
 
     private static async Task<LoadFigures> WarmAndMeasureAsync(int writers, TimeSpan window, Func<int, long, Task> call)
@@ -214,9 +228,11 @@ internal static class ToolsBenchmark
             Row(writers, "set", quintet.Set[writers], redis?.Figures[writers]);
         }
 
-        Console.WriteLine("   Where the time goes: the component call alone (a no-op on the same instances), beside the same Redis SETs.");
+        Console.WriteLine("   Where the time goes: the dictionary alone (the same writers inside one instance, no client call), and the");
+        Console.WriteLine("   component call alone (a no-op on the same instances as the sets), each beside the same Redis SETs.");
         foreach (var writers in concurrencies)
         {
+            Row(writers, "set inside", quintet.SetInside[writers], redis?.Figures[writers]);
             Row(writers, "no-op call", quintet.Noop[writers], redis?.Figures[writers]);
         }
 
@@ -229,6 +245,12 @@ internal static class ToolsBenchmark
         foreach (var writers in concurrencies)
         {
             Row(writers, "append", quintet.Append[writers], etcd?.Figures[writers]);
+        }
+
+        Console.WriteLine("   The store alone: the same writers appending inside one instance (one stream), no client call.");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "append inside", quintet.AppendInside[writers], etcd?.Figures[writers]);
         }
 
         Console.WriteLine();
@@ -276,13 +298,13 @@ internal static class ToolsBenchmark
     }
 
     private static void Header(string ours, string peer) =>
-        Console.WriteLine($"   {"writers",7} {"operation",-10} {ours + "/s",10} {"p50 ms",8} {"p99 ms",8} {peer + "/s",10} {"p50 ms",8} {"p99 ms",8} {"rate ratio",10} {"p50 ratio",9} {"p99 ratio",9}");
+        Console.WriteLine($"   {"writers",7} {"operation",-13} {ours + "/s",10} {"p50 ms",8} {"p99 ms",8} {peer + "/s",10} {"p50 ms",8} {"p99 ms",8} {"rate ratio",10} {"p50 ratio",9} {"p99 ratio",9}");
 
     private static void Row(int writers, string operation, LoadFigures ours, LoadFigures? peer)
     {
         var p = peer ?? LoadFigures.None;
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"   {writers,7} {operation,-10} {ours.Rate,10:F0} {ours.P50,8:F3} {ours.P99,8:F3} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3} {ours.Rate / p.Rate,10:F2} {ours.P50 / p.P50,9:F2} {ours.P99 / p.P99,9:F2}"));
+            $"   {writers,7} {operation,-13} {ours.Rate,10:F0} {ours.P50,8:F3} {ours.P99,8:F3} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3} {ours.Rate / p.Rate,10:F2} {ours.P50 / p.P50,9:F2} {ours.P99 / p.P99,9:F2}"));
         foreach (var (who, figures) in new[] { ("quintet", ours), ("peer", p) }.Where(f => f.Item2.Errors > 0))
         {
             Console.WriteLine($"   {"",7} {who} failed calls: {figures.Errors} (first: {figures.FirstError})");
@@ -312,5 +334,7 @@ internal static class ToolsBenchmark
         Dictionary<int, LoadFigures> Noop,
         Dictionary<int, LoadFigures> Set,
         Dictionary<int, LoadFigures> Append,
-        Dictionary<int, StoreCounters> Syncs);
+        Dictionary<int, StoreCounters> Syncs,
+        Dictionary<int, LoadFigures> SetInside,
+        Dictionary<int, LoadFigures> AppendInside);
 }
