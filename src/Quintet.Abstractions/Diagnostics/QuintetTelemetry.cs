@@ -17,4 +17,13 @@ public static class QuintetTelemetry
 
     /// <summary>The component manager host: its admin and invocation endpoints.</summary>
     public const string Manager = Prefix + ".Manager";
+
+    /// <summary>
+    /// Counter (meter <see cref="Manager"/>): writes the manager's checkpoint store committed. Divided by
+    /// <see cref="CheckpointCommits"/>, it gives the writes that shared one sync of the store's log (group commit).
+    /// </summary>
+    public const string CheckpointWrites = "quintet.checkpoint.writes";
+
+    /// <summary>Counter (meter <see cref="Manager"/>): transactions the manager's checkpoint store committed, each with one sync of its log.</summary>
+    public const string CheckpointCommits = "quintet.checkpoint.commits";
 }
