@@ -17,4 +17,7 @@ public static class QuintetTelemetry
 
     /// <summary>The component manager host: its admin and invocation endpoints.</summary>
     public const string Manager = Prefix + ".Manager";
+
+    /// <summary>The tools' runtime: replicated state machines and their state transfers.</summary>
+    public const string Runtime = Prefix + ".Runtime";
 }
