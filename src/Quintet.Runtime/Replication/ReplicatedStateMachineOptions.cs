@@ -14,9 +14,9 @@ public sealed class ReplicatedStateMachineOptions
 
     /// <summary>
     /// The size of one chunk of a state transfer. Larger chunks cost fewer messages and more memory per message.
-    /// <value>Default: 256 KiB.</value>
+    /// <value>Default: 1 MiB.</value>
     /// </summary>
-    public int ChunkBytes { get; set; } = 256 * 1024;
+    public int ChunkBytes { get; set; } = 1024 * 1024;
 
     /// <summary>
     /// How many chunks a joining replica has asked for and not yet received (flow control: the server sends only what
@@ -55,9 +55,9 @@ public sealed class ReplicatedStateMachineOptions
             throw new ArgumentOutOfRangeException(nameof(StallTimeout), StallTimeout, $"{nameof(ReplicatedStateMachineOptions)}.{nameof(StallTimeout)} must be positive.");
         }
 
-        if (ChunkBytes is < 1024 or > 16 * 1024 * 1024)
+        if (ChunkBytes is < 1024 or > 3 * 1024 * 1024)
         {
-            throw new ArgumentOutOfRangeException(nameof(ChunkBytes), ChunkBytes, $"{nameof(ReplicatedStateMachineOptions)}.{nameof(ChunkBytes)} must lie between 1 KiB and 16 MiB.");
+            throw new ArgumentOutOfRangeException(nameof(ChunkBytes), ChunkBytes, $"{nameof(ReplicatedStateMachineOptions)}.{nameof(ChunkBytes)} must lie between 1 KiB and 3 MiB (a chunk travels as one message, and the cluster transport's frames are at most 4 MiB).");
         }
 
         if (Window is < 1 or > 64)

@@ -13,7 +13,7 @@ public sealed class StateTransferTests(SingleManagerHost manager, ITestOutputHel
     private static readonly TimeSpan Bound = TimeSpan.FromMinutes(2);
 
     /// <summary>Size of the large-state test in MiB; QUINTET_TRANSFER_MB overrides it for a benchmark run.</summary>
-    private static int LargeStateMiB => int.TryParse(Environment.GetEnvironmentVariable("QUINTET_TRANSFER_MB"), out var mib) ? mib : 128;
+    private static int LargeStateMiB => EnvironmentInt("QUINTET_TRANSFER_MB", 128);
 
     [Fact]
     public async Task Joining_replica_receives_a_large_state_while_the_group_keeps_applying_commands()
@@ -45,6 +45,8 @@ public sealed class StateTransferTests(SingleManagerHost manager, ITestOutputHel
 
         var options = new ReplicatedStateMachineOptions
         {
+            ChunkBytes = EnvironmentInt("QUINTET_TRANSFER_CHUNK_KB", 1024) * 1024,
+            Window = EnvironmentInt("QUINTET_TRANSFER_WINDOW", 4),
             Progress = new RecordingProgress(p =>
             {
                 progress.Report(p);
@@ -71,6 +73,7 @@ public sealed class StateTransferTests(SingleManagerHost manager, ITestOutputHel
         Assert.Equal(0, founder.HeldCaptures);
 
         during.Sort();
+        output.WriteLine($"chunks of {options.ChunkBytes / 1024} KiB, window {options.Window}");
         output.WriteLine($"transferred {pages} MiB in {seconds:F1} s: {pages / seconds:F1} MiB/s, {reports.Count} progress reports");
         output.WriteLine($"command latency before the join: p50 {Percentile(baseline, 0.5):F2} ms, p99 {Percentile(baseline, 0.99):F2} ms ({baseline.Count} commands)");
         output.WriteLine($"command latency during the join: p50 {Percentile(during, 0.5):F2} ms, p99 {Percentile(during, 0.99):F2} ms, max {during[^1]:F1} ms ({appliedWhileJoining} commands)");
@@ -178,6 +181,8 @@ public sealed class StateTransferTests(SingleManagerHost manager, ITestOutputHel
         latencies.Sort();
         return latencies;
     }
+
+    private static int EnvironmentInt(string variable, int otherwise) => int.TryParse(Environment.GetEnvironmentVariable(variable), out var value) ? value : otherwise;
 
     private static double Percentile(List<double> sorted, double p) => sorted.Count == 0 ? double.NaN : sorted[(int)Math.Min(sorted.Count - 1, Math.Floor(p * sorted.Count))];
 
