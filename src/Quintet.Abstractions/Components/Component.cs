@@ -169,7 +169,7 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
         public static readonly NoStates Instance = new();
 
         public Task<IMaintainedState> RegisterAsync(string name, CancellationToken cancellationToken = default) =>
-            throw new InvalidOperationException("State maintenance is not available to this activation (it runs outside a manager, or in an isolated worker).");
+            throw new InvalidOperationException("State maintenance is not available to this activation (it runs outside a manager, as an active replica, or in an isolated worker).");
     }
 
     private sealed class NoShared : ISharedStructures

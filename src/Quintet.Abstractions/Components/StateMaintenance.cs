@@ -54,6 +54,7 @@ public interface IMaintainedState
     /// component's business.
     /// </summary>
     /// <exception cref="InvalidOperationException">The registration ended (the activation is gone or left).</exception>
+    /// <exception cref="TimeoutException">Members still in the view did not acknowledge within 30 s (the message names them).</exception>
     Task TransferAsync(CancellationToken cancellationToken = default);
 
     /// <summary>

@@ -76,7 +76,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         _member = member;
         _options = options;
         _server = new SnapshotServer(name, _gate, SendAsync, options.Logger);
-        _receiver = new SnapshotReceiver(name, options, SendAsync);
+        _receiver = new SnapshotReceiver(name, options, (to, message) => SendAsync(to, message, _stop.Token));
     }
 
     /// <summary>The name it was joined by.</summary>
@@ -182,7 +182,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
-    private Task SendAsync(LightMemberId to, RsmMessage message) => _member.SendAsync(to, message.ToByteArray());
+    private Task SendAsync(LightMemberId to, RsmMessage message, CancellationToken cancellationToken) => _member.SendAsync(to, message.ToByteArray(), cancellationToken);
 
     private async Task RunAsync()
     {
@@ -250,11 +250,15 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     {
         try
         {
-            await SendAsync(to, message);
+            await SendAsync(to, message, _stop.Token);
         }
         catch (GroupUnavailableException)
         {
             // The member left, or this replica is rejoining: the next view settles who serves whom.
+        }
+        catch (OperationCanceledException) when (_stop.IsCancellationRequested)
+        {
+            // This replica is leaving.
         }
     }
 
@@ -405,7 +409,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     public async ValueTask DisposeAsync()
     {
         await _stop.CancelAsync();
-        await _member.DisposeAsync();
         try
         {
             await _loop;
@@ -415,7 +418,9 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             // Stopped.
         }
 
+        // The loop and the server stop sending before the member goes.
         await _server.DisposeAsync();
+        await _member.DisposeAsync();
         _receiver.Dispose();
         _stop.Dispose();
     }

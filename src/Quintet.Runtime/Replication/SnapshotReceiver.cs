@@ -246,6 +246,10 @@ internal sealed partial class SnapshotReceiver(string machine, ReplicatedStateMa
         {
             // The server failed or the view changes: the next view's offer asks again.
         }
+        catch (OperationCanceledException)
+        {
+            // This replica is leaving.
+        }
     }
 
     private void Append(ByteString data)

@@ -16,8 +16,9 @@ namespace Quintet.Runtime.Replication;
 /// and answers chunk requests one at a time, off the machine's loop. A capture is kept until every member it was taken
 /// for has the state or left.
 /// </summary>
-internal sealed partial class SnapshotServer(string machine, Lock gate, Func<LightMemberId, RsmMessage, Task> send, ILogger? logger) : IAsyncDisposable
+internal sealed partial class SnapshotServer(string machine, Lock gate, Func<LightMemberId, RsmMessage, CancellationToken, Task> send, ILogger? logger) : IAsyncDisposable
 {
+    private readonly CancellationTokenSource _stopping = new();
     private readonly List<Capture> _captures = [];
     private readonly Channel<(LightMemberId To, RsmChunkRequest Request)> _requests = Channel.CreateUnbounded<(LightMemberId, RsmChunkRequest)>(new UnboundedChannelOptions { SingleReader = true });
     private readonly ILogger _logger = logger ?? NullLogger.Instance;
@@ -85,11 +86,15 @@ internal sealed partial class SnapshotServer(string machine, Lock gate, Func<Lig
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
     {
+        // Before the member goes: a send in progress is abandoned, queued requests are dropped.
+        await _stopping.CancelAsync();
         _requests.Writer.TryComplete();
         if (_serving is not null)
         {
             await _serving;
         }
+
+        _stopping.Dispose();
 
         lock (gate)
         {
@@ -114,6 +119,11 @@ internal sealed partial class SnapshotServer(string machine, Lock gate, Func<Lig
     {
         await foreach (var (to, request) in _requests.Reader.ReadAllAsync())
         {
+            if (_stopping.IsCancellationRequested)
+            {
+                continue;
+            }
+
             Capture? held;
             lock (gate)
             {
@@ -138,6 +148,10 @@ internal sealed partial class SnapshotServer(string machine, Lock gate, Func<Lig
             {
                 // The member left or this replica is rejoining; the next view settles who serves whom.
             }
+            catch (OperationCanceledException) when (_stopping.IsCancellationRequested)
+            {
+                // This replica is leaving.
+            }
             finally
             {
                 lock (gate)
@@ -158,7 +172,7 @@ internal sealed partial class SnapshotServer(string machine, Lock gate, Func<Lig
         if (!request.PrefixHash.IsEmpty && !PrefixMatches(held.Snapshot, request.Offset, request.PrefixHash.Span))
         {
             chunk.Restart = true;
-            await send(to, new RsmMessage { Snapshot = chunk });
+            await send(to, new RsmMessage { Snapshot = chunk }, _stopping.Token);
             return;
         }
 
@@ -171,7 +185,7 @@ internal sealed partial class SnapshotServer(string machine, Lock gate, Func<Lig
             LogServing(machine, held.View, request.Offset, held.Snapshot.Length, to.ToString());
         }
 
-        await send(to, new RsmMessage { Snapshot = chunk });
+        await send(to, new RsmMessage { Snapshot = chunk }, _stopping.Token);
         StateTransferMetrics.BytesSent.Add(read, new KeyValuePair<string, object?>("machine", machine));
     }
 

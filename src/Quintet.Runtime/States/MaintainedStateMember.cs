@@ -29,6 +29,9 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
     /// <summary>The largest piece of a state in one message.</summary>
     public const int ChunkBytes = 1024 * 1024;
 
+    /// <summary>How long <see cref="TransferAsync"/> waits for the members' acknowledgements; a member that fails leaves the view well before.</summary>
+    public static readonly TimeSpan AcknowledgementWait = TimeSpan.FromSeconds(30);
+
     private readonly LightGroupMember _member;
     private readonly IMigrateState _component;
     private readonly InTurn _inTurn;
@@ -136,7 +139,20 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
         {
             var state = await _component.ExportStateAsync(cancellationToken);
             await MulticastStateAsync(transfer, StateTransferKind.Manual, state, [], [], cancellationToken);
-            await wait.Done.Task.WaitAsync(cancellationToken);
+            try
+            {
+                await wait.Done.Task.WaitAsync(AcknowledgementWait, cancellationToken);
+            }
+            catch (TimeoutException)
+            {
+                string missing;
+                lock (_gate)
+                {
+                    missing = string.Join(", ", wait.Waiting);
+                }
+
+                throw new TimeoutException($"State '{Name}': {missing} did not acknowledge the transfer within {AcknowledgementWait.TotalSeconds:F0} s and are still in the view; the state may be installed at some members and not yet at these.");
+            }
         }
         finally
         {
