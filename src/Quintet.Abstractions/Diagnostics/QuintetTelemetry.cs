@@ -26,4 +26,7 @@ public static class QuintetTelemetry
 
     /// <summary>Counter (meter <see cref="Manager"/>): transactions the manager's checkpoint store committed, each with one sync of its log.</summary>
     public const string CheckpointCommits = "quintet.checkpoint.commits";
+
+    /// <summary>The tools' runtime: replicated state machines and their state transfers.</summary>
+    public const string Runtime = Prefix + ".Runtime";
 }
