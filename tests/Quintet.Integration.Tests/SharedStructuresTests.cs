@@ -13,8 +13,8 @@ namespace Quintet.Integration.Tests;
 /// </summary>
 public class SharedStructuresTests(ITestOutputHelper output)
 {
-    private const int Jobs = 30;
-    private const int AddsPerBoard = 15;
+    private const int Jobs = 20;
+    private const int AddsPerBoard = 10;
 
     [Fact]
     public Task Set_queue_and_counter_are_shared_by_instances_on_every_manager_with_changes_in_one_order() =>
@@ -94,7 +94,7 @@ public class SharedStructuresTests(ITestOutputHelper output)
             // A lease not acknowledged in time gives its job back; the next taker, on another manager, gets it, and
             // only the lease still held can be acknowledged.
             await first.EnqueueAsync(new BoardRequest { Name = "jobs", Value = "leased" }, none);
-            var lease = await first.TakeAsync(new BoardRequest { Name = "jobs", LeaseMs = 1500 }, none);
+            var lease = await first.TakeAsync(new BoardRequest { Name = "jobs", LeaseMs = 5000 }, none);
             Assert.Equal(("leased", true), (lease.Value, lease.Found));
             Assert.False((await second.TakeAsync(new BoardRequest { Name = "jobs", LeaseMs = 60_000 }, none)).Found);
             var retaken = await ClusterTest.Eventually(async () =>
@@ -142,5 +142,51 @@ public class SharedStructuresTests(ITestOutputHelper output)
             Assert.False((await late.TakeAsync(new BoardRequest { Name = "jobs" }, none)).Found);
             await first.EnqueueAsync(new BoardRequest { Name = "jobs", Value = "after-join" }, none);
             Assert.Equal("after-join", (await late.TakeAsync(new BoardRequest { Name = "jobs" }, none)).Value);
+        });
+
+    [Fact]
+    public Task A_job_leased_by_a_taker_whose_manager_is_killed_comes_back_to_a_taker_on_a_survivor() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            var none = CancellationToken.None;
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            var gateway = cluster.Managers[0];
+            var admin = new ComponentAdmin.ComponentAdminClient(gateway.Channel);
+            await admin.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(BoardComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            using var client = QuintetClient.Over(gateway.Channel);
+            var boards = new Dictionary<string, IBoard>(StringComparer.Ordinal);
+            for (var i = 0; i < 24 && boards.Count < cluster.Managers.Count; i++)
+            {
+                var board = client.GetComponent<IBoard>($"board-{i}");
+                var manager = (await ClusterTest.Eventually(() => board.ReadAsync(new BoardRequest { Name = "warm-up" }, none))).Manager;
+                boards.TryAdd(manager, board);
+            }
+
+            var victim = cluster.Managers.First(m => m != gateway && boards.ContainsKey(m.Name));
+            var survivor = boards.First(b => b.Key != victim.Name).Value;
+            await survivor.EnqueueAsync(new BoardRequest { Name = "jobs", Value = "precious" }, none);
+            await survivor.EnqueueAsync(new BoardRequest { Name = "jobs", Value = "gone" }, none);
+
+            // The victim's taker leases the first job and takes the second for good, then its manager dies.
+            var lease = await boards[victim.Name].TakeAsync(new BoardRequest { Name = "jobs", LeaseMs = 3000 }, none);
+            Assert.Equal("precious", lease.Value);
+            Assert.Equal("gone", (await boards[victim.Name].TakeAsync(new BoardRequest { Name = "jobs" }, none)).Value);
+            await cluster.KillAsync(victim);
+
+            // The leased job comes back once its lease expires; the one taken for good does not (at most once).
+            var retaken = await ClusterTest.Eventually(async () =>
+            {
+                var reply = await survivor.TakeAsync(new BoardRequest { Name = "jobs", LeaseMs = 60_000 }, none);
+                Assert.True(reply.Found);
+                return reply;
+            });
+            Assert.Equal("precious", retaken.Value);
+            Assert.True((await survivor.AcknowledgeAsync(new BoardRequest { Name = "jobs", Number = retaken.Number }, none)).Found);
+            Assert.False((await survivor.TakeAsync(new BoardRequest { Name = "jobs" }, none)).Found);
+
+            // The survivors go on counting together.
+            var survivors = boards.Where(b => b.Key != victim.Name).Select(b => b.Value).ToList();
+            await Task.WhenAll(survivors.Select(b => ClusterTest.Eventually(() => b.AddAsync(new BoardRequest { Name = "hits", Number = 1 }, none))));
+            Assert.Equal(survivors.Count, (await survivors[^1].ReadAsync(new BoardRequest { Name = "hits", Fresh = true }, none)).Number);
         });
 }
