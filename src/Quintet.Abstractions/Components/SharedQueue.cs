@@ -36,7 +36,7 @@ public interface ISharedQueue
     long Position { get; }
 
     /// <summary>Reads the item at the head in this replica without taking it.</summary>
-    bool TryPeek(out QueueItem item);
+    bool TryPeek([System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out QueueItem? item);
 
     /// <summary>Puts <paramref name="item"/> at the tail and returns its number.</summary>
     /// <exception cref="InvalidOperationException">A limit (items or bytes) would be passed; nothing changed.</exception>

@@ -17,4 +17,7 @@ public static class QuintetTelemetry
 
     /// <summary>The component manager host: its admin and invocation endpoints.</summary>
     public const string Manager = Prefix + ".Manager";
+
+    /// <summary>The tools: shared data structures and what else components replicate through.</summary>
+    public const string Tools = Prefix + ".Tools";
 }

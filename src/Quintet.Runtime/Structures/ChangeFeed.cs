@@ -43,6 +43,7 @@ internal sealed class ChangeFeed<TChange>(string structure, int capacity)
                 {
                     subscriber.Miss($"The subscriber to '{structure}' fell {capacity} changes behind (its buffer, SharedStructureLimits.WatchBuffer) at position {position}; it missed the changes from there. Read the state and watch again.");
                     _subscribers.RemoveAt(i);
+                    SharedStructuresMetrics.Missed(structure, "behind");
                 }
             }
 
@@ -58,6 +59,7 @@ internal sealed class ChangeFeed<TChange>(string structure, int capacity)
             foreach (var subscriber in _subscribers)
             {
                 subscriber.Miss($"The replica of '{structure}' took a fresh copy of the state (its manager rejoined the group), jumping from position {from} to {to}; the changes in between were not seen here. Read the state and watch again.");
+                SharedStructuresMetrics.Missed(structure, "fresh-copy");
             }
 
             _subscribers.Clear();

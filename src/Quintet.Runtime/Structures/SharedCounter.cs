@@ -84,7 +84,7 @@ internal sealed class SharedCounter(string name, ReplicatedStateMachine<SharedCo
     public async Task<long> AddAsync(long delta, CancellationToken cancellationToken = default)
     {
         var result = await ExecuteAsync(new CounterCommand { Add = delta }, cancellationToken);
-        return result.Error.Length > 0 ? throw new OverflowException($"Shared counter '{Name}' refused the addition: {result.Error}; nothing changed.") : result.Value;
+        return result.Error.Length > 0 ? throw Refused("counter", new OverflowException($"Shared counter '{Name}' refused the addition: {result.Error}; nothing changed.")) : result.Value;
     }
 
     public async Task<bool> CompareAndSetAsync(long expected, long value, CancellationToken cancellationToken = default) =>

@@ -168,6 +168,6 @@ internal sealed class SharedDictionary(string name, ReplicatedStateMachine<Share
     private async Task<bool> ExecuteAsync(string key, DictionaryCommand command, CancellationToken cancellationToken)
     {
         var result = DictionaryResult.Parser.ParseFrom(await Machine.ExecuteAsync(command.ToByteArray(), cancellationToken));
-        return result.Error.Length > 0 ? throw new InvalidOperationException($"Shared dictionary '{Name}' refused to set '{key}': {result.Error}; nothing changed.") : result.Applied;
+        return result.Error.Length > 0 ? throw Refused("dictionary", new InvalidOperationException($"Shared dictionary '{Name}' refused to set '{key}': {result.Error}; nothing changed.")) : result.Applied;
     }
 }

@@ -217,16 +217,16 @@ internal sealed class SharedQueue(string name, ReplicatedStateMachine<SharedQueu
 
     public int Leased => Machine.Read(s => s.Leased);
 
-    public bool TryPeek(out QueueItem item)
+    public bool TryPeek([System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out QueueItem? item)
     {
-        item = Machine.Read(s => s.Peek())!;
+        item = Machine.Read(s => s.Peek());
         return item is not null;
     }
 
     public async Task<long> EnqueueAsync(ReadOnlyMemory<byte> item, CancellationToken cancellationToken = default)
     {
         var result = await ExecuteAsync(new QueueCommand { Enqueue = ByteString.CopyFrom(item.Span) }, cancellationToken);
-        return result.Error.Length > 0 ? throw new InvalidOperationException($"Shared queue '{Name}' refused the item: {result.Error}; nothing changed.") : result.Item.Id;
+        return result.Error.Length > 0 ? throw Refused("queue", new InvalidOperationException($"Shared queue '{Name}' refused the item: {result.Error}; nothing changed.")) : result.Item.Id;
     }
 
     public async Task<QueueItem?> TryDequeueAsync(CancellationToken cancellationToken = default)

@@ -138,6 +138,6 @@ internal sealed class SharedSet(string name, ReplicatedStateMachine<SharedSetSta
     private async Task<bool> ExecuteAsync(string member, SetCommand command, CancellationToken cancellationToken)
     {
         var result = SetResult.Parser.ParseFrom(await Machine.ExecuteAsync(command.ToByteArray(), cancellationToken));
-        return result.Error.Length > 0 ? throw new InvalidOperationException($"Shared set '{Name}' refused to add '{member}': {result.Error}; nothing changed.") : result.Applied;
+        return result.Error.Length > 0 ? throw Refused("set", new InvalidOperationException($"Shared set '{Name}' refused to add '{member}': {result.Error}; nothing changed.")) : result.Applied;
     }
 }

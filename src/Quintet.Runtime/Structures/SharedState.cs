@@ -78,5 +78,12 @@ internal abstract class SharedStructure<TState, TChange>(string name, Replicated
 
     public ISharedWatch<TChange> Watch() => machine.Read(s => s.Changes.Subscribe(s.Position));
 
+    /// <summary>Counts a refusal by a limit before it is thrown to the caller.</summary>
+    protected Exception Refused(string kind, Exception refusal)
+    {
+        SharedStructuresMetrics.Refused($"{kind} {name}");
+        return refusal;
+    }
+
     public ValueTask DisposeAsync() => machine.DisposeAsync();
 }
