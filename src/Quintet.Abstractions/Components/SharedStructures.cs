@@ -70,8 +70,8 @@ public interface ISharedDictionary
     Task<bool> TryRemoveAsync(string key, ReadOnlyMemory<byte> expected, CancellationToken cancellationToken = default);
 
     /// <summary>
-    /// Subscribes to the changes this replica applies from now on (sets and removals that changed something), in the
-    /// order every replica applies them; see <see cref="ISharedWatch{TChange}"/> for what a slow subscriber gets.
+    /// Subscribes to the changes this replica applies from now on (every set, even to the same value, and every removal
+    /// of a present key), in the order every replica applies them; see <see cref="ISharedWatch{TChange}"/> for what a slow subscriber gets.
     /// </summary>
     ISharedWatch<DictionaryChange> Watch();
 }
