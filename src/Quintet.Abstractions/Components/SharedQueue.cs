@@ -7,7 +7,8 @@ namespace Quintet.Components;
 /// <list type="bullet">
 /// <item><see cref="TryDequeueAsync"/> / <see cref="DequeueAsync"/> remove the item for good when the take is ordered:
 /// at most once. If the taker's manager fails after the take was ordered and before the caller saw the item, the item is
-/// gone and nobody processes it.</item>
+/// gone and nobody processes it. The same holds for a take cancelled, or failed with <c>GroupUnavailableException</c>, after
+/// it was sent: it may have taken an item nobody will see.</item>
 /// <item><see cref="TryTakeAsync"/> / <see cref="TakeAsync"/> lease the item: it stays in the queue, invisible to
 /// other takers, until the lease is acknowledged (then it is gone), released, or expires (then it goes back to the head
 /// and the next take gets it). An item is thus never lost to a taker's failure (at least once), and at most one lease of
