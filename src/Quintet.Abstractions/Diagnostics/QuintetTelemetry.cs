@@ -20,4 +20,22 @@ public static class QuintetTelemetry
 
     /// <summary>The tools: shared data structures and what else components replicate through.</summary>
     public const string Tools = Prefix + ".Tools";
+
+    /// <summary>
+    /// Counter (meter <see cref="Manager"/>): writes the manager's checkpoint store committed. Divided by
+    /// <see cref="CheckpointCommits"/>, it gives the writes that shared one sync of the store's log (group commit).
+    /// </summary>
+    public const string CheckpointWrites = "quintet.checkpoint.writes";
+
+    /// <summary>Counter (meter <see cref="Manager"/>): transactions the manager's checkpoint store committed, each with one sync of its log.</summary>
+    public const string CheckpointCommits = "quintet.checkpoint.commits";
+
+    /// <summary>Counter (meter <see cref="Tools"/>): updates to shared structures refused by a limit, counted at the manager that asked.</summary>
+    public const string SharedRefused = "quintet.shared.refused";
+
+    /// <summary>
+    /// Counter (meter <see cref="Tools"/>): subscribers to shared structures' changes cut off because they fell a buffer
+    /// behind (reason <c>behind</c>) or their replica took a fresh copy (<c>fresh-copy</c>).
+    /// </summary>
+    public const string SharedWatchMissed = "quintet.shared.watch.missed";
 }

@@ -9,10 +9,10 @@ internal static class SharedStructuresMetrics
     private static readonly Meter Meter = new(QuintetTelemetry.Tools);
 
     private static readonly Counter<long> Refusals = Meter.CreateCounter<long>(
-        "quintet.shared.refused", description: "Updates to shared structures refused by a limit, counted at the manager that asked.");
+        QuintetTelemetry.SharedRefused, description: "Updates to shared structures refused by a limit, counted at the manager that asked.");
 
     private static readonly Counter<long> Misses = Meter.CreateCounter<long>(
-        "quintet.shared.watch.missed", description: "Subscribers to shared structures' changes cut off because they fell a buffer behind or their replica took a fresh copy.");
+        QuintetTelemetry.SharedWatchMissed, description: "Subscribers to shared structures' changes cut off because they fell a buffer behind or their replica took a fresh copy.");
 
     public static void Refused(string structure) => Refusals.Add(1, new KeyValuePair<string, object?>("quintet.structure", structure));
 
