@@ -26,6 +26,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     private readonly ILogger _logger;
     private readonly Task _loop;
     private int _disposed;
+    private long _transactions;
 
     /// <summary>Opens (or creates) the replica in <paramref name="directory"/>; a database that fails its check is moved aside and replaced by an empty one.</summary>
     /// <param name="directory">The manager's data folder.</param>
@@ -48,6 +49,9 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
 
     /// <summary>The database file's full path.</summary>
     public string Path { get; }
+
+    /// <summary>How many transactions (each one fsync) have committed since the replica opened: fewer than the writes when they share.</summary>
+    public long Transactions => Interlocked.Read(ref _transactions);
 
     /// <summary>The managers this replica has recorded as members of the cluster, read at open.</summary>
     public IReadOnlySet<string> KnownManagers { get; }
@@ -251,6 +255,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         }
 
         transaction.Commit();
+        Interlocked.Increment(ref _transactions);
         StoreMetrics.Fsync(Name);
     }
 
