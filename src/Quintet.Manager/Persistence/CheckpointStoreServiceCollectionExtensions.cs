@@ -19,6 +19,15 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
         var section = configuration.GetSection(StoreOptions.SectionName);
         services.AddOptions<StoreOptions>().Bind(section);
         var kind = section.Get<StoreOptions>()?.Kind ?? StoreOptions.Replicated;
+
+        // Each active replica runs every call and writes its own stream: on the manager's own store, whatever the kind,
+        // since one replicated stream takes one writer at a time and the replicas are the replication already.
+        services.AddSingleton(sp =>
+        {
+            var logger = sp.GetRequiredService<ILogger<LocalCheckpointStore>>();
+            return new LocalCheckpointStore(DataDirectory(sp, logger), logger);
+        });
+        services.AddSingleton(sp => new ActiveReplicaCheckpoints(sp.GetRequiredService<LocalCheckpointStore>()));
         return kind switch
         {
             StoreOptions.Local => services.AddLocalCheckpointStore(),
@@ -32,17 +41,12 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
     }
 
     /// <summary>
-    /// Registers <see cref="LocalCheckpointStore"/> as the singleton <see cref="ICheckpointStore"/>, its database in
-    /// <see cref="ManagerOptions.DataDirectory"/> (by default <c>quintet/&lt;node name&gt;</c> under the temp folder,
-    /// as for packages). The container disposes it, which commits the writes still queued.
+    /// Registers the <see cref="LocalCheckpointStore"/> (its database in <see cref="ManagerOptions.DataDirectory"/>, by
+    /// default <c>quintet/&lt;node name&gt;</c> under the temp folder, as for packages) as the singleton
+    /// <see cref="ICheckpointStore"/>. The container disposes it, which commits the writes still queued.
     /// </summary>
     public static IServiceCollection AddLocalCheckpointStore(this IServiceCollection services)
     {
-        services.AddSingleton(sp =>
-        {
-            var logger = sp.GetRequiredService<ILogger<LocalCheckpointStore>>();
-            return new LocalCheckpointStore(DataDirectory(sp, logger), logger);
-        });
         services.AddSingleton<ICheckpointStore>(sp => sp.GetRequiredService<LocalCheckpointStore>());
         return services;
     }
@@ -87,3 +91,7 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
     [LoggerMessage(Level = LogLevel.Warning, Message = "Quintet:Manager:DataDirectory is not set: checkpoints are kept in {Directory}, a temp folder the system may clear")]
     private static partial void LogTemporaryDirectory(ILogger logger, string directory);
 }
+
+/// <summary>Where actively replicated instances keep their streams: each replica its own, in its manager's local store.</summary>
+/// <param name="Store">The manager's local store.</param>
+internal sealed record ActiveReplicaCheckpoints(ICheckpointStore Store);

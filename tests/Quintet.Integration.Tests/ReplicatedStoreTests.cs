@@ -1,0 +1,193 @@
+using System.Diagnostics;
+using Google.Protobuf;
+using Microsoft.Data.Sqlite;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+using Samples.BankAccount;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>
+/// The replicated checkpoint store on three manager processes: accounts with no backups keep every acknowledged deposit
+/// through kill -9 of their manager, the loss of a minority, and a stop and start of the whole cluster; a replica
+/// corrupted on disk is detected and repaired from the others.
+/// </summary>
+public class ReplicatedStoreTests(ITestOutputHelper output)
+{
+    private const string AccountClass = "Samples.BankAccount.AccountComponent";
+
+    // No backups: after its manager dies an account can come back only from the replicated store.
+    private const string NoBackups = "replication: none\nreplicas: 1\nplacement: spread\nretireAfterIdle: 60s\n";
+
+    private static DateTime Soon => DateTime.UtcNow.AddSeconds(30);
+
+    private static ComponentAdmin.ComponentAdminClient Admin(ManagerProcess manager) => new(manager.Channel);
+
+    private static async Task DeployAsync(LocalCluster cluster)
+    {
+        await cluster.WaitForGroupViewAsync(cluster.Managers);
+        await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+        await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+        await ClusterTest.Eventually(async () => await Admin(cluster.Managers[0]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = NoBackups }, deadline: Soon));
+    }
+
+    /// <summary>Deposits until one is acknowledged (a call cut by a failover is retried; it may or may not have applied).</summary>
+    private static Task<Balance> DepositAsync(QuintetClient client, string key, long cents) =>
+        ClusterTest.Eventually(() => client.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = cents }, new CancellationTokenSource(TimeSpan.FromSeconds(15)).Token));
+
+    private static Task<Balance> BalanceAsync(QuintetClient client, string key) =>
+        ClusterTest.Eventually(() => client.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), new CancellationTokenSource(TimeSpan.FromSeconds(15)).Token));
+
+    [Fact]
+    public Task Accounts_without_backups_keep_every_acknowledged_deposit_through_kill_9_and_a_whole_cluster_restart() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployAsync(cluster);
+            var keys = Enumerable.Range(0, 6).Select(i => $"acct-{i}").ToList();
+            var acknowledged = keys.ToDictionary(k => k, _ => 0L);
+            var owners = new Dictionary<string, string>();
+            using (var client = QuintetClient.Over(cluster.Managers[0].Channel))
+            {
+                for (var round = 1; round <= 3; round++)
+                {
+                    foreach (var key in keys)
+                    {
+                        var balance = await client.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = round }, CancellationToken.None);
+                        acknowledged[key] += round;
+                        Assert.Equal(acknowledged[key], balance.Value);
+                        owners[key] = balance.Manager;
+                    }
+                }
+            }
+
+            // kill -9 of a manager that owns accounts (not the one the client talks to): they have no backup anywhere.
+            var victim = cluster.Managers.Skip(1).First(m => owners.ContainsValue(m.Name));
+            var orphans = owners.Where(o => o.Value == victim.Name).Select(o => o.Key).ToList();
+            var killedAt = Stopwatch.StartNew();
+            await cluster.KillAsync(victim);
+            using (var client = QuintetClient.Over(cluster.Managers[0].Channel))
+            {
+                foreach (var key in orphans)
+                {
+                    var revived = await BalanceAsync(client, key);
+                    output.WriteLine($"{key} back on {revived.Manager} ({revived.Activation}) {killedAt.Elapsed.TotalSeconds:F1} s after the kill: {revived.Value}");
+                    Assert.NotEqual(victim.Name, revived.Manager);
+                    Assert.Equal((acknowledged[key], 3L), (revived.Value, revived.Updates));
+                }
+
+                // A minority is gone: two of three managers are a majority, and writes go on.
+                foreach (var key in keys)
+                {
+                    var balance = await DepositAsync(client, key, 100);
+                    acknowledged[key] = balance.Value;
+                }
+            }
+
+            // The victim comes back and catches up; then every manager is killed at once, and the cluster started again.
+            await cluster.RestartAsync(victim);
+            await cluster.WaitForViewAsync(cluster.Managers);
+            using (var client = QuintetClient.Over(victim.Channel))
+            {
+                foreach (var key in keys)
+                {
+                    acknowledged[key] = (await DepositAsync(client, key, 1000)).Value;
+                }
+            }
+
+            foreach (var manager in cluster.Managers)
+            {
+                await cluster.KillAsync(manager);
+            }
+
+            foreach (var manager in cluster.Managers)
+            {
+                await cluster.RestartAsync(manager);
+            }
+
+            await cluster.WaitForViewAsync(cluster.Managers);
+            await DeployAsync(cluster);
+            using (var client = QuintetClient.Over(cluster.Managers[2].Channel))
+            {
+                foreach (var key in keys)
+                {
+                    var balance = await BalanceAsync(client, key);
+                    Assert.Equal((acknowledged[key], 5L), (balance.Value, balance.Updates));
+                }
+            }
+        });
+
+    [Fact]
+    public Task A_replica_corrupted_on_disk_is_detected_and_repaired_from_the_other_managers() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployAsync(cluster);
+            const string key = "acct-corrupt";
+            string owner;
+            using (var client = QuintetClient.Over(cluster.Managers[0].Channel))
+            {
+                for (var i = 1; i <= 4; i++)
+                {
+                    owner = (await client.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = 10 }, CancellationToken.None)).Manager;
+                }
+
+                owner = (await client.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Manager;
+            }
+
+            // A manager that does not own the account is stopped, and one of the account's rows in its replica is damaged.
+            var damaged = cluster.Managers.Skip(1).First(m => m.Name != owner);
+            await cluster.StopAsync(damaged);
+            var stream = $"{AccountClass}/{key}";
+            Assert.Equal(1, Execute(damaged, $"UPDATE entries SET data = X'DEADBEEF' WHERE stream = '{stream}' AND position = 3"));
+            await cluster.RestartAsync(damaged);
+            await cluster.WaitForViewAsync(cluster.Managers);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+
+            // The account moves to the damaged manager: its new writer finds its own copy corrupt, reads the majority's.
+            await ClusterTest.Eventually(async () => await Admin(cluster.Managers[0]).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = key, ToManager = damaged.Name }, deadline: Soon));
+            using (var client = QuintetClient.Over(damaged.Channel))
+            {
+                var balance = await BalanceAsync(client, key);
+                Assert.Equal((40L, 4L, damaged.Name), (balance.Value, balance.Updates, balance.Manager));
+                Assert.Equal(50, (await DepositAsync(client, key, 10)).Value);
+            }
+
+            var log = await File.ReadAllTextAsync(damaged.LogFile);
+            Assert.Contains("fails its CRC32 check", log, StringComparison.Ordinal);
+            Assert.Contains($"the copy on {damaged.Name} was corrupt", log, StringComparison.Ordinal);
+
+            // Its replica now holds what the others hold.
+            Assert.Equal(Rows(cluster.Managers[0], stream), Rows(damaged, stream));
+        });
+
+    private static int Execute(ManagerProcess manager, string sql)
+    {
+        using var connection = Open(manager, SqliteOpenMode.ReadWrite);
+        using var command = connection.CreateCommand();
+        command.CommandText = sql;
+        return command.ExecuteNonQuery();
+    }
+
+    private static string Rows(ManagerProcess manager, string stream)
+    {
+        using var connection = Open(manager, SqliteOpenMode.ReadOnly);
+        using var command = connection.CreateCommand();
+        command.CommandText = "SELECT position, kind, hex(data) FROM entries WHERE stream = $s ORDER BY position";
+        command.Parameters.AddWithValue("$s", stream);
+        using var reader = command.ExecuteReader();
+        var rows = new List<string>();
+        while (reader.Read())
+        {
+            rows.Add($"{reader.GetInt64(0)}:{reader.GetInt64(1)}:{reader.GetString(2)}");
+        }
+
+        return string.Join(" ", rows);
+    }
+
+    private static SqliteConnection Open(ManagerProcess manager, SqliteOpenMode mode)
+    {
+        var connection = new SqliteConnection(new SqliteConnectionStringBuilder { DataSource = Path.Combine(manager.DataDirectory, "replica.db"), Mode = mode, Pooling = false }.ToString());
+        connection.Open();
+        return connection;
+    }
+}
