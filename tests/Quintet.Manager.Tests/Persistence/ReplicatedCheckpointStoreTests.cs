@@ -18,6 +18,9 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
     private readonly Dictionary<string, ReplicaStore> _replicas = new(StringComparer.Ordinal);
     private readonly HashSet<string> _down = new(StringComparer.Ordinal);
 
+    // In the view but not answering (cut off, paused): a writer sends to them and waits in vain.
+    private readonly HashSet<string> _silent = new(StringComparer.Ordinal);
+
     public ReplicatedCheckpointStoreTests()
     {
         foreach (var name in Names)
@@ -85,8 +88,10 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
         Assert.Equal(1, await old.AppendAsync(Bytes("one")));
 
         // The old owner is cut off with its own replica only: its write at position 2 lands there and is not acknowledged.
-        _down.UnionWith(["b", "c"]);
+        _silent.UnionWith(["b", "c"]);
         await Assert.ThrowsAsync<CheckpointStoreException>(() => old.AppendAsync(Bytes("never acknowledged")));
+        Assert.Equal(2, (await _replicas["a"].ReadAsync("s")).LastPosition);
+        _silent.Clear();
 
         // The new owner, with b and c, recovers and writes position 2 itself.
         _down.Clear();
@@ -261,11 +266,37 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
     }
 
     [Fact]
-    public void The_latest_writer_s_longest_copy_is_chosen()
+    public async Task A_replica_applies_a_writer_s_operations_in_order_and_a_late_sync_never_takes_its_copy_back()
     {
-        ReplicaCopy Copy(long synced, long last) => new(9, synced, last, []);
-        var chosen = StreamRecovery.Choose([Copy(2, 9), Copy(3, 4), Copy(3, 6), Copy(1, 12)]);
-        Assert.Equal((3L, 6L), (chosen.Synced, chosen.LastPosition));
+        var replica = _replicas["a"];
+        StoredEntry Entry(long position) => new(position, EntryKind.Record, Bytes($"r{position}"));
+        Assert.True((await replica.SealAsync("s", 5, CancellationToken.None)).Sealed);
+        Assert.Equal(OpOutcome.Durable, (await replica.SubmitAsync(new ReplicaOp("s", 5, 1, ReplicaOpKind.Sync, [], 0), CancellationToken.None)).Outcome);
+        Assert.Equal(OpOutcome.Durable, (await replica.SubmitAsync(new ReplicaOp("s", 5, 2, ReplicaOpKind.Append, [Entry(1)]), CancellationToken.None)).Outcome);
+
+        // A gap in the writer's sequence: the replica asks for the whole stream rather than take it.
+        Assert.Equal(OpOutcome.Behind, (await replica.SubmitAsync(new ReplicaOp("s", 5, 4, ReplicaOpKind.Append, [Entry(3)]), CancellationToken.None)).Outcome);
+        Assert.Equal(OpOutcome.Durable, (await replica.SubmitAsync(new ReplicaOp("s", 5, 3, ReplicaOpKind.Append, [Entry(2)]), CancellationToken.None)).Outcome);
+
+        // A catch-up sync made before the last append, arriving after it, changes nothing; nor does a deleted stream come back.
+        Assert.Equal(OpOutcome.Durable, (await replica.SubmitAsync(new ReplicaOp("s", 5, 2, ReplicaOpKind.Sync, [Entry(1)], 1), CancellationToken.None)).Outcome);
+        Assert.Equal((2L, 3L), ((await replica.ReadAsync("s")).LastPosition, (await replica.ReadAsync("s")).Version));
+        Assert.Equal(OpOutcome.Durable, (await replica.SubmitAsync(new ReplicaOp("s", 5, 4, ReplicaOpKind.Sync, [], 0), CancellationToken.None)).Outcome);
+        Assert.Equal(OpOutcome.Durable, (await replica.SubmitAsync(new ReplicaOp("s", 5, 3, ReplicaOpKind.Sync, [Entry(1), Entry(2)], 2), CancellationToken.None)).Outcome);
+        Assert.Empty((await replica.ReadAsync("s")).Entries);
+
+        // An older writer is fenced; a newer one that never sealed here is sent the whole stream first.
+        Assert.Equal(new OpResult(OpOutcome.Fenced, 5), await replica.SubmitAsync(new ReplicaOp("s", 4, 5, ReplicaOpKind.Append, [Entry(1)]), CancellationToken.None));
+        Assert.Equal(OpOutcome.Behind, (await replica.SubmitAsync(new ReplicaOp("s", 6, 2, ReplicaOpKind.Append, [Entry(1)]), CancellationToken.None)).Outcome);
+    }
+
+    [Fact]
+    public void The_latest_writer_s_most_recent_copy_is_chosen()
+    {
+        // Of the latest writer's copies the one with its most operations, even when a deletion made it the shortest.
+        ReplicaCopy Copy(long synced, long last, long version) => new(9, synced, last, version, []);
+        var chosen = StreamRecovery.Choose([Copy(2, 9, 12), Copy(3, 4, 3), Copy(3, 0, 5), Copy(3, 6, 4), Copy(1, 12, 20)]);
+        Assert.Equal((3L, 0L, 5L), (chosen.Synced, chosen.LastPosition, chosen.Version));
     }
 
     public void Dispose()
@@ -296,8 +327,20 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
         public int Majority => 2;
 
         public IReadOnlyList<IStoreReplica> Reachable() =>
-            [test._replicas[self], .. Names.Where(n => n != self && !test._down.Contains(n)).Select(n => test._replicas[n])];
+            [test._replicas[self], .. Names.Where(n => n != self && !test._down.Contains(n)).Select(n => test._silent.Contains(n) ? new SilentReplica(n) : (IStoreReplica)test._replicas[n])];
 
         public string? WhyNotWritable() => null;
+    }
+
+    /// <summary>A replica that never answers within the writer's bound.</summary>
+    private sealed class SilentReplica(string name) : IStoreReplica
+    {
+        public string Name => name;
+
+        public Task<SealReply> SealAsync(string stream, long epoch, CancellationToken cancellationToken) =>
+            Task.FromException<SealReply>(new TimeoutException($"{name} did not answer"));
+
+        public Task<OpResult> SubmitAsync(ReplicaOp op, CancellationToken cancellationToken) =>
+            Task.FromResult(OpResult.Failure($"{name} did not answer"));
     }
 }

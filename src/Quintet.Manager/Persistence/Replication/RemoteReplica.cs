@@ -45,7 +45,7 @@ internal sealed class RemoteReplica : IStoreReplica, IDisposable
             new SealRequest { Stream = stream, Epoch = epoch, Writer = _writer },
             deadline: DateTime.UtcNow + _timeout,
             cancellationToken: cancellationToken);
-        var copy = new ReplicaCopy(reply.Promised, reply.Synced, reply.LastPosition, [.. reply.Entries.Select(StoreWire.FromWire)], string.IsNullOrEmpty(reply.Corrupt) ? null : reply.Corrupt);
+        var copy = new ReplicaCopy(reply.Promised, reply.Synced, reply.LastPosition, reply.Version, [.. reply.Entries.Select(StoreWire.FromWire)], string.IsNullOrEmpty(reply.Corrupt) ? null : reply.Corrupt);
         return new SealReply(Name, reply.Sealed, copy);
     }
 

@@ -10,12 +10,10 @@ internal readonly record struct StoredEntry(long Position, EntryKind Kind, byte[
 /// <param name="Promised">The highest epoch the replica promised to a writer.</param>
 /// <param name="Synced">The epoch of the writer whose state the replica holds (0: none).</param>
 /// <param name="LastPosition">The stream's last position in that state (0: empty or deleted).</param>
+/// <param name="Version">How many of that writer's operations the copy reflects, all of them and in order.</param>
 /// <param name="Entries">The last checkpoint (if any) and every record after it, in position order.</param>
 /// <param name="Corrupt">Why the copy failed its checks, or null: a corrupt copy's entries are empty and must not be read.</param>
-internal sealed record ReplicaCopy(long Promised, long Synced, long LastPosition, IReadOnlyList<StoredEntry> Entries, string? Corrupt = null)
-{
-    public static readonly ReplicaCopy Empty = new(0, 0, 0, []);
-}
+internal sealed record ReplicaCopy(long Promised, long Synced, long LastPosition, long Version, IReadOnlyList<StoredEntry> Entries, string? Corrupt = null);
 
 /// <summary>What a replica answered to a seal: whether it promised the epoch, and its copy of the stream.</summary>
 internal sealed record SealReply(string Replica, bool Sealed, ReplicaCopy Copy);
@@ -33,8 +31,12 @@ internal enum ReplicaOpKind
     Truncate,
 }
 
-/// <summary>One write sent to a replica by the writer of epoch <paramref name="Epoch"/>.</summary>
-internal sealed record ReplicaOp(string Stream, long Epoch, ReplicaOpKind Kind, IReadOnlyList<StoredEntry> Entries, long LastPosition = 0, long TruncateBefore = 0)
+/// <summary>
+/// One write sent to a replica by the writer of epoch <paramref name="Epoch"/>: its operation number <paramref name="Version"/>
+/// in that writer's sequence. A replica applies an append or truncation only right after the operation before it, and a
+/// sync only if it is newer than what it holds, so that a late sync never takes a copy back.
+/// </summary>
+internal sealed record ReplicaOp(string Stream, long Epoch, long Version, ReplicaOpKind Kind, IReadOnlyList<StoredEntry> Entries, long LastPosition = 0, long TruncateBefore = 0)
 {
     public long Bytes => Entries.Sum(e => (long)e.Data.Length);
 }

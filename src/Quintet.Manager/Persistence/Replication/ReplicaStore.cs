@@ -155,6 +155,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
                     promised INTEGER NOT NULL,
                     synced INTEGER NOT NULL,
                     last_position INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
                     crc INTEGER NOT NULL);
                 CREATE TABLE IF NOT EXISTS entries (
                     stream TEXT NOT NULL,
@@ -259,14 +260,15 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         StoreMetrics.Fsync(Name);
     }
 
-    private static uint StateCrc(string stream, long promised, long synced, long last)
+    private static uint StateCrc(string stream, StreamState state)
     {
         var crc = new Crc32();
         crc.Append(Encoding.UTF8.GetBytes(stream));
-        Span<byte> numbers = stackalloc byte[3 * sizeof(long)];
-        BinaryPrimitives.WriteInt64LittleEndian(numbers, promised);
-        BinaryPrimitives.WriteInt64LittleEndian(numbers[8..], synced);
-        BinaryPrimitives.WriteInt64LittleEndian(numbers[16..], last);
+        Span<byte> numbers = stackalloc byte[4 * sizeof(long)];
+        BinaryPrimitives.WriteInt64LittleEndian(numbers, state.Promised);
+        BinaryPrimitives.WriteInt64LittleEndian(numbers[8..], state.Synced);
+        BinaryPrimitives.WriteInt64LittleEndian(numbers[16..], state.Last);
+        BinaryPrimitives.WriteInt64LittleEndian(numbers[24..], state.Version);
         crc.Append(numbers);
         return crc.GetCurrentHashAsUInt32();
     }
@@ -279,6 +281,9 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "A group commit of {Count} replica operations failed; committing each on its own")]
     private static partial void LogBatchFailed(ILogger logger, Exception exception, int count);
+
+    /// <summary>A replica's state of one stream: promised epoch, the epoch and version of the copy it holds, its last position.</summary>
+    private readonly record struct StreamState(long Promised, long Synced, long Last, long Version);
 
     /// <summary>The file failed SQLite's own check.</summary>
     private sealed class CorruptDatabaseException(string message) : Exception(message);
@@ -323,8 +328,9 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
                 return new SealReply(store.Name, false, copy);
             }
 
-            // A corrupt state row loses its promise; the seal writes a sound one.
-            WriteState(stream, epoch, copy.Corrupt is null ? state.Synced : 0, copy.Corrupt is null ? state.Last : 0);
+            // A corrupt copy loses its standing (synced 0): it takes no append until a writer sends it a whole sound copy.
+            var kept = copy.Corrupt is null ? state with { Promised = epoch } : new StreamState(epoch, 0, 0, 0);
+            WriteState(stream, kept);
             return new SealReply(store.Name, true, copy with { Promised = epoch });
         }
 
@@ -352,40 +358,58 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
                 return new OpResult(OpOutcome.Fenced, state.Promised);
             }
 
+            if (op.Kind == ReplicaOpKind.Sync)
+            {
+                if (op.Epoch == state.Synced && op.Version <= state.Version)
+                {
+                    // A late sync of this writer's: the copy here already reflects it and more.
+                    return OpResult.Durable;
+                }
+
+                Execute("DELETE FROM entries WHERE stream = $s", ("$s", op.Stream));
+                foreach (var entry in op.Entries)
+                {
+                    Insert(op.Stream, entry);
+                }
+
+                WriteState(op.Stream, new StreamState(Math.Max(state.Promised, op.Epoch), op.Epoch, op.LastPosition, op.Version));
+                return OpResult.Durable;
+            }
+
+            if (state.Synced != op.Epoch)
+            {
+                return new OpResult(OpOutcome.Behind);
+            }
+
+            if (op.Version <= state.Version)
+            {
+                return OpResult.Durable;
+            }
+
+            // Only right after the writer's previous operation: a replica that missed one must be sent the whole stream.
+            if (op.Version != state.Version + 1)
+            {
+                return new OpResult(OpOutcome.Behind);
+            }
+
             switch (op.Kind)
             {
-                case ReplicaOpKind.Sync:
-                    Execute("DELETE FROM entries WHERE stream = $s", ("$s", op.Stream));
+                case ReplicaOpKind.Append:
+                    if (op.Entries.Count == 0 || op.Entries[0].Position != state.Last + 1)
+                    {
+                        return new OpResult(OpOutcome.Behind);
+                    }
+
                     foreach (var entry in op.Entries)
                     {
                         Insert(op.Stream, entry);
                     }
 
-                    WriteState(op.Stream, op.Epoch, op.Epoch, op.LastPosition);
-                    return OpResult.Durable;
-                case ReplicaOpKind.Append:
-                    // Only a replica that holds this writer's state, up to the position before, may take its appends.
-                    if (state.Synced != op.Epoch || op.Entries.Count == 0 || op.Entries[0].Position > state.Last + 1)
-                    {
-                        return new OpResult(OpOutcome.Behind);
-                    }
-
-                    var last = state.Last;
-                    foreach (var entry in op.Entries.Where(e => e.Position > state.Last))
-                    {
-                        Insert(op.Stream, entry);
-                        last = Math.Max(last, entry.Position);
-                    }
-
-                    WriteState(op.Stream, state.Promised, state.Synced, last);
+                    WriteState(op.Stream, state with { Last = op.Entries[^1].Position, Version = op.Version });
                     return OpResult.Durable;
                 case ReplicaOpKind.Truncate:
-                    if (state.Synced != op.Epoch)
-                    {
-                        return new OpResult(OpOutcome.Behind);
-                    }
-
                     Execute("DELETE FROM entries WHERE stream = $s AND position < $p", ("$s", op.Stream), ("$p", op.TruncateBefore));
+                    WriteState(op.Stream, state with { Version = op.Version });
                     return OpResult.Durable;
                 default:
                     throw new InvalidOperationException($"Unknown replica operation {op.Kind}.");
@@ -402,18 +426,18 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
             return true;
         }
 
-        private (long Promised, long Synced, long Last) ReadState(string stream, out string? corrupt)
+        private StreamState ReadState(string stream, out string? corrupt)
         {
             corrupt = null;
-            using var command = Command("SELECT promised, synced, last_position, crc FROM streams WHERE stream = $s", ("$s", stream));
+            using var command = Command("SELECT promised, synced, last_position, version, crc FROM streams WHERE stream = $s", ("$s", stream));
             using var reader = command.ExecuteReader();
             if (!reader.Read())
             {
                 return default;
             }
 
-            var state = (reader.GetInt64(0), reader.GetInt64(1), reader.GetInt64(2));
-            if ((uint)reader.GetInt64(3) != StateCrc(stream, state.Item1, state.Item2, state.Item3))
+            var state = new StreamState(reader.GetInt64(0), reader.GetInt64(1), reader.GetInt64(2), reader.GetInt64(3));
+            if ((uint)reader.GetInt64(4) != StateCrc(stream, state))
             {
                 corrupt = "its state row fails its CRC32 check";
             }
@@ -421,7 +445,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
             return state;
         }
 
-        private ReplicaCopy ReadCopy(string stream, (long Promised, long Synced, long Last) state)
+        private ReplicaCopy ReadCopy(string stream, StreamState state)
         {
             var entries = new List<StoredEntry>();
             try
@@ -469,20 +493,20 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
                 return Corrupt(stream, state, $"it should end at position {state.Last} but ends at {held}");
             }
 
-            return new ReplicaCopy(state.Promised, state.Synced, state.Last, entries);
+            return new ReplicaCopy(state.Promised, state.Synced, state.Last, state.Version, entries);
         }
 
-        private ReplicaCopy Corrupt(string stream, (long Promised, long Synced, long Last) state, string problem)
+        private ReplicaCopy Corrupt(string stream, StreamState state, string problem)
         {
             LogCorruptStream(store._logger, store.Path, stream, problem);
             StoreMetrics.Corruption(store.Name);
-            return new ReplicaCopy(state.Promised, 0, 0, [], problem);
+            return new ReplicaCopy(state.Promised, 0, 0, 0, [], problem);
         }
 
-        private void WriteState(string stream, long promised, long synced, long last) =>
+        private void WriteState(string stream, StreamState state) =>
             Execute(
-                "INSERT OR REPLACE INTO streams (stream, promised, synced, last_position, crc) VALUES ($s, $p, $y, $l, $c)",
-                ("$s", stream), ("$p", promised), ("$y", synced), ("$l", last), ("$c", (long)StateCrc(stream, promised, synced, last)));
+                "INSERT OR REPLACE INTO streams (stream, promised, synced, last_position, version, crc) VALUES ($s, $p, $y, $l, $v, $c)",
+                ("$s", stream), ("$p", state.Promised), ("$y", state.Synced), ("$l", state.Last), ("$v", state.Version), ("$c", (long)StateCrc(stream, state)));
 
         private void Insert(string stream, StoredEntry entry) =>
             Execute(

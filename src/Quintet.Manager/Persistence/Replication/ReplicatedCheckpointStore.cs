@@ -47,6 +47,7 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
     {
         private readonly SemaphoreSlim _turn = new(1, 1);
         private long _epoch;
+        private long _version;
         private long _highestSeen;
         private long _next = 1;
         private long _lastCheckpoint;
@@ -100,7 +101,7 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
                 await EnsureSealedAsync(cancellationToken);
                 if (_lastCheckpoint > 0)
                 {
-                    await ReplicateAsync(new ReplicaOp(stream, _epoch, ReplicaOpKind.Truncate, [], TruncateBefore: _lastCheckpoint), _next - 1, null);
+                    await ReplicateAsync(new ReplicaOp(stream, _epoch, ++_version, ReplicaOpKind.Truncate, [], TruncateBefore: _lastCheckpoint), _next - 1, null);
                 }
             }
             finally
@@ -115,7 +116,7 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             try
             {
                 await EnsureSealedAsync(cancellationToken);
-                await ReplicateAsync(new ReplicaOp(stream, _epoch, ReplicaOpKind.Sync, [], LastPosition: 0), 0, null);
+                await ReplicateAsync(new ReplicaOp(stream, _epoch, ++_version, ReplicaOpKind.Sync, [], LastPosition: 0), 0, null);
                 (_next, _lastCheckpoint, _sealedState) = (1, 0, null);
             }
             finally
@@ -146,7 +147,7 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
 
                 // From here the write is started: it completes (acknowledged or failed), whatever the token says.
                 var position = _next;
-                await ReplicateAsync(new ReplicaOp(stream, _epoch, ReplicaOpKind.Append, [new StoredEntry(position, kind, bytes)]), position, null);
+                await ReplicateAsync(new ReplicaOp(stream, _epoch, ++_version, ReplicaOpKind.Append, [new StoredEntry(position, kind, bytes)]), position, null);
                 _next = position + 1;
                 if (kind == EntryKind.Checkpoint)
                 {
@@ -183,6 +184,11 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             for (var round = 0; round < MaxSealRounds; round++)
             {
                 var reachable = store.Replicas.Reachable();
+                if (reachable.Count < majority)
+                {
+                    throw Unavailable($"only {reachable.Count} of the cluster's managers are in this manager's view, fewer than the majority of {majority} needed to read it");
+                }
+
                 using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
                 bounded.CancelAfter(store.Timeout);
                 var replies = await GatherSealsAsync(reachable, epoch, majority, bounded.Token);
@@ -213,16 +219,16 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             var best = StreamRecovery.Choose([.. sound.Select(r => r.Copy)]);
             var source = sound.First(r => ReferenceEquals(r.Copy, best)).Replica;
             var damaged = replies.Where(r => r.Copy.Corrupt is not null).ToDictionary(r => r.Replica, r => $"corrupt ({r.Copy.Corrupt})", StringComparer.Ordinal);
-            foreach (var behind in replies.Where(r => r.Copy.Corrupt is null && (r.Copy.Synced, r.Copy.LastPosition) != (best.Synced, best.LastPosition)))
+            foreach (var behind in replies.Where(r => r.Copy.Corrupt is null && (r.Copy.Synced, r.Copy.Version) != (best.Synced, best.Version)))
             {
                 damaged.TryAdd(behind.Replica, $"behind (epoch {behind.Copy.Synced}, position {behind.Copy.LastPosition})");
             }
 
-            _epoch = epoch;
+            (_epoch, _version) = (epoch, 1);
             try
             {
                 // Writing the chosen state back to a majority at this epoch makes it the state every later writer finds.
-                await ReplicateAsync(new ReplicaOp(stream, epoch, ReplicaOpKind.Sync, best.Entries, LastPosition: best.LastPosition), best.LastPosition, damaged);
+                await ReplicateAsync(new ReplicaOp(stream, epoch, 1, ReplicaOpKind.Sync, best.Entries, LastPosition: best.LastPosition), best.LastPosition, damaged);
             }
             catch
             {
@@ -280,6 +286,13 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             var started = Stopwatch.GetTimestamp();
             var majority = store.Replicas.Majority;
             var reachable = store.Replicas.Reachable();
+            if (reachable.Count < majority)
+            {
+                // Waiting cannot help until the view grows: say so now (a stopping manager must not hang on it).
+                _epoch = 0;
+                throw Unavailable($"only {reachable.Count} of the cluster's managers are in this manager's view, fewer than the majority of {majority} a write needs");
+            }
+
             using var bounded = new CancellationTokenSource(store.Timeout);
             var local = store.Replicas.Local;
             var pending = reachable.Select(r => (Replica: r, Task: DeliverAsync(r, op, covers, repairing, bounded.Token))).ToList();
@@ -342,13 +355,14 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
                 if (result.Outcome == OpOutcome.Behind && !ReferenceEquals(replica, local))
                 {
                     // Catch-up: this manager's replica took the write first (its queue is in order), so its copy holds it.
+                    // The sync carries that copy's version: arriving late, after newer writes, it changes nothing.
                     var copy = await local.ReadAsync(stream);
-                    if (copy.Corrupt is not null || copy.Synced != op.Epoch || copy.LastPosition < covers)
+                    if (copy.Corrupt is not null || copy.Synced != op.Epoch || copy.Version < op.Version)
                     {
-                        return OpResult.Failure($"behind, and this manager's own copy cannot catch it up (epoch {copy.Synced}, position {copy.LastPosition}{(copy.Corrupt is null ? string.Empty : ", corrupt")})");
+                        return OpResult.Failure($"behind, and this manager's own copy cannot catch it up (epoch {copy.Synced}, version {copy.Version}, position {copy.LastPosition}{(copy.Corrupt is null ? string.Empty : ", corrupt")})");
                     }
 
-                    result = await replica.SubmitAsync(new ReplicaOp(stream, op.Epoch, ReplicaOpKind.Sync, copy.Entries, LastPosition: copy.LastPosition), cancellationToken);
+                    result = await replica.SubmitAsync(new ReplicaOp(stream, op.Epoch, copy.Version, ReplicaOpKind.Sync, copy.Entries, LastPosition: copy.LastPosition), cancellationToken);
                     if (result.Outcome == OpOutcome.Durable)
                     {
                         StoreMetrics.Repair(replica.Name);

@@ -20,6 +20,7 @@ internal sealed class StoreReplicationService(IServiceProvider services) : Store
             Promised = reply.Copy.Promised,
             Synced = reply.Copy.Synced,
             LastPosition = reply.Copy.LastPosition,
+            Version = reply.Copy.Version,
             Corrupt = reply.Copy.Corrupt ?? string.Empty,
             Replica = replica.Name,
         };

@@ -18,6 +18,7 @@ internal static class StoreWire
         {
             Stream = op.Stream,
             Epoch = op.Epoch,
+            Version = op.Version,
             Kind = op.Kind switch
             {
                 ReplicaOpKind.Append => StoreOp.Types.Kind.Append,
@@ -34,6 +35,7 @@ internal static class StoreWire
     public static ReplicaOp FromWire(StoreOp op) => new(
         op.Stream,
         op.Epoch,
+        op.Version,
         op.Kind switch
         {
             StoreOp.Types.Kind.Append => ReplicaOpKind.Append,

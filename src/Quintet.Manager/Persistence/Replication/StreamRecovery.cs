@@ -7,10 +7,11 @@ internal static class StreamRecovery
 {
     /// <summary>
     /// The copy that holds every acknowledged write: the one written by the latest writer (highest synced epoch), and of
-    /// those the longest. A write acknowledged in epoch e is on a majority synced at e, so any majority holds it unless a
-    /// later writer sealed a majority first, and that writer took the copy holding it (by the same rule) and wrote it to a
-    /// majority before it wrote anything itself. Writes of one epoch come from one writer in position order, so copies of
-    /// one epoch are prefixes of each other and the longest holds them all.
+    /// those the most recent (highest version). A write acknowledged in epoch e is on a majority synced at e, so any
+    /// majority holds it unless a later writer sealed a majority first, and that writer took the copy holding it (by the
+    /// same rule) and wrote it to a majority before it wrote anything itself. The operations of one epoch come from one
+    /// writer in one sequence and a replica applies them only in that order, so a copy of version v reflects exactly the
+    /// writer's first v operations, and the highest version holds every acknowledged one (deletions included).
     /// </summary>
     /// <param name="copies">Sound copies (none corrupt) from a majority of the replicas.</param>
     public static ReplicaCopy Choose(IReadOnlyCollection<ReplicaCopy> copies)
@@ -20,7 +21,7 @@ internal static class StreamRecovery
             throw new ArgumentException("A choice needs at least one copy.", nameof(copies));
         }
 
-        return copies.MaxBy(c => (c.Synced, c.LastPosition))!;
+        return copies.MaxBy(c => (c.Synced, c.Version))!;
     }
 
     /// <summary>What <see cref="ICheckpointLog.RecoverAsync"/> returns for a copy: its last checkpoint and the records after it.</summary>
