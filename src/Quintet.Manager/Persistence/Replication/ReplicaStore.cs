@@ -347,6 +347,8 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
             {
                 if (op.Kind != ReplicaOpKind.Sync)
                 {
+                    // Reported here; the writer answers "behind" with the whole stream, which repairs it.
+                    Corrupt(op.Stream, state, stateCorrupt);
                     return new OpResult(OpOutcome.Behind);
                 }
 
