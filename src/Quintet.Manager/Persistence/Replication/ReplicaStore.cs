@@ -258,6 +258,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         transaction.Commit();
         Interlocked.Increment(ref _transactions);
         StoreMetrics.Fsync(Name);
+        CheckpointStoreMetrics.Committed(batch.Count);
     }
 
     private static uint StateCrc(string stream, StreamState state)
