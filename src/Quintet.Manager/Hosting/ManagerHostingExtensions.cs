@@ -15,6 +15,7 @@ using Quintet.Manager.Health;
 using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifetime;
 using Quintet.Manager.Persistence;
+using Quintet.Persistence;
 using Quintet.Protocol.Admin;
 using Quintet.Protocol.Internal;
 
@@ -83,7 +84,15 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<Quintet.Runtime.Structures.SharedStructures>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
-        builder.Services.AddLocalCheckpointStore();
+        if (settings.Store.IsPostgreSql)
+        {
+            builder.Services.AddPostgresCheckpointStore(settings.Store.PostgreSql);
+        }
+        else
+        {
+            builder.Services.AddLocalCheckpointStore();
+        }
+
         builder.Services.AddSingleton(sp =>
         {
             var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);
