@@ -1,7 +1,9 @@
 using System.Diagnostics;
 using Google.Protobuf;
 using Grpc.Core;
+using Npgsql;
 using Quintet.Client;
+using Quintet.Integration.Tests.Crasher;
 using Quintet.Protocol.Admin;
 using Quintet.TestingHost;
 using Quintet.Tests.Postgres;
@@ -86,6 +88,58 @@ public sealed class PostgresStoreTests(PostgresServerFixture server, ITestOutput
                 // 100 + 200 + 300 acknowledged before the kill, read back from PostgreSQL, then this deposit of 1.
                 Assert.Equal((601L, 4L), (revived.Value, revived.Updates));
             }
+        });
+    }
+
+    /// <summary>
+    /// A component in a worker process of its own (isolation: process) keeps its log in the manager's PostgreSQL store
+    /// too, not in a local file of the worker: its rows are in the database, and a new worker recovers them.
+    /// </summary>
+    [Fact]
+    public async Task An_isolated_component_logs_in_the_managers_PostgreSQL_store()
+    {
+        var database = await server.CreateDatabaseAsync();
+        var options = ClusterTest.Options(1);
+        options.Settings["Quintet:Store:Kind"] = "postgresql";
+        options.Settings["Quintet:Store:PostgreSql:ConnectionString"] = database;
+
+        await ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            var manager = cluster.Managers[0];
+            await new ComponentAdmin.ComponentAdminClient(manager.Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CrasherComponent).Assembly)) }, deadline: Soon);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "Crasher");
+            using var client = QuintetClient.Over(manager.Channel);
+            var crasher = client.GetComponent<ICrasher>("x");
+            using var deadline = new CancellationTokenSource(TimeSpan.FromSeconds(120));
+
+            var first = await crasher.EchoAsync(new EchoRequest { Text = "one" }, deadline.Token);
+            await crasher.EchoAsync(new EchoRequest { Text = "two" }, deadline.Token);
+            Assert.NotEqual(manager.ProcessId, first.ProcessId);
+
+            await using (var connection = new NpgsqlConnection(database))
+            {
+                await connection.OpenAsync(deadline.Token);
+                await using var rows = new NpgsqlCommand("SELECT COUNT(*) FROM quintet_checkpoints WHERE stream LIKE '%Crasher%'", connection);
+                Assert.Equal(2L, await rows.ExecuteScalarAsync(deadline.Token));
+            }
+
+            // The worker dies; the next one recovers the count from PostgreSQL.
+            await Assert.ThrowsAsync<RpcException>(() => crasher.CrashAsync(new EchoRequest { Text = "bye" }, deadline.Token));
+            EchoReply? third = null;
+            while (third is null)
+            {
+                try
+                {
+                    third = await crasher.EchoAsync(new EchoRequest { Text = "three" }, deadline.Token);
+                }
+                catch (RpcException e) when (e.StatusCode == StatusCode.Unavailable)
+                {
+                    await Task.Delay(200, deadline.Token);
+                }
+            }
+
+            Assert.NotEqual(first.ProcessId, third.ProcessId);
+            Assert.Equal((3L, 1L), (third.Calls, third.CallsHere));
         });
     }
 }

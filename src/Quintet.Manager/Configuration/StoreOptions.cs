@@ -27,6 +27,23 @@ public sealed class StoreOptions
     /// <summary>True when <see cref="Kind"/> names the PostgreSQL store.</summary>
     public bool IsPostgreSql => string.Equals(Kind, PostgreSqlKind, StringComparison.OrdinalIgnoreCase);
 
+    /// <summary>These settings as environment variables (<c>Quintet__Store__Kind</c>, ...), for a worker process to read.</summary>
+    public IReadOnlyDictionary<string, string> ToEnvironment()
+    {
+        const string Prefix = "Quintet__Store__";
+        var variables = new Dictionary<string, string>(StringComparer.Ordinal)
+        {
+            [Prefix + nameof(Kind)] = Kind,
+            [Prefix + "PostgreSql__" + nameof(PostgresCheckpointStoreOptions.MaxRecordBytes)] = PostgreSql.MaxRecordBytes.ToString(System.Globalization.CultureInfo.InvariantCulture),
+        };
+        if (PostgreSql.ConnectionString is { } connectionString)
+        {
+            variables[Prefix + "PostgreSql__" + nameof(PostgresCheckpointStoreOptions.ConnectionString)] = connectionString;
+        }
+
+        return variables;
+    }
+
     /// <summary>What is wrong with these settings, each message naming the setting; empty when they are valid.</summary>
     public IReadOnlyList<string> Validate()
     {

@@ -84,6 +84,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<Quintet.Runtime.Structures.SharedStructures>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
+        builder.Services.AddSingleton(settings.Store);
         if (settings.Store.IsPostgreSql)
         {
             builder.Services.AddPostgresCheckpointStore(settings.Store.PostgreSql);
