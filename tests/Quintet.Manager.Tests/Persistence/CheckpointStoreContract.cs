@@ -7,7 +7,7 @@ namespace Quintet.Manager.Tests.Persistence;
 /// What every checkpoint store must do, whatever keeps its rows: each backend derives from this class and supplies the
 /// seam (open a store over its storage, count, damage and remove rows), so that the backends are held to one behaviour.
 /// </summary>
-public abstract class CheckpointStoreContract : IAsyncLifetime
+public abstract class CheckpointStoreContract(ITestOutputHelper output) : IAsyncLifetime
 {
     private readonly List<ICheckpointStore> _open = [];
 
@@ -216,6 +216,7 @@ public abstract class CheckpointStoreContract : IAsyncLifetime
 
         // Group commit: fifty writers that each wait for their own commit cannot all have had a transaction alone.
         var transactions = Transactions(store);
+        output.WriteLine($"{Streams * Records} writes from {Streams} concurrent writers in {transactions} transactions ({Streams * Records / (double)transactions:F1} writes per commit)");
         Assert.InRange(transactions, 1, (Streams * Records) - 1);
     }
 

@@ -6,7 +6,7 @@ using Quintet.Persistence;
 namespace Quintet.Manager.Tests.Persistence;
 
 /// <summary>The checkpoint store contract, held against the local store (SQLite in a folder).</summary>
-public sealed class LocalCheckpointStoreContractTests : CheckpointStoreContract
+public sealed class LocalCheckpointStoreContractTests(ITestOutputHelper output) : CheckpointStoreContract(output)
 {
     private readonly string _root = Directory.CreateTempSubdirectory("quintet-checkpoint-contract-").FullName;
 

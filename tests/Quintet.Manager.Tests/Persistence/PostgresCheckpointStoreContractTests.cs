@@ -15,7 +15,7 @@ public sealed class PostgresServerGroup : ICollectionFixture<PostgresServerFixtu
 
 /// <summary>The checkpoint store contract, held against the PostgreSQL store on a real server, a database per test.</summary>
 [Collection(PostgresServerGroup.Name)]
-public sealed class PostgresCheckpointStoreContractTests(PostgresServerFixture server) : CheckpointStoreContract
+public sealed class PostgresCheckpointStoreContractTests(PostgresServerFixture server, ITestOutputHelper output) : CheckpointStoreContract(output)
 {
     private string? _connectionString;
 
