@@ -339,7 +339,7 @@ internal sealed partial class ComponentHost
             try
             {
                 // A store every manager shares needs no copy: the new owner seals the stream and reads it itself.
-                var recovery = _checkpoints is Persistence.Replication.IClusterCheckpointStore
+                var recovery = _checkpoints is Quintet.Persistence.IClusterCheckpointStore
                     ? new CheckpointRecovery(null, 0, [])
                     : await stream.RecoverAsync(cancellationToken);
                 await _peers.AcceptInstanceAsync(target.Endpoint, id, shadow.Epoch + 1, exported, recovery, cancellationToken);
@@ -360,7 +360,7 @@ internal sealed partial class ComponentHost
             shadow.State = ShadowState.Gone;
             _shadows.TryRemove(new KeyValuePair<InstanceId, Shadow>(id, shadow));
             _arrivals.TryRemove(id, out _);
-            if (_checkpoints is not Persistence.Replication.IClusterCheckpointStore)
+            if (_checkpoints is not Quintet.Persistence.IClusterCheckpointStore)
             {
                 // A store of this manager's own: the stream went with the instance, and its copy here is stale.
                 await stream.DeleteAsync(CancellationToken.None);
@@ -436,7 +436,7 @@ internal sealed partial class ComponentHost
             throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
         }
 
-        if (_checkpoints is Persistence.Replication.IClusterCheckpointStore)
+        if (_checkpoints is Quintet.Persistence.IClusterCheckpointStore)
         {
             // Every manager sees the stream already: the old owner sent no copy of it.
             _arrivals[id] = (epoch, state);

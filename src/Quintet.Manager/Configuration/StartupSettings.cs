@@ -2,6 +2,7 @@ using System.Collections;
 using System.Reflection;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
+using Quintet.Manager.Persistence;
 
 namespace Quintet.Manager.Configuration;
 
@@ -9,7 +10,7 @@ namespace Quintet.Manager.Configuration;
 /// The settings the manager needs before anything starts, read and checked in one pass so that every mistake
 /// in the configuration is reported at once, each with the setting's full name.
 /// </summary>
-internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager)
+internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager, StoreOptions Store)
 {
     /// <summary>The gRPC host actually used: <see cref="ManagerOptions.GrpcHost"/>, or the cluster host.</summary>
     public string GrpcHost => Manager.GrpcHost ?? Cluster.Host;
@@ -26,11 +27,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         var manager = Bind<ManagerOptions>(configuration, ManagerOptions.SectionName, failures);
         Bind<Quintet.Core.Groups.GroupsOptions>(configuration, Quintet.Core.Groups.GroupsOptions.SectionName, failures);
         Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
-        if (Bind<Quintet.Manager.Persistence.StoreOptions>(configuration, Quintet.Manager.Persistence.StoreOptions.SectionName, failures) is { } store)
-        {
-            failures.AddRange(store.Validate());
-        }
-
+        var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures);
         if (cluster is not null)
         {
             AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);
@@ -41,12 +38,17 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
             AddFailures(new ManagerOptionsValidator().Validate(null, manager), failures);
         }
 
-        if (failures.Count > 0 || cluster is null || manager is null)
+        if (store is not null)
+        {
+            failures.AddRange(store.Validate());
+        }
+
+        if (failures.Count > 0 || cluster is null || manager is null || store is null)
         {
             throw new ConfigurationErrorException(failures);
         }
 
-        return new StartupSettings(cluster, manager);
+        return new StartupSettings(cluster, manager, store);
     }
 
     private static T? Bind<T>(IConfiguration configuration, string sectionName, List<string> failures)

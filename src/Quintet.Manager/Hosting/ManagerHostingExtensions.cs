@@ -83,6 +83,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<Quintet.Runtime.Structures.SharedStructures>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
+        builder.Services.AddSingleton(settings.Store);
         builder.Services.AddCheckpointStore(builder.Configuration);
         builder.Services.AddSingleton(sp =>
         {

@@ -12,6 +12,13 @@ namespace Quintet.Manager.Isolation;
 /// <param name="Time">The clock of the backoff and of the waits.</param>
 internal sealed record IsolatedWorkerSettings(WorkerLaunch Launch, string DataRoot, string ManagerName, TimeProvider Time)
 {
+    /// <summary>
+    /// Settings a worker gets as environment variables (<c>Quintet__Store__Kind</c>, ...): the manager's store choice, so
+    /// that an isolated instance keeps its checkpoints where a shared one would. The command line is not used for them
+    /// because a connection string may hold a password.
+    /// </summary>
+    public IReadOnlyDictionary<string, string> Environment { get; init; } = new Dictionary<string, string>();
+
     /// <summary>How long a new worker has to report ready.</summary>
     public TimeSpan ReadyTimeout { get; init; } = TimeSpan.FromSeconds(30);
 
@@ -113,11 +120,11 @@ internal sealed partial class IsolatedWorker : IAsyncDisposable
             }
 
             var incarnation = Interlocked.Increment(ref _incarnations);
-            var arguments = new WorkerArguments(Package.Directory, Path.Combine(_settings.DataRoot, Package.Name), Environment.ProcessId, 0, _settings.ManagerName);
+            var arguments = new WorkerArguments(Package.Directory, Path.Combine(_settings.DataRoot, Package.Name), System.Environment.ProcessId, 0, _settings.ManagerName);
             WorkerProcess worker;
             try
             {
-                worker = WorkerProcess.Start(_settings.Launch, arguments, Package.Name, incarnation, _settings.Time, _logger);
+                worker = WorkerProcess.Start(_settings.Launch, arguments, _settings.Environment, Package.Name, incarnation, _settings.Time, _logger);
             }
             catch (Win32Exception e)
             {

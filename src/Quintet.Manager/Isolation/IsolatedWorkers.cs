@@ -3,6 +3,7 @@ using Microsoft.Extensions.Options;
 using Quintet.Components;
 using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Persistence;
 using Quintet.Manager.Hosting;
 
 namespace Quintet.Manager.Isolation;
@@ -21,14 +22,20 @@ internal sealed partial class IsolatedWorkers : IAsyncDisposable
     private readonly ILogger<IsolatedWorkers> _logger;
     private bool _disposed;
 
-    /// <summary>Workers that run this manager's own executable, keep their data under its data folder, and see its node name.</summary>
-    public IsolatedWorkers(IOptions<ManagerOptions> options, ManagerIdentity identity, TimeProvider time, ILogger<IsolatedWorkers> logger)
+    /// <summary>
+    /// Workers that run this manager's own executable, keep their data under its data folder (or in the store the manager
+    /// uses, when that is shared), and see its node name.
+    /// </summary>
+    public IsolatedWorkers(IOptions<ManagerOptions> options, ManagerIdentity identity, TimeProvider time, ILogger<IsolatedWorkers> logger, StoreOptions? store = null)
         : this(
             new IsolatedWorkerSettings(
                 WorkerLaunch.ForThisProcess(),
                 Path.Combine(options.Value.DataDirectoryFor(identity.NodeName), "workers"),
                 identity.NodeName,
-                time),
+                time)
+            {
+                Environment = store?.IsPostgreSql == true ? store.ToEnvironment() : new Dictionary<string, string>(),
+            },
             logger)
     {
     }

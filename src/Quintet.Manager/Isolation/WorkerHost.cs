@@ -101,8 +101,19 @@ internal static class WorkerHost
         builder.Services.AddSingleton(TimeProvider.System);
         builder.Services.Configure<ManagerOptions>(o => o.ParentProcessId = arguments.ParentProcessId);
         builder.Services.AddHostedService<ParentProcessWatcher>();
-        builder.Services.AddSingleton(sp => new LocalCheckpointStore(arguments.DataDirectory, sp.GetRequiredService<ILogger<LocalCheckpointStore>>()));
-        builder.Services.AddSingleton<ICheckpointStore>(sp => sp.GetRequiredService<LocalCheckpointStore>());
+        // The manager passes its store choice in the environment (IsolatedWorkerSettings.Environment); by default the
+        // worker keeps a local store in its own data folder.
+        var store = builder.Configuration.GetSection(StoreOptions.SectionName).Get<StoreOptions>() ?? new StoreOptions();
+        if (store.IsPostgreSql)
+        {
+            builder.Services.AddPostgresCheckpointStore(store.PostgreSql);
+        }
+        else
+        {
+            builder.Services.AddSingleton(sp => new LocalCheckpointStore(arguments.DataDirectory, sp.GetRequiredService<ILogger<LocalCheckpointStore>>()));
+            builder.Services.AddSingleton<ICheckpointStore>(sp => sp.GetRequiredService<LocalCheckpointStore>());
+        }
+
         builder.Services.AddSingleton(sp => new WorkerInstances(package, sp.GetRequiredService<ICheckpointStore>(), arguments.ManagerName, sp.GetRequiredService<ILogger<WorkerInstances>>()));
         builder.Services.AddSingleton<IComponentInvoker>(sp => sp.GetRequiredService<WorkerInstances>());
         builder.WebHost.ConfigureKestrel(kestrel =>

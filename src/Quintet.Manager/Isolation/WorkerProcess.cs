@@ -72,7 +72,7 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
 
     /// <summary>Starts the worker process; it is not ready until <see cref="WaitReadyAsync"/> says so.</summary>
     /// <exception cref="Win32Exception">The program could not be started.</exception>
-    public static WorkerProcess Start(WorkerLaunch launch, WorkerArguments arguments, string packageName, int incarnation, TimeProvider time, ILogger logger)
+    public static WorkerProcess Start(WorkerLaunch launch, WorkerArguments arguments, IReadOnlyDictionary<string, string> environment, string packageName, int incarnation, TimeProvider time, ILogger logger)
     {
         var info = new ProcessStartInfo(launch.FileName)
         {
@@ -86,6 +86,10 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
         }
 
         info.Environment["DOTNET_NOLOGO"] = "1";
+        foreach (var (name, value) in environment)
+        {
+            info.Environment[name] = value;
+        }
         var process = Process.Start(info) ?? throw new Win32Exception($"{launch.FileName} did not start.");
         return new WorkerProcess(process, packageName, incarnation, time.GetTimestamp(), logger);
     }

@@ -18,7 +18,7 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
     {
         var section = configuration.GetSection(StoreOptions.SectionName);
         services.AddOptions<StoreOptions>().Bind(section);
-        var kind = section.Get<StoreOptions>()?.Kind ?? StoreOptions.Replicated;
+        var options = section.Get<StoreOptions>() ?? new StoreOptions();
 
         // Each active replica runs every call and writes its own stream: on the manager's own store, whatever the kind,
         // since one replicated stream takes one writer at a time and the replicas are the replication already.
@@ -28,16 +28,20 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
             return new LocalCheckpointStore(DataDirectory(sp, logger), logger);
         });
         services.AddSingleton(sp => new ActiveReplicaCheckpoints(sp.GetRequiredService<LocalCheckpointStore>()));
-        return kind switch
+        if (options.IsKind(StoreOptions.Local))
         {
-            StoreOptions.Local => services.AddLocalCheckpointStore(),
-            StoreOptions.Replicated => services.AddReplicatedCheckpointStore(),
+            return services.AddLocalCheckpointStore();
+        }
 
-            // The PostgreSQL store plugs in here: a singleton ICheckpointStore that also implements
-            // IClusterCheckpointStore (every manager sees the same streams, so migration neither copies nor deletes them).
-            StoreOptions.PostgreSql => throw new ConfigurationErrorException($"{StoreOptions.SectionName}:Kind: '{StoreOptions.PostgreSql}' is not available in this build of the manager; use '{StoreOptions.Replicated}' or '{StoreOptions.Local}'."),
-            _ => throw new ConfigurationErrorException($"{StoreOptions.SectionName}:Kind: '{kind}' is not a store kind; use '{StoreOptions.Replicated}', '{StoreOptions.Local}' or '{StoreOptions.PostgreSql}'."),
-        };
+        if (options.IsPostgreSql)
+        {
+            // One database every manager shares: a move neither copies nor deletes the stream.
+            return services.AddPostgresCheckpointStore(options.PostgreSql);
+        }
+
+        return options.IsKind(StoreOptions.Replicated)
+            ? services.AddReplicatedCheckpointStore()
+            : throw new ConfigurationErrorException($"{StoreOptions.SectionName}:Kind: '{options.Kind}' is not a store kind; use '{StoreOptions.Replicated}', '{StoreOptions.Local}' or '{StoreOptions.PostgreSqlKind}'.");
     }
 
     /// <summary>

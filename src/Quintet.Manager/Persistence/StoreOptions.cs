@@ -1,3 +1,5 @@
+using Quintet.Persistence.PostgreSql;
+
 namespace Quintet.Manager.Persistence;
 
 /// <summary>
@@ -15,7 +17,7 @@ public sealed class StoreOptions
     public const string Local = "local";
 
     /// <summary>A PostgreSQL database every manager shares.</summary>
-    public const string PostgreSql = "postgresql";
+    public const string PostgreSqlKind = "postgresql";
 
     /// <summary>
     /// The store kind: <c>replicated</c> (a write is acknowledged once a majority of the managers hold it on disk),
@@ -39,12 +41,46 @@ public sealed class StoreOptions
     /// </summary>
     public TimeSpan ReplicationTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
+    /// <summary>The PostgreSQL store's settings (<c>Quintet:Store:PostgreSql</c>), used when <see cref="Kind"/> is <c>postgresql</c>.</summary>
+    public PostgresCheckpointStoreOptions PostgreSql { get; set; } = new();
+
+    /// <summary>True when <see cref="Kind"/> names the PostgreSQL store.</summary>
+    public bool IsPostgreSql => IsKind(PostgreSqlKind);
+
+    /// <summary>True when <see cref="Kind"/> is <paramref name="kind"/>, in any case.</summary>
+    public bool IsKind(string kind) => string.Equals(Kind, kind, StringComparison.OrdinalIgnoreCase);
+
+    /// <summary>These settings as environment variables (<c>Quintet__Store__Kind</c>, ...), for a worker process to read.</summary>
+    public IReadOnlyDictionary<string, string> ToEnvironment()
+    {
+        const string Prefix = "Quintet__Store__";
+        var variables = new Dictionary<string, string>(StringComparer.Ordinal)
+        {
+            [Prefix + nameof(Kind)] = Kind,
+            [Prefix + "PostgreSql__" + nameof(PostgresCheckpointStoreOptions.MaxRecordBytes)] = PostgreSql.MaxRecordBytes.ToString(System.Globalization.CultureInfo.InvariantCulture),
+        };
+        if (PostgreSql.ConnectionString is { } connectionString)
+        {
+            variables[Prefix + "PostgreSql__" + nameof(PostgresCheckpointStoreOptions.ConnectionString)] = connectionString;
+        }
+
+        return variables;
+    }
+
     /// <summary>The problems with these settings, each naming its setting; empty if none.</summary>
     public IEnumerable<string> Validate()
     {
-        if (Kind is not (Replicated or Local or PostgreSql))
+        if (!IsKind(Replicated) && !IsKind(Local) && !IsPostgreSql)
         {
-            yield return $"{SectionName}:Kind: '{Kind}' is not a store kind; use '{Replicated}' (the default), '{Local}' or '{PostgreSql}'.";
+            yield return $"{SectionName}:Kind: '{Kind}' is not a store kind; use '{Replicated}' (the default), '{Local}' or '{PostgreSqlKind}'.";
+        }
+
+        if (IsPostgreSql)
+        {
+            foreach (var failure in PostgreSql.Validate($"{SectionName}:PostgreSql"))
+            {
+                yield return failure;
+            }
         }
 
         if (Managers is < 0 or > 1000)

@@ -101,10 +101,3 @@ internal interface ILocalReplica : IStoreReplica
     Task<ReplicaCopy> ReadAsync(string stream);
 }
 
-/// <summary>
-/// A checkpoint store that every manager sees alike (the replicated store, PostgreSQL): an instance that moves to another
-/// manager finds its stream there, so migration neither copies nor deletes it.
-/// </summary>
-internal interface IClusterCheckpointStore
-{
-}

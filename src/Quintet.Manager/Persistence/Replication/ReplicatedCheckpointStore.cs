@@ -12,7 +12,7 @@ namespace Quintet.Manager.Persistence.Replication;
 /// A replica then refuses the writes of older epochs, so a write an old owner left on a minority never resurfaces.
 /// </summary>
 internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, ILogger logger, TimeSpan timeout, int maxRecordBytes = LocalCheckpointStore.DefaultMaxRecordBytes)
-    : ICheckpointStore, IClusterCheckpointStore
+    : IClusterCheckpointStore
 {
     // Concurrent sealers pick epochs in turn; a few rounds settle who writes.
     private const int MaxSealRounds = 8;

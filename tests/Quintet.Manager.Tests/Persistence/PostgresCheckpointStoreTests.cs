@@ -1,0 +1,148 @@
+using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.Logging.Abstractions;
+using Npgsql;
+using Quintet.Manager.Configuration;
+using Quintet.Persistence;
+using Quintet.Persistence.PostgreSql;
+using Quintet.Tests.Postgres;
+
+namespace Quintet.Manager.Tests.Persistence;
+
+/// <summary>
+/// What the PostgreSQL store does beyond the common contract: a database shared by several managers, schema creation
+/// that several of them may run at once, a clear error when the server is unreachable, and its settings.
+/// </summary>
+[Collection(PostgresServerGroup.Name)]
+public sealed class PostgresCheckpointStoreTests(PostgresServerFixture server) : IAsyncLifetime
+{
+    private readonly List<PostgresCheckpointStore> _stores = [];
+
+    public Task InitializeAsync() => Task.CompletedTask;
+
+    public async Task DisposeAsync()
+    {
+        foreach (var store in _stores)
+        {
+            await store.DisposeAsync();
+        }
+    }
+
+    private PostgresCheckpointStore Store(string connectionString)
+    {
+        var store = new PostgresCheckpointStore(new PostgresCheckpointStoreOptions { ConnectionString = connectionString }, NullLogger<PostgresCheckpointStore>.Instance);
+        _stores.Add(store);
+        return store;
+    }
+
+    [Fact]
+    public async Task Managers_starting_at_once_on_an_empty_database_create_the_schema_once_and_share_every_stream()
+    {
+        var database = await server.CreateDatabaseAsync();
+        var managers = Enumerable.Range(0, 6).Select(_ => Store(database)).ToList();
+
+        // Each one's first write creates the tables if they are missing, all at the same moment.
+        var first = await Task.WhenAll(managers.Select((m, i) => m.Open($"Bank.Account/acct-{i}").AppendAsync(new byte[] { (byte)i })));
+
+        Assert.All(first, p => Assert.Equal(1, p));
+        for (var i = 0; i < managers.Count; i++)
+        {
+            // What one manager wrote, any other recovers and continues: the store is shared.
+            var other = managers[(i + 1) % managers.Count].Open($"Bank.Account/acct-{i}");
+            Assert.Equal([(byte)i], Assert.Single((await other.RecoverAsync()).Log).Data.ToArray());
+            Assert.Equal(2, await other.AppendAsync(new byte[] { 9 }));
+        }
+
+        await using var connection = new NpgsqlConnection(database);
+        await connection.OpenAsync();
+        await using var tables = new NpgsqlCommand("SELECT COUNT(*) FROM pg_tables WHERE tablename LIKE 'quintet_checkpoints%'", connection);
+        Assert.Equal(2L, await tables.ExecuteScalarAsync());
+        await using var version = new NpgsqlCommand("SELECT COUNT(*), MAX(version) FROM quintet_checkpoints_schema", connection);
+        await using var reader = await version.ExecuteReaderAsync();
+        await reader.ReadAsync();
+        Assert.Equal((1L, 1), (reader.GetInt64(0), reader.GetInt32(1)));
+    }
+
+    [Fact]
+    public async Task Tables_of_a_newer_schema_version_are_refused_with_the_versions()
+    {
+        var database = await server.CreateDatabaseAsync();
+        await Store(database).Open("s").AppendAsync(new byte[] { 1 });
+        await using (var connection = new NpgsqlConnection(database))
+        {
+            await connection.OpenAsync();
+            await using var newer = new NpgsqlCommand("UPDATE quintet_checkpoints_schema SET version = 2", connection);
+            await newer.ExecuteNonQueryAsync();
+        }
+
+        var e = await Assert.ThrowsAsync<CheckpointStoreException>(() => Store(database).Open("s").RecoverAsync());
+
+        Assert.Contains("schema version 2, newer than this manager's 1", e.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task An_unreachable_server_fails_writes_and_reads_naming_the_stream_and_the_server_but_not_the_password()
+    {
+        // A loopback port nobody listens on: the connection is refused at once.
+        var store = Store("Host=127.0.0.1;Port=1;Username=quintet;Password=s3cret;Database=quintet;Timeout=5");
+        var log = store.Open("Bank.Account/acct-42");
+
+        var write = await Assert.ThrowsAsync<CheckpointStoreException>(() => log.AppendAsync(new byte[] { 1 }));
+        var read = await Assert.ThrowsAsync<CheckpointStoreException>(() => log.RecoverAsync());
+
+        foreach (var e in new[] { write, read })
+        {
+            Assert.Contains("'Bank.Account/acct-42'", e.Message, StringComparison.Ordinal);
+            Assert.Contains("127.0.0.1:1/quintet", e.Message, StringComparison.Ordinal);
+            Assert.DoesNotContain("s3cret", e.Message, StringComparison.Ordinal);
+            Assert.Equal("Bank.Account/acct-42", e.Stream);
+        }
+    }
+
+    [Fact]
+    public void A_stream_name_with_a_NUL_character_is_refused_before_anything_is_sent() =>
+        Assert.Contains("NUL", Assert.Throws<ArgumentException>(() => Store("Host=127.0.0.1;Port=1").Open("a\0b")).Message, StringComparison.Ordinal);
+
+    [Theory]
+    [InlineData(null, 1024, "Quintet:Store:PostgreSql:ConnectionString: is required")]
+    [InlineData("Hots=db1", 1024, "Quintet:Store:PostgreSql:ConnectionString: is not a valid Npgsql connection string")]
+    [InlineData("Database=quintet", 1024, "Quintet:Store:PostgreSql:ConnectionString: names no Host")]
+    [InlineData("Host=db1", 0, "Quintet:Store:PostgreSql:MaxRecordBytes: must be from 1 to")]
+    public void Invalid_options_are_refused_naming_the_setting(string? connectionString, int maxRecordBytes, string expected)
+    {
+        var options = new PostgresCheckpointStoreOptions { ConnectionString = connectionString, MaxRecordBytes = maxRecordBytes };
+
+        Assert.Contains(expected, Assert.Single(options.Validate()), StringComparison.Ordinal);
+        Assert.Throws<ArgumentException>(() => new PostgresCheckpointStore(options, NullLogger<PostgresCheckpointStore>.Instance));
+    }
+
+    [Fact]
+    public void The_manager_reads_the_store_kind_and_the_connection_string_from_configuration()
+    {
+        var settings = StartupSettings.Load(Config(
+            ("Quintet:Store:Kind", "PostgreSQL"),
+            ("Quintet:Store:PostgreSql:ConnectionString", "Host=db1;Database=quintet"),
+            ("Quintet:Store:PostgreSql:MaxRecordBytes", "1048576")));
+
+        Assert.True(settings.Store.IsPostgreSql);
+        Assert.Equal("Host=db1;Database=quintet", settings.Store.PostgreSql.ConnectionString);
+        Assert.Equal(1048576, settings.Store.PostgreSql.MaxRecordBytes);
+        Assert.False(StartupSettings.Load(Config()).Store.IsPostgreSql);
+    }
+
+    [Fact]
+    public void A_bad_store_configuration_stops_the_manager_naming_each_setting()
+    {
+        var missing = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(("Quintet:Store:Kind", "postgresql"))));
+        var unknownKind = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(("Quintet:Store:Kind", "postgres"))));
+        var misspelt = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:Store:Kind", "postgresql"),
+            ("Quintet:Store:PostgreSql:ConectionString", "Host=db1"))));
+
+        Assert.Contains("Quintet:Store:PostgreSql:ConnectionString: is required", missing.Message, StringComparison.Ordinal);
+        Assert.Contains("Quintet:Store:Kind: 'postgres' is not a store kind", unknownKind.Message, StringComparison.Ordinal);
+        Assert.Contains("Quintet:Store:PostgreSql:ConectionString: is not a known setting", misspelt.Message, StringComparison.Ordinal);
+    }
+
+    private static IConfiguration Config(params (string Key, string Value)[] values) =>
+        new ConfigurationBuilder().AddInMemoryCollection(values.Select(v => new KeyValuePair<string, string?>(v.Key, v.Value))).Build();
+}
