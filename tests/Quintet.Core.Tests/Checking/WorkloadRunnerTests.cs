@@ -1,0 +1,144 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Text;
+using Grpc.Core;
+using Quintet.TestingHost.Checking;
+using Quintet.TestingHost.Workloads;
+
+namespace Quintet.Core.Tests.Checking;
+
+/// <summary>The runner against in-memory systems that answer, refuse, time out and hang; the nemesis's schedule; its history lines.</summary>
+public class WorkloadRunnerTests
+{
+    /// <summary>An in-memory set that misbehaves on purpose: some calls refuse before applying, some apply and then
+    /// lose the answer, some hang forever without honouring cancellation; and, when asked, it forgets some adds.</summary>
+    private sealed class FlakySet(int seed, bool loseAdds) : ISetClient
+    {
+        private readonly ConcurrentDictionary<long, bool> _elements = new();
+        private readonly Random _random = new(seed);
+        private readonly Lock _gate = new();
+
+        private int Roll()
+        {
+            lock (_gate)
+            {
+                return _random.Next(100);
+            }
+        }
+
+        public async Task AddAsync(long element, CancellationToken cancellationToken)
+        {
+            var roll = Roll();
+            if (roll < 5)
+            {
+                throw new RpcException(new Status(StatusCode.InvalidArgument, "refused before applying"));
+            }
+
+            if (roll < 10)
+            {
+                // Hangs, ignoring the token: the runner must bound it by itself.
+                await Task.Delay(Timeout.Infinite, CancellationToken.None);
+            }
+
+            if (!(loseAdds && roll >= 95))
+            {
+                _elements[element] = true;
+            }
+
+            if (roll is >= 10 and < 15)
+            {
+                throw new RpcException(new Status(StatusCode.Unavailable, "connection broke after applying"));
+            }
+        }
+
+        public Task<IReadOnlyCollection<long>> ReadAsync(CancellationToken cancellationToken) =>
+            Task.FromResult<IReadOnlyCollection<long>>([.. _elements.Keys]);
+    }
+
+    private static async Task<(WorkloadReport Report, bool Final, IReadOnlyList<HistoryEvent> History, string Text)> RunAsync(bool loseAdds)
+    {
+        var set = new FlakySet(7, loseAdds);
+        var workload = new SetWorkload(_ => set, readFraction: 0.1);
+        using var stream = new MemoryStream();
+        WorkloadReport report;
+        bool final;
+        using (var history = new HistoryWriter(stream, leaveOpen: true))
+        {
+            var runner = new WorkloadRunner(workload, history, new WorkloadOptions
+            {
+                Clients = 4,
+                Duration = TimeSpan.FromSeconds(1),
+                OperationTimeout = TimeSpan.FromMilliseconds(200),
+                MaxPause = TimeSpan.FromMilliseconds(2),
+                Seed = 3,
+            });
+            report = await runner.RunAsync();
+            final = await runner.RunFinalAsync();
+        }
+
+        var text = Encoding.UTF8.GetString(stream.ToArray());
+        return (report, final, HistoryReader.Read(new StringReader(text)).ToList(), text);
+    }
+
+    [Fact]
+    public async Task Runner_records_each_operation_as_invoke_then_ok_fail_or_info_and_bounds_hung_calls()
+    {
+        var clock = Stopwatch.StartNew();
+        var (report, final, history, _) = await RunAsync(loseAdds: false);
+
+        // Generous: the bound is Duration + OperationTimeout; a hung call must never hold the run.
+        Assert.True(clock.Elapsed < TimeSpan.FromSeconds(30), $"the run took {clock.Elapsed}");
+        Assert.True(final);
+        Assert.True(report.Ok > 0 && report.Failed > 0 && report.Indeterminate > 0, report.ToString());
+
+        // Pairing throws if a process invoked with an operation outstanding: after an info the client took a new number.
+        var operations = LinearizabilityChecker.PairOperations(history);
+        Assert.All(operations, o => Assert.NotNull(o.Completion));
+        Assert.Equal(report.Invoked + 1, operations.Count);
+        Assert.True(operations.Select(o => o.Process).Distinct().Count() > 4, "no client moved on to a new process after an info");
+
+        var verdict = SetChecker.Check(history);
+        Assert.True(verdict.IsValid, verdict.ToString());
+    }
+
+    [Fact]
+    public async Task Runner_history_of_a_set_that_loses_adds_is_refuted()
+    {
+        var (_, _, history, _) = await RunAsync(loseAdds: true);
+        var verdict = SetChecker.Check(history);
+        Assert.False(verdict.IsValid, verdict.ToString());
+        Assert.Equal("lost", Assert.Single(verdict.Problems).Kind);
+    }
+
+    [Fact]
+    public void Nemesis_schedule_is_reproducible_and_always_faults_a_minority()
+    {
+        NemesisFault[] all = [NemesisFault.Kill, NemesisFault.Pause, NemesisFault.Partition];
+        var plan = Nemesis.Plan(42, 5, all, 200);
+        Assert.Equal(plan.Select(s => $"{s.Fault} {string.Join(",", s.Targets)}"), Nemesis.Plan(42, 5, all, 200).Select(s => $"{s.Fault} {string.Join(",", s.Targets)}"));
+        Assert.NotEqual(plan.Select(s => s.Fault), Nemesis.Plan(43, 5, all, 200).Select(s => s.Fault));
+        Assert.All(plan, s => Assert.InRange(s.Targets.Count, 1, 2));
+        Assert.All(plan, s => Assert.All(s.Targets, t => Assert.InRange(t, 0, 4)));
+        Assert.Equal(all.Order(), plan.Select(s => s.Fault).Distinct().Order());
+        Assert.Contains(plan, s => s.Fault == NemesisFault.Partition && s.Targets.Count == 2);
+        Assert.All(Nemesis.Plan(1, 3, all, 50), s => Assert.Single(s.Targets));
+    }
+
+    [Fact]
+    public void Nemesis_actions_are_written_as_info_events_of_the_nemesis_process_and_skipped_by_readers()
+    {
+        using var stream = new MemoryStream();
+        using (var history = new HistoryWriter(stream, leaveOpen: true))
+        {
+            history.Append(0, HistoryEventType.Invoke, "add", null, 1);
+            history.AppendNemesis("kill", new System.Text.Json.Nodes.JsonArray("manager-2"));
+            history.Append(0, HistoryEventType.Ok, "add", null, 1);
+        }
+
+        var lines = Encoding.UTF8.GetString(stream.ToArray()).Split('\n', StringSplitOptions.RemoveEmptyEntries);
+        Assert.StartsWith("{\"process\":\"nemesis\",\"type\":\"info\",\"f\":\"kill\",\"value\":[\"manager-2\"],", lines[1], StringComparison.Ordinal);
+        Assert.Contains("\"index\":1}", lines[1], StringComparison.Ordinal);
+        var events = HistoryReader.Read(new StringReader(string.Join('\n', lines))).ToList();
+        Assert.Equal([0L, 2L], events.Select(e => e.Index ?? -1));
+    }
+}
