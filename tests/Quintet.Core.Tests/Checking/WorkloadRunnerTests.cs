@@ -110,6 +110,97 @@ public class WorkloadRunnerTests
         Assert.Equal("lost", Assert.Single(verdict.Problems).Kind);
     }
 
+    /// <summary>A queue and a counter in memory, correct unless told to lose: the workloads and checkers agree with them.</summary>
+    private sealed class MemoryQueueAndCounter(bool faulty) : IQueueClient, ICounterClient
+    {
+        private readonly Lock _gate = new();
+        private readonly Queue<long> _queue = new();
+        private long _counter;
+        private int _calls;
+
+        public Task EnqueueAsync(long element, CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                // Faulty: every tenth element vanishes.
+                if (!(faulty && ++_calls % 10 == 0))
+                {
+                    _queue.Enqueue(element);
+                }
+            }
+
+            return Task.CompletedTask;
+        }
+
+        public Task<long?> DequeueAsync(CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                return Task.FromResult<long?>(_queue.TryDequeue(out var e) ? e : null);
+            }
+        }
+
+        public Task<IReadOnlyList<long>> DrainAsync(CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                IReadOnlyList<long> all = [.. _queue];
+                _queue.Clear();
+                return Task.FromResult(all);
+            }
+        }
+
+        public Task AddAsync(long delta, CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                // Faulty: every tenth increment counts twice.
+                _counter += faulty && ++_calls % 10 == 0 ? 2 * delta : delta;
+            }
+
+            return Task.CompletedTask;
+        }
+
+        public Task<long> ReadAsync(CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                return Task.FromResult(_counter);
+            }
+        }
+    }
+
+    private static async Task<CheckVerdict> RunInMemoryAsync(Workload workload)
+    {
+        using var stream = new MemoryStream();
+        using (var history = new HistoryWriter(stream, leaveOpen: true))
+        {
+            var runner = new WorkloadRunner(workload, history, new WorkloadOptions { Clients = 3, Duration = TimeSpan.FromSeconds(30), MaxOperations = 300, MaxPause = TimeSpan.Zero });
+            await runner.RunAsync();
+            Assert.True(await runner.RunFinalAsync());
+        }
+
+        return workload.Check(HistoryReader.Read(new StringReader(Encoding.UTF8.GetString(stream.ToArray()))).ToList());
+    }
+
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Queue_and_counter_workloads_pass_a_correct_structure_and_refute_a_faulty_one(bool faulty)
+    {
+        var queueServer = new MemoryQueueAndCounter(faulty);
+        var queue = await RunInMemoryAsync(new QueueWorkload(_ => queueServer));
+        var counterServer = new MemoryQueueAndCounter(faulty);
+        var counter = await RunInMemoryAsync(new CounterWorkload(_ => counterServer));
+        Assert.True(queue.IsValid == !faulty, queue.ToString());
+        Assert.True(counter.IsValid == !faulty, counter.ToString());
+        if (faulty)
+        {
+            Assert.Equal("lost", Assert.Single(queue.Problems).Kind);
+            Assert.Equal("out-of-bounds", Assert.Single(counter.Problems).Kind);
+        }
+    }
+
     [Fact]
     public void Nemesis_schedule_is_reproducible_and_always_faults_a_minority()
     {
