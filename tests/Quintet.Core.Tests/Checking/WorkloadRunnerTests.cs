@@ -170,12 +170,12 @@ public class WorkloadRunnerTests
         }
     }
 
-    private static async Task<CheckVerdict> RunInMemoryAsync(Workload workload)
+    private static async Task<CheckVerdict> RunInMemoryAsync(Workload workload, bool concurrent = false)
     {
         using var stream = new MemoryStream();
         using (var history = new HistoryWriter(stream, leaveOpen: true))
         {
-            var runner = new WorkloadRunner(workload, history, new WorkloadOptions { Clients = 3, Duration = TimeSpan.FromSeconds(30), MaxOperations = 300, MaxPause = TimeSpan.Zero });
+            var runner = new WorkloadRunner(workload, history, new WorkloadOptions { Clients = 3, Duration = TimeSpan.FromSeconds(30), MaxOperations = 300, MaxPause = concurrent ? TimeSpan.FromMilliseconds(3) : TimeSpan.Zero });
             await runner.RunAsync();
             Assert.True(await runner.RunFinalAsync());
         }
@@ -198,6 +198,127 @@ public class WorkloadRunnerTests
         {
             Assert.Equal("lost", Assert.Single(queue.Problems).Kind);
             Assert.Equal("out-of-bounds", Assert.Single(counter.Problems).Kind);
+        }
+    }
+
+    /// <summary>A lock in memory with fencing tokens; faulty, it grants every fifth exclusive request without waiting.</summary>
+    private sealed class MemoryLock(bool faulty)
+    {
+        private readonly Lock _gate = new();
+        private long _token;
+        private int _shared;
+        private bool _exclusive;
+        private int _requests;
+
+        public sealed class Client(MemoryLock owner) : ILockClient
+        {
+            private bool? _heldExclusive;
+
+            public async Task<long> AcquireAsync(bool exclusive, CancellationToken cancellationToken)
+            {
+                while (true)
+                {
+                    lock (owner._gate)
+                    {
+                        var cheat = exclusive && owner.Faulty && ++owner._requests % 5 == 0;
+                        if (cheat || (exclusive ? !owner._exclusive && owner._shared == 0 : !owner._exclusive))
+                        {
+                            owner._exclusive |= exclusive;
+                            owner._shared += exclusive ? 0 : 1;
+                            _heldExclusive = exclusive;
+                            return ++owner._token;
+                        }
+                    }
+
+                    await Task.Delay(1, cancellationToken);
+                }
+            }
+
+            public Task<bool> ReleaseAsync(CancellationToken cancellationToken)
+            {
+                lock (owner._gate)
+                {
+                    if (_heldExclusive is true)
+                    {
+                        owner._exclusive = false;
+                    }
+                    else if (_heldExclusive is false)
+                    {
+                        owner._shared--;
+                    }
+
+                    var held = _heldExclusive is not null;
+                    _heldExclusive = null;
+                    return Task.FromResult(held);
+                }
+            }
+        }
+
+        private bool Faulty => faulty;
+    }
+
+    /// <summary>A checkpoint-and-log store in memory; faulty, it truncates the log at a checkpoint without keeping the checkpoint.</summary>
+    private sealed class MemoryStore(bool faulty) : IStoreClient
+    {
+        private readonly Lock _gate = new();
+        private readonly Dictionary<string, (string? Checkpoint, List<string> Log)> _streams = [];
+
+        public Task AppendAsync(string key, string record, CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                Stream(key).Log.Add(record);
+            }
+
+            return Task.CompletedTask;
+        }
+
+        public Task CheckpointAsync(string key, string name, CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                // Faulty: the log is truncated but the checkpoint is not recorded.
+                _streams[key] = (faulty ? Stream(key).Checkpoint : name, []);
+            }
+
+            return Task.CompletedTask;
+        }
+
+        public Task<(string? Checkpoint, IReadOnlyList<string> Log)> ReadAsync(string key, CancellationToken cancellationToken)
+        {
+            lock (_gate)
+            {
+                var (checkpoint, log) = Stream(key);
+                return Task.FromResult<(string?, IReadOnlyList<string>)>((checkpoint, [.. log]));
+            }
+        }
+
+        private (string? Checkpoint, List<string> Log) Stream(string key)
+        {
+            if (!_streams.TryGetValue(key, out var stream))
+            {
+                _streams[key] = stream = (null, []);
+            }
+
+            return stream;
+        }
+    }
+
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public async Task Lock_and_store_workloads_pass_a_correct_tool_and_refute_a_faulty_one(bool faulty)
+    {
+        var memoryLock = new MemoryLock(faulty);
+        var locking = await RunInMemoryAsync(new LockWorkload(_ => new MemoryLock.Client(memoryLock)), concurrent: true);
+        var memoryStore = new MemoryStore(faulty);
+        var store = await RunInMemoryAsync(new StoreWorkload(_ => memoryStore, streams: 3));
+        Assert.True(locking.IsValid == !faulty, locking.ToString());
+        Assert.True(store.IsValid == !faulty, store.ToString());
+        if (faulty)
+        {
+            Assert.Contains(locking.Problems, p => p.Kind == "overlapping-holders");
+            Assert.Contains(store.Problems, p => p.Kind == "lost-checkpoint");
         }
     }
 
