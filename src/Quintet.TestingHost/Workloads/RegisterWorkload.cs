@@ -36,12 +36,16 @@ public interface IRegisterClient
 /// <see cref="LinearizabilityChecker"/> with <see cref="RegisterModel"/>).
 /// </summary>
 /// <param name="clientFor">The register client of each client number (one connection each, or one shared).</param>
-/// <param name="keys">How many registers (<c>r0</c>, <c>r1</c>, ...); fewer keys mean more contention per key.</param>
-public sealed class RegisterWorkload(Func<int, IRegisterClient> clientFor, int keys = 5) : Workload
+/// <param name="keys">How many registers are in use at once; fewer keys mean more contention per key.</param>
+/// <param name="operationsPerKey">After about this many operations per key, the workload moves on to fresh keys (<c>r0</c>
+/// to <c>r{keys-1}</c>, then <c>r{keys}</c> on), as Jepsen's independent keys do: operations with an unknown outcome stay
+/// possible forever, and without fresh keys they pile up on a key until its check is out of reach.</param>
+public sealed class RegisterWorkload(Func<int, IRegisterClient> clientFor, int keys = 5, int operationsPerKey = 300) : Workload
 {
     private readonly ConcurrentDictionary<int, IRegisterClient> _clients = new();
     private readonly ConcurrentDictionary<string, long?> _lastSeen = new(StringComparer.Ordinal);
     private long _nextValue;
+    private long _issued;
 
     /// <inheritdoc />
     public override string Name => "register";
@@ -54,7 +58,9 @@ public sealed class RegisterWorkload(Func<int, IRegisterClient> clientFor, int k
     public override WorkloadOperation NextOperation(int client, Random random)
     {
         ArgumentNullException.ThrowIfNull(random);
-        var key = "r" + random.Next(Math.Max(1, keys)).ToString(CultureInfo.InvariantCulture);
+        var width = Math.Max(1, keys);
+        var generation = Interlocked.Increment(ref _issued) / ((long)width * Math.Max(1, operationsPerKey));
+        var key = "r" + ((generation * width) + random.Next(width)).ToString(CultureInfo.InvariantCulture);
         var roll = random.NextDouble();
         if (roll < 0.4)
         {

@@ -64,14 +64,29 @@ public abstract class Workload
     /// </summary>
     /// <param name="exception">What was thrown.</param>
     /// <returns>Default: true for gRPC statuses a call gets before anything runs (<c>INVALID_ARGUMENT</c>,
-    /// <c>NOT_FOUND</c>, <c>PERMISSION_DENIED</c>, <c>UNAUTHENTICATED</c>, <c>UNIMPLEMENTED</c>); false for everything
-    /// else, timeouts and <c>UNAVAILABLE</c> included.</returns>
+    /// <c>NOT_FOUND</c>, <c>PERMISSION_DENIED</c>, <c>UNAUTHENTICATED</c>, <c>UNIMPLEMENTED</c>) and for
+    /// <c>UNAVAILABLE</c> when no connection could be made (the request was never sent: connection refused); false for
+    /// everything else, timeouts and other <c>UNAVAILABLE</c>s included.</returns>
     public virtual bool IsDefiniteFailure(Exception exception) =>
         exception is RpcException
         {
             StatusCode: StatusCode.InvalidArgument or StatusCode.NotFound or StatusCode.PermissionDenied
                 or StatusCode.Unauthenticated or StatusCode.Unimplemented,
-        };
+        }
+        || (exception is RpcException { StatusCode: StatusCode.Unavailable } unavailable && NeverConnected(unavailable.Status.DebugException));
+
+    private static bool NeverConnected(Exception? exception)
+    {
+        for (var e = exception; e is not null; e = e.InnerException)
+        {
+            if (e is System.Net.Sockets.SocketException { SocketErrorCode: System.Net.Sockets.SocketError.ConnectionRefused })
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
 
     /// <summary>Judges a history of this workload.</summary>
     /// <param name="history">The events, in real-time order.</param>

@@ -323,6 +323,18 @@ public class WorkloadRunnerTests
     }
 
     [Fact]
+    public void Only_calls_that_surely_did_not_run_are_definite_failures()
+    {
+        var workload = new SetWorkload(_ => new FlakySet(1, loseAdds: false));
+        var refused = new System.Net.Sockets.SocketException((int)System.Net.Sockets.SocketError.ConnectionRefused);
+        Assert.True(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "Error connecting to subchannel.", new HttpRequestException("connect", refused)))));
+        Assert.True(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.InvalidArgument, "bad"))));
+        Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "cut off from the majority"))));
+        Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.DeadlineExceeded, "late"))));
+        Assert.False(workload.IsDefiniteFailure(new TimeoutException()));
+    }
+
+    [Fact]
     public void Nemesis_schedule_is_reproducible_and_always_faults_a_minority()
     {
         NemesisFault[] all = [NemesisFault.Kill, NemesisFault.Pause, NemesisFault.Partition];
