@@ -129,7 +129,10 @@ internal sealed class SharedDictionary(string name, ReplicatedStateMachine<Share
     {
         ArgumentNullException.ThrowIfNull(key);
         await Machine.SyncAsync(cancellationToken);
-        return TryGet(key, out var value) ? value : null;
+
+        // Spelled out: a bare null beside a ReadOnlyMemory converts to an empty memory (through byte[]), which would
+        // report an absent key as present with an empty value.
+        return TryGet(key, out var value) ? value : (ReadOnlyMemory<byte>?)null;
     }
 
     public async Task SetAsync(string key, ReadOnlyMemory<byte> value, CancellationToken cancellationToken = default)

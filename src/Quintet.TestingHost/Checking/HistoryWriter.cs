@@ -76,6 +76,22 @@ public sealed class HistoryWriter : IDisposable, IAsyncDisposable
         }
     }
 
+    /// <summary>
+    /// Records a fault the nemesis injected or healed, as Jepsen does: <c>"process":"nemesis"</c>, type <c>info</c>, for
+    /// example <c>{"process":"nemesis","type":"info","f":"kill","value":["m2"],...}</c>. Readers and checkers skip these
+    /// lines; they show a person when the faults happened relative to the clients' operations.
+    /// </summary>
+    /// <param name="function">What happened: <c>kill</c>, <c>restart</c>, <c>pause</c>, <c>resume</c>, <c>partition</c>, <c>heal</c>, ...</param>
+    /// <param name="value">The targets or details, as JSON.</param>
+    public void AppendNemesis(string function, JsonNode? value)
+    {
+        ArgumentNullException.ThrowIfNull(function);
+        lock (_lock)
+        {
+            WriteLocked(new HistoryEvent(0, HistoryEventType.Info, function, null, value, ElapsedNanoseconds, _nextIndex), nemesis: true);
+        }
+    }
+
     /// <summary>Writes an event as it is. An event without an <see cref="HistoryEvent.Index"/> gets this writer's next one.</summary>
     /// <param name="historyEvent">The event.</param>
     public void Write(HistoryEvent historyEvent)
@@ -168,14 +184,22 @@ public sealed class HistoryWriter : IDisposable, IAsyncDisposable
         return (seconds * 1_000_000_000) + (rest * 1_000_000_000 / Stopwatch.Frequency);
     }
 
-    private void WriteLocked(HistoryEvent e)
+    private void WriteLocked(HistoryEvent e, bool nemesis = false)
     {
         ObjectDisposedException.ThrowIf(_disposed, this);
         var index = e.Index ?? _nextIndex;
         _nextIndex = index + 1;
 
         _json.WriteStartObject();
-        _json.WriteNumber("process"u8, e.Process);
+        if (nemesis)
+        {
+            _json.WriteString("process"u8, "nemesis"u8);
+        }
+        else
+        {
+            _json.WriteNumber("process"u8, e.Process);
+        }
+
         _json.WriteString("type"u8, TypeName(e.Type));
         _json.WriteString("f"u8, e.Function);
         if (e.Key is not null)

@@ -73,7 +73,7 @@ public static class LinearizabilityChecker
         return Pair(history).Select(p => p.Operation).ToList();
     }
 
-    private static List<PairedOperation> Pair(IEnumerable<HistoryEvent> history)
+    internal static List<PairedOperation> Pair(IEnumerable<HistoryEvent> history)
     {
         var operations = new List<PairedOperation>();
         var outstanding = new Dictionary<int, int>();
@@ -154,7 +154,8 @@ public static class LinearizabilityChecker
         return partitions;
     }
 
-    private readonly record struct PairedOperation(HistoryOperation Operation, long Invoked, long Completed);
+    /// <summary>An operation with the positions (from 1) of its invocation and completion in the history; <see cref="long.MaxValue"/> when it never completed.</summary>
+    internal readonly record struct PairedOperation(HistoryOperation Operation, long Invoked, long Completed);
 }
 
 /// <summary>The operations of one key, prepared for the search.</summary>
