@@ -40,8 +40,9 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<RegisterReply> CompareAndSetAsync(RegisterRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        var expected = request.ExpectAbsent ? (ReadOnlyMemory<byte>?)null : Encode(request.Expected);
-        var applied = await _registers!.CompareAndSetAsync(request.Key, expected, Encode(request.Value), cancellationToken);
+        var applied = request.ExpectAbsent
+            ? await _registers!.TryAddAsync(request.Key, Encode(request.Value), cancellationToken)
+            : await _registers!.TryUpdateAsync(request.Key, Encode(request.Expected), Encode(request.Value), cancellationToken);
         return new RegisterReply { Value = request.Value, Found = true, Applied = applied };
     }
 
