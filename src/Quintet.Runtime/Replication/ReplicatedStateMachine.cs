@@ -25,6 +25,17 @@ public interface IReplicatedState
     void RestoreSnapshot(ReadOnlySpan<byte> snapshot);
 }
 
+/// <summary>
+/// A replicated state that also follows the replica group's views: <see cref="ViewInstalled"/> is called at the view's
+/// place among the commands, the same way at every replica (a replica that joins gets the views after its snapshot's),
+/// so a state can act deterministically on members leaving, for example release what a failed replica held.
+/// </summary>
+public interface IViewAwareReplicatedState : IReplicatedState
+{
+    /// <summary>A view of the replicas was installed: every command of the previous view was applied before it.</summary>
+    void ViewInstalled(LightGroupView view);
+}
+
 /// <summary>Joins replicated state machines.</summary>
 public static class ReplicatedStateMachine
 {
@@ -60,7 +71,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     private readonly LightGroupMember _member;
     private readonly Dictionary<long, TaskCompletionSource<byte[]>> _pending = [];
     private readonly HashSet<string> _synced = new(StringComparer.Ordinal);
-    private readonly List<(long ViewId, RsmCommand Command)> _buffered = [];
+    private readonly List<(long ViewId, RsmCommand? Command, LightGroupView? View)> _buffered = [];
     private readonly List<ByteString> _chunks = [];
     private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly CancellationTokenSource _stop = new();
@@ -79,6 +90,9 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     /// <summary>The name it was joined by.</summary>
     public string Name { get; }
+
+    /// <summary>This replica's identity in the replica group; a new one after it rejoined.</summary>
+    public LightMemberId Self => _member.Self;
 
     /// <summary>Raised on the replica's loop after each command is applied, in the order of application.</summary>
     public event Action<ReadOnlyMemory<byte>, byte[]>? Applied;
@@ -186,6 +200,18 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 MarkSynced();
             }
 
+            if (_state is IViewAwareReplicatedState aware)
+            {
+                if (_isSynced)
+                {
+                    aware.ViewInstalled(view);
+                }
+                else
+                {
+                    _buffered.Add((view.Id, null, view));
+                }
+            }
+
             newcomers = [.. view.Members.Select(m => m.Id).Where(m => m != self && !_synced.Contains(m.ToString()))];
             var sender = view.Members.Select(m => m.Id).FirstOrDefault(m => _synced.Contains(m.ToString()) || (m == self && _isSynced));
             if (!_isSynced || newcomers.Count == 0 || sender != self)
@@ -249,7 +275,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 {
                     if (!_isSynced)
                     {
-                        _buffered.Add((_view?.Id ?? 0, message.Command));
+                        _buffered.Add((_view?.Id ?? 0, message.Command, null));
                         return;
                     }
                 }
@@ -263,7 +289,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     private void OnSnapshot(RsmSnapshotChunk chunk)
     {
-        List<RsmCommand> replay;
+        List<(RsmCommand? Command, LightGroupView? View)> replay;
         lock (_gate)
         {
             if (_isSynced || chunk.TakenInView < _snapshotView)
@@ -304,14 +330,25 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
             _state.RestoreSnapshot(whole);
             _chunks.Clear();
-            replay = [.. _buffered.Where(b => b.ViewId >= _snapshotView).Select(b => b.Command)];
+            // The snapshot holds the effect of the view it was taken in; later views replay in place among the commands.
+            replay = [.. _buffered.Where(b => b.ViewId >= _snapshotView && (b.View is null || b.ViewId > _snapshotView)).Select(b => (b.Command, b.View))];
             _buffered.Clear();
             MarkSynced();
         }
 
-        foreach (var command in replay)
+        foreach (var (command, view) in replay)
         {
-            Apply(command);
+            if (command is not null)
+            {
+                Apply(command);
+            }
+            else if (view is not null && _state is IViewAwareReplicatedState aware)
+            {
+                lock (_gate)
+                {
+                    aware.ViewInstalled(view);
+                }
+            }
         }
     }
 
