@@ -122,7 +122,7 @@ internal sealed class ProposalRecord
     [JsonIgnore]
     public VoteRule VoteRule => new(Rule, K);
 
-    public Proposal ToProposal() => new(Id, Kind, Payload, ProposerKey, VoteRule, DateTimeOffset.FromUnixTimeMilliseconds(DeadlineMs), [.. Voters.Select(v => v.Key).Distinct()]);
+    public Proposal ToProposal() => new(Id, Kind, Payload, ProposerKey, VoteRule, DateTimeOffset.FromUnixTimeMilliseconds(Math.Clamp(DeadlineMs, 0, DateTimeOffset.MaxValue.ToUnixTimeMilliseconds())), [.. Voters.Select(v => v.Key).Distinct()]);
 }
 
 internal sealed class OutcomeRecord
