@@ -52,4 +52,8 @@ public sealed class WorkerStatus
     /// <summary>The job's last record in the shared dictionary: <c>epoch|worker|run</c>.</summary>
     [ProtoMember(8)]
     public string LastJobRecord { get; set; } = string.Empty;
+
+    /// <summary>The job's last failure, if any.</summary>
+    [ProtoMember(9)]
+    public string LastJobError { get; set; } = string.Empty;
 }

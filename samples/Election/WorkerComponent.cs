@@ -19,6 +19,7 @@ public sealed class WorkerComponent : Component, IWorker
     private ILeaderElection? _election;
     private ISharedDictionary? _records;
     private long _runs;
+    private string _lastError = string.Empty;
     private Func<Task> _stopJob = () => Task.CompletedTask;
 
     /// <inheritdoc />
@@ -57,6 +58,7 @@ public sealed class WorkerComponent : Component, IWorker
             Epoch = _election.Epoch,
             Leader = _election.Leader ?? string.Empty,
             JobRuns = Interlocked.Read(ref _runs),
+            LastJobError = _lastError,
             LastJobRecord = _records!.TryGet(RecordKey, out var record) ? Encoding.UTF8.GetString(record.Span) : string.Empty,
         };
         lock (_gate)
@@ -85,9 +87,20 @@ public sealed class WorkerComponent : Component, IWorker
             {
                 // Leadership ended (or the worker is stopping): wait for the next term.
             }
-            catch (InvalidOperationException)
+            catch (OperationCanceledException e) when (!stop.IsCancellationRequested)
+            {
+                _lastError = $"a run timed out: {e.Message}";
+            }
+            catch (InvalidOperationException e)
             {
                 // Fenced off: a later epoch wrote already, so this worker's term is over though it has not heard yet.
+                _lastError = e.Message;
+                await Task.Delay(TimeSpan.FromMilliseconds(500), stop);
+            }
+            catch (Exception e) when (e is not OperationCanceledException)
+            {
+                // The shared dictionary was unavailable (a view change): the job tries again while the term lasts.
+                _lastError = $"{e.GetType().Name}: {e.Message}";
                 await Task.Delay(TimeSpan.FromMilliseconds(500), stop);
             }
         }
@@ -96,6 +109,10 @@ public sealed class WorkerComponent : Component, IWorker
     /// <summary>The job: a heartbeat written only if no higher epoch wrote before (a compare-and-set on the record).</summary>
     private async Task RunJobOnceAsync(long epoch, CancellationToken cancellationToken)
     {
+        // Bounded: a run that cannot reach the dictionary within 10 s gives up and the next one tries again.
+        using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        bounded.CancelAfter(TimeSpan.FromSeconds(10));
+        cancellationToken = bounded.Token;
         var run = Interlocked.Increment(ref _runs);
         var next = Encoding.UTF8.GetBytes($"{epoch}|{Context.Key}|{run}");
         while (true)
@@ -108,6 +125,7 @@ public sealed class WorkerComponent : Component, IWorker
 
             if (await _records.CompareAndSetAsync(RecordKey, current, next, cancellationToken))
             {
+                _lastError = string.Empty;
                 return;
             }
         }

@@ -113,13 +113,18 @@ public class CoordinationTests(ITestOutputHelper output)
             try
             {
                 var keys = Enumerable.Range(0, 6).Select(i => $"worker-{i}").ToList();
-                async Task<List<WorkerStatus>> StatusesAsync(QuintetClient via) =>
-                    [.. await Task.WhenAll(keys.Select(k => via.GetComponent<IWorker>(k).StatusAsync(new StatusRequest(), CancellationToken.None)))];
+                async Task<List<WorkerStatus>> StatusesAsync(QuintetClient via)
+                {
+                    List<WorkerStatus> statuses = [.. await Task.WhenAll(keys.Select(k => via.GetComponent<IWorker>(k).StatusAsync(new StatusRequest(), CancellationToken.None)))];
+                    output.WriteLine(string.Join("; ", statuses.Select(s => $"{s.Key}@{s.Manager} leader={s.IsLeader} epoch={s.Epoch} runs={s.JobRuns} record='{s.LastJobRecord}' error='{s.LastJobError}'")));
+                    return statuses;
+                }
 
                 var before = await ClusterTest.Eventually(async () =>
                 {
                     var statuses = await StatusesAsync(clients[cluster.Managers[0].Name]);
                     Assert.Single(statuses, s => s.IsLeader);
+                    Assert.True(statuses.Single(s => s.IsLeader).JobRuns > 0, $"the leader has not run the job; last error: {statuses.Single(s => s.IsLeader).LastJobError}");
                     Assert.StartsWith($"{statuses.Single(s => s.IsLeader).Epoch}|", statuses[0].LastJobRecord, StringComparison.Ordinal);
                     return statuses;
                 });

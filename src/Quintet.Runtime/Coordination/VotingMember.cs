@@ -160,6 +160,11 @@ internal sealed class VotingMember : IVotingGroup, ICoordinationObserver
         {
             vote = await _handler!(proposal, bounded.Token);
         }
+        catch (OperationCanceledException) when (bounded.IsCancellationRequested)
+        {
+            // The deadline passed (or this member left) before the handler decided: no answer, as the rule states.
+            return;
+        }
         catch (Exception e) when (e is not OutOfMemoryException)
         {
             vote = Vote.No($"{e.GetType().Name}: {e.Message}");

@@ -125,7 +125,8 @@ internal sealed class SharedDictionary(ReplicatedStateMachine<SharedDictionarySt
     public async Task<ReadOnlyMemory<byte>?> GetLinearizableAsync(string key, CancellationToken cancellationToken = default)
     {
         await machine.SyncAsync(cancellationToken);
-        return TryGet(key, out var value) ? value : null;
+        // Spelled out: a bare null here would become an empty memory (through the conversion from byte[]), i.e. "present and empty".
+        return TryGet(key, out var value) ? value : (ReadOnlyMemory<byte>?)null;
     }
 
     public async Task SetAsync(string key, ReadOnlyMemory<byte> value, CancellationToken cancellationToken = default)
