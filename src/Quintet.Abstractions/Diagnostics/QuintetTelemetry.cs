@@ -17,4 +17,7 @@ public static class QuintetTelemetry
 
     /// <summary>The component manager host: its admin and invocation endpoints.</summary>
     public const string Manager = Prefix + ".Manager";
+
+    /// <summary>The coordination tools: vote outcomes, leader changes, lock grants.</summary>
+    public const string Coordination = Prefix + ".Coordination";
 }

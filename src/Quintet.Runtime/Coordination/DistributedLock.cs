@@ -46,6 +46,7 @@ internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver,
 
             var fencing = await granted.Task.WaitAsync(timeout, cancellationToken);
             var hold = new Hold(this, id, mode, fencing);
+            CoordinationMetrics.Granted(mode);
             lock (_gate)
             {
                 _holds[id] = hold;
@@ -151,6 +152,11 @@ internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver,
         {
             try
             {
+                if (!_lost.IsCancellationRequested)
+                {
+                    CoordinationMetrics.HoldLost();
+                }
+
                 _lost.Cancel();
             }
             catch (ObjectDisposedException)

@@ -98,6 +98,7 @@ internal sealed class ElectionMember : ILeaderElection, ICoordinationObserver
 
         ended?.Cancel();
         ended?.Dispose();
+        CoordinationMetrics.LeaderChanged();
         Changed?.Invoke(change);
     }
 

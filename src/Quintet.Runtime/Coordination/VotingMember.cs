@@ -79,13 +79,10 @@ internal sealed class VotingMember : IVotingGroup, ICoordinationObserver
 
         try
         {
-            if (OutcomeOf(id) is { } already)
-            {
-                return already;
-            }
-
             // Every replica closes it at the deadline; the margin covers a slow or failed one.
-            return await done.Task.WaitAsync(timeout + TimeSpan.FromSeconds(30), cancellationToken);
+            var outcome = OutcomeOf(id) ?? await done.Task.WaitAsync(timeout + TimeSpan.FromSeconds(30), cancellationToken);
+            CoordinationMetrics.Decided(outcome);
+            return outcome;
         }
         catch (TimeoutException)
         {
