@@ -34,10 +34,10 @@ public sealed class CacheComponent : Component, ICache
     public async Task<CacheReply> CompareAndSetAsync(CompareAndSetRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        // Spelled out: in a conditional with a ReadOnlyMemory, a bare null would become an empty ReadOnlyMemory (through
-        // the conversion from byte[]), which means "holds the empty value", not "absent".
-        var expected = request.Expected.Length == 0 ? (ReadOnlyMemory<byte>?)null : Encoding.UTF8.GetBytes(request.Expected);
-        var applied = await _cache!.CompareAndSetAsync(request.Key, expected, Encoding.UTF8.GetBytes(request.Value), cancellationToken);
+        var value = Encoding.UTF8.GetBytes(request.Value);
+        var applied = request.Expected.Length == 0
+            ? await _cache!.TryAddAsync(request.Key, value, cancellationToken)
+            : await _cache!.TryUpdateAsync(request.Key, Encoding.UTF8.GetBytes(request.Expected), value, cancellationToken);
         return Reply(request.Value, applied);
     }
 

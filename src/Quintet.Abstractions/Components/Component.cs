@@ -158,7 +158,7 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
     /// <summary>The instance's groups: its ClassGroup and groups it names.</summary>
     public IComponentGroups Groups { get; init; } = NoGroups.Instance;
 
-    /// <summary>The shared data structures (dictionaries shared by name across instances and managers).</summary>
+    /// <summary>The shared data structures (dictionaries, sets, queues and counters shared by name across instances and managers).</summary>
     public ISharedStructures Shared { get; init; } = NoShared.Instance;
 
     /// <summary>The coordination tools: voting, leader election, barriers, locks with fencing tokens, two-phase commit.</summary>
@@ -178,15 +178,33 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
 
         public Task<ITransactionGroup> JoinTransactionsAsync(string group, ITransactionParticipant? participant = null, CancellationToken cancellationToken = default) => throw Unavailable();
 
-        private static InvalidOperationException Unavailable() => new("Coordination tools are not available to this activation (it runs outside a manager).");
+        private static InvalidOperationException Unavailable() => new("Coordination tools are not available to this activation (it runs outside a manager, as an active replica, or in an isolated worker).");
+    }
+
+    /// <summary>State maintenance: states shared by the instances that register the same name (manual, automated, hot standby).</summary>
+    public IComponentStates States { get; init; } = NoStates.Instance;
+
+    private sealed class NoStates : IComponentStates
+    {
+        public static readonly NoStates Instance = new();
+
+        public Task<IMaintainedState> RegisterAsync(string name, CancellationToken cancellationToken = default) =>
+            throw new InvalidOperationException("State maintenance is not available to this activation (it runs outside a manager, as an active replica, or in an isolated worker).");
     }
 
     private sealed class NoShared : ISharedStructures
     {
         public static readonly NoShared Instance = new();
 
-        public Task<ISharedDictionary> DictionaryAsync(string name, CancellationToken cancellationToken = default) =>
-            throw new InvalidOperationException("Shared data structures are not available to this activation (it runs outside a manager).");
+        public Task<ISharedDictionary> DictionaryAsync(string name, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<ISharedSet> SetAsync(string name, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<ISharedQueue> QueueAsync(string name, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<ISharedCounter> CounterAsync(string name, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        private static InvalidOperationException Unavailable() => new("Shared data structures are not available to this activation (it runs outside a manager).");
     }
 
     private sealed class NoGroups : IComponentGroups

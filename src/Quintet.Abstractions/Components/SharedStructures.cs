@@ -1,13 +1,24 @@
 namespace Quintet.Components;
 
-/// <summary>The shared data structures an instance can use, reached through <see cref="ComponentContext.Shared"/>.</summary>
+/// <summary>
+/// The shared data structures an instance can use, reached through <see cref="ComponentContext.Shared"/>. Each is one per
+/// cluster and name, shared by every instance (of any class) that opens it; this manager joins its replicas on first use
+/// and gets a copy of the current state before the call completes. Names of different kinds do not collide: a
+/// dictionary and a set may both be called <c>orders</c>.
+/// </summary>
 public interface ISharedStructures
 {
-    /// <summary>
-    /// The shared dictionary <paramref name="name"/>: one per cluster, shared by every instance (of any class) that
-    /// opens it; this manager joins its replicas on first use.
-    /// </summary>
+    /// <summary>The shared dictionary <paramref name="name"/>.</summary>
     Task<ISharedDictionary> DictionaryAsync(string name, CancellationToken cancellationToken = default);
+
+    /// <summary>The shared set <paramref name="name"/>.</summary>
+    Task<ISharedSet> SetAsync(string name, CancellationToken cancellationToken = default);
+
+    /// <summary>The shared queue <paramref name="name"/>.</summary>
+    Task<ISharedQueue> QueueAsync(string name, CancellationToken cancellationToken = default);
+
+    /// <summary>The shared counter <paramref name="name"/> (it starts at zero).</summary>
+    Task<ISharedCounter> CounterAsync(string name, CancellationToken cancellationToken = default);
 }
 
 /// <summary>
@@ -16,7 +27,7 @@ public interface ISharedStructures
 /// its call and its return, in one order that every replica follows). Reads are local: <see cref="TryGet"/> sees a
 /// prefix of that order that includes this manager's completed updates (sequentially consistent);
 /// <see cref="GetLinearizableAsync"/> waits for every update ordered before it. Memory is bounded: an update that would
-/// pass the limits is refused, the same way at every replica.
+/// pass the limits is refused, the same way at every replica, and changes nothing.
 /// </summary>
 [System.Diagnostics.CodeAnalysis.SuppressMessage("Naming", "CA1711:Identifiers should not have incorrect suffix", Justification = "It is the shared dictionary of the product's tools; it does not implement IDictionary because every update is a remote, ordered operation.")]
 public interface ISharedDictionary
@@ -26,6 +37,9 @@ public interface ISharedDictionary
 
     /// <summary>Entries in this replica.</summary>
     int Count { get; }
+
+    /// <summary>The position in the order of the last command this replica applied (0 before any).</summary>
+    long Position { get; }
 
     /// <summary>Reads <paramref name="key"/> in this replica.</summary>
     bool TryGet(string key, out ReadOnlyMemory<byte> value);
@@ -40,11 +54,24 @@ public interface ISharedDictionary
     /// <summary>Removes <paramref name="key"/>; false when it was absent.</summary>
     Task<bool> RemoveAsync(string key, CancellationToken cancellationToken = default);
 
+    /// <summary>Sets <paramref name="key"/> only if it is absent; true when it did.</summary>
+    /// <exception cref="InvalidOperationException">A limit (entries or bytes) would be passed; nothing changed.</exception>
+    Task<bool> TryAddAsync(string key, ReadOnlyMemory<byte> value, CancellationToken cancellationToken = default);
+
     /// <summary>
-    /// Sets <paramref name="key"/> to <paramref name="value"/> (null: removes it) only if it holds
-    /// <paramref name="expected"/> (null: is absent); true when it did. Mind that a null <c>byte[]</c>, or a bare <c>null</c> in a
-    /// conditional whose other branch is a <see cref="ReadOnlyMemory{T}"/>, converts to an empty memory, not to null:
-    /// write <c>(ReadOnlyMemory&lt;byte&gt;?)null</c> for "absent".
+    /// Sets <paramref name="key"/> to <paramref name="value"/> only if it is present and holds exactly
+    /// <paramref name="expected"/> (an empty <paramref name="expected"/> matches an entry holding the empty value, never an
+    /// absent one); true when it did.
     /// </summary>
-    Task<bool> CompareAndSetAsync(string key, ReadOnlyMemory<byte>? expected, ReadOnlyMemory<byte>? value, CancellationToken cancellationToken = default);
+    /// <exception cref="InvalidOperationException">The byte limit would be passed; nothing changed.</exception>
+    Task<bool> TryUpdateAsync(string key, ReadOnlyMemory<byte> expected, ReadOnlyMemory<byte> value, CancellationToken cancellationToken = default);
+
+    /// <summary>Removes <paramref name="key"/> only if it is present and holds exactly <paramref name="expected"/>; true when it did.</summary>
+    Task<bool> TryRemoveAsync(string key, ReadOnlyMemory<byte> expected, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// Subscribes to the changes this replica applies from now on (every set, even to the same value, and every removal
+    /// of a present key), in the order every replica applies them; see <see cref="ISharedWatch{TChange}"/> for what a slow subscriber gets.
+    /// </summary>
+    ISharedWatch<DictionaryChange> Watch();
 }

@@ -18,6 +18,24 @@ public static class QuintetTelemetry
     /// <summary>The component manager host: its admin and invocation endpoints.</summary>
     public const string Manager = Prefix + ".Manager";
 
-    /// <summary>The coordination tools: vote outcomes, leader changes, lock grants.</summary>
-    public const string Coordination = Prefix + ".Coordination";
+    /// <summary>
+    /// Counter (meter <see cref="Manager"/>): writes the manager's checkpoint store committed. Divided by
+    /// <see cref="CheckpointCommits"/>, it gives the writes that shared one sync of the store's log (group commit).
+    /// </summary>
+    public const string CheckpointWrites = "quintet.checkpoint.writes";
+
+    /// <summary>Counter (meter <see cref="Manager"/>): transactions the manager's checkpoint store committed, each with one sync of its log.</summary>
+    public const string CheckpointCommits = "quintet.checkpoint.commits";
+
+    /// <summary>The tools' runtime: replicated state machines, their state transfers and the shared data structures.</summary>
+    public const string Runtime = Prefix + ".Runtime";
+
+    /// <summary>Counter (meter <see cref="Runtime"/>): updates to shared structures refused by a limit, counted at the manager that asked.</summary>
+    public const string SharedRefused = "quintet.shared.refused";
+
+    /// <summary>
+    /// Counter (meter <see cref="Runtime"/>): subscribers to shared structures' changes cut off because they fell a buffer
+    /// behind (reason <c>behind</c>) or their replica took a fresh copy (<c>fresh-copy</c>).
+    /// </summary>
+    public const string SharedWatchMissed = "quintet.shared.watch.missed";
 }

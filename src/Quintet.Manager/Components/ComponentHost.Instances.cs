@@ -131,7 +131,7 @@ internal sealed partial class ComponentHost
         if (_groups is { } groupService)
         {
             shadow.Groups = new InstanceGroups(groupService, shadow, instance);
-            context = context with { Groups = shadow.Groups };
+            context = context with { Groups = shadow.Groups, States = shadow.Groups };
         }
 
         if (_shared is { } shared)

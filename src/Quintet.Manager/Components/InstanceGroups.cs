@@ -1,18 +1,21 @@
 using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
+using Quintet.Runtime.States;
 
 namespace Quintet.Manager.Components;
 
 /// <summary>
-/// An activation's groups: each a light group member of this manager, whose deliveries and views are handed to the
-/// instance in its turn. They belong to the activation: retiring, migrating or deactivating it leaves them.
+/// An activation's groups and state registrations: each a light group member of this manager, whose deliveries and
+/// views are handed to the instance in its turn. They belong to the activation: retiring, migrating or deactivating it
+/// leaves them.
 /// </summary>
-internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Component instance) : IComponentGroups, IAsyncDisposable
+internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Component instance) : IComponentGroups, IComponentStates, IAsyncDisposable
 {
-    // Most activations never join a group: the table is made on first join.
+    // Most activations never join a group: the tables are made on first join.
     private readonly Lock _gate = new();
     private Dictionary<string, InstanceGroup>? _joined;
+    private Dictionary<string, MaintainedStateMember>? _states;
 
     /// <summary>The light group of a class's ClassGroup.</summary>
     public static string ClassGroupName(string className) => "quintet.class/" + className;
@@ -25,6 +28,55 @@ internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Compone
         ArgumentException.ThrowIfNullOrWhiteSpace(name);
         ArgumentException.ThrowIfNullOrWhiteSpace(role);
         return JoinLightAsync("app/" + name, role, cancellationToken);
+    }
+
+    public async Task<IMaintainedState> RegisterAsync(string name, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        if (instance is not IMigrateState migrating)
+        {
+            throw new InvalidOperationException($"{shadow.Class.Name} cannot register for state '{name}': it must implement IMigrateState (or derive from Component<TState>) so that its state can be taken and installed.");
+        }
+
+        lock (_gate)
+        {
+            if (_states is not null && _states.TryGetValue(name, out var existing))
+            {
+                return existing;
+            }
+        }
+
+        var registration = await MaintainedStateMember.JoinAsync(groups, name, shadow.Key, migrating, InTurnAsync, null, cancellationToken);
+        lock (_gate)
+        {
+            if ((_states ??= new Dictionary<string, MaintainedStateMember>(StringComparer.Ordinal)).TryAdd(name, registration))
+            {
+                return registration;
+            }
+        }
+
+        await registration.DisposeAsync();
+        lock (_gate)
+        {
+            return _states![name];
+        }
+    }
+
+    /// <summary>Runs state work in the instance's turn, if this activation is still the live one.</summary>
+    private async Task InTurnAsync(Func<CancellationToken, Task> work)
+    {
+        await shadow.Turn.WaitAsync();
+        try
+        {
+            if (ReferenceEquals(shadow.Instance, instance))
+            {
+                await work(CancellationToken.None);
+            }
+        }
+        finally
+        {
+            shadow.Turn.Release();
+        }
     }
 
     private async Task<IComponentGroup> JoinLightAsync(string lightName, string role, CancellationToken cancellationToken)
@@ -59,10 +111,18 @@ internal sealed class InstanceGroups(GroupService groups, Shadow shadow, Compone
     public async ValueTask DisposeAsync()
     {
         List<InstanceGroup> joined;
+        List<MaintainedStateMember> states;
         lock (_gate)
         {
             joined = _joined is null ? [] : [.. _joined.Values];
             _joined = null;
+            states = _states is null ? [] : [.. _states.Values];
+            _states = null;
+        }
+
+        foreach (var state in states)
+        {
+            await state.DisposeAsync();
         }
 
         foreach (var group in joined)

@@ -174,6 +174,7 @@ internal sealed partial class GroupCommitWriter : IDisposable
 
         transaction.Commit();
         Interlocked.Increment(ref _transactions);
+        CheckpointStoreMetrics.Committed(operations.Count);
         return positions;
     }
 

@@ -4,10 +4,10 @@ using Quintet.Diagnostics;
 
 namespace Quintet.Runtime.Coordination;
 
-/// <summary>Metrics of the coordination tools as this manager's instances use them, on the <see cref="QuintetTelemetry.Coordination"/> meter.</summary>
+/// <summary>Metrics of the coordination tools as this manager's instances use them, on the <see cref="QuintetTelemetry.Runtime"/> meter.</summary>
 internal static class CoordinationMetrics
 {
-    private static readonly Meter Meter = new(QuintetTelemetry.Coordination);
+    private static readonly Meter Meter = new(QuintetTelemetry.Runtime);
 
     private static readonly Counter<long> Outcomes = Meter.CreateCounter<long>("quintet.coordination.outcomes", description: "Proposals of this manager's instances decided, by rule and result.");
 

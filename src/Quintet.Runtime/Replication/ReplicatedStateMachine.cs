@@ -5,49 +5,30 @@ using Quintet.Runtime.Wire;
 
 namespace Quintet.Runtime.Replication;
 
-/// <summary>
-/// A deterministic state that <see cref="ReplicatedStateMachine{TState}"/> keeps identical on every replica: the same
-/// commands applied in the same order give the same state and the same results everywhere.
-/// </summary>
-public interface IReplicatedState
-{
-    /// <summary>
-    /// Applies one command at its place in the total order and returns its result. Must be deterministic and must not
-    /// throw for a command it refuses (a limit reached, a failed compare): it returns a result saying so, which every
-    /// replica computes alike.
-    /// </summary>
-    byte[] Apply(ReadOnlySpan<byte> command);
-
-    /// <summary>The whole state, for a replica that joins.</summary>
-    byte[] TakeSnapshot();
-
-    /// <summary>Replaces the state with <paramref name="snapshot"/>.</summary>
-    void RestoreSnapshot(ReadOnlySpan<byte> snapshot);
-}
-
-/// <summary>
-/// A replicated state that also follows the replica group's views: <see cref="ViewInstalled"/> is called at the view's
-/// place among the commands, the same way at every replica (a replica that joins gets the views after its snapshot's),
-/// so a state can act deterministically on members leaving, for example release what a failed replica held.
-/// </summary>
-public interface IViewAwareReplicatedState : IReplicatedState
-{
-    /// <summary>A view of the replicas was installed: every command of the previous view was applied before it.</summary>
-    void ViewInstalled(LightGroupView view);
-}
-
 /// <summary>Joins replicated state machines.</summary>
 public static class ReplicatedStateMachine
 {
     /// <summary>Joins (or founds) the replicated state machine <paramref name="name"/>; completes once this replica has the state.</summary>
-    /// <exception cref="TimeoutException">No replica handed over the state within a minute.</exception>
+    /// <exception cref="TimeoutException">The state transfer made no progress for a minute.</exception>
     public static Task<ReplicatedStateMachine<TState>> JoinAsync<TState>(GroupService groups, string name, TState state, CancellationToken cancellationToken = default)
+        where TState : class, IReplicatedState =>
+        JoinAsync(groups, name, state, new ReplicatedStateMachineOptions(), cancellationToken);
+
+    /// <summary>
+    /// Joins (or founds) the replicated state machine <paramref name="name"/>; completes once this replica has the state,
+    /// reporting the transfer's progress to <see cref="ReplicatedStateMachineOptions.Progress"/>.
+    /// </summary>
+    /// <exception cref="TimeoutException">The state transfer made no progress for <see cref="ReplicatedStateMachineOptions.StallTimeout"/>.</exception>
+    /// <exception cref="ArgumentOutOfRangeException">An option is out of range; the message names it.</exception>
+    public static Task<ReplicatedStateMachine<TState>> JoinAsync<TState>(GroupService groups, string name, TState state, ReplicatedStateMachineOptions options, CancellationToken cancellationToken = default)
         where TState : class, IReplicatedState
     {
         ArgumentNullException.ThrowIfNull(groups);
         ArgumentException.ThrowIfNullOrWhiteSpace(name);
         ArgumentNullException.ThrowIfNull(state);
-        return ReplicatedStateMachine<TState>.StartAsync(groups, name, state, cancellationToken);
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate();
+        return ReplicatedStateMachine<TState>.StartAsync(groups, name, state, options, cancellationToken);
     }
 }
 
@@ -57,35 +38,45 @@ public static class ReplicatedStateMachine
 /// command's result is returned once it is applied by the replica that sent it, after every command ordered before it,
 /// so <see cref="ExecuteAsync"/> is linearizable; <see cref="Read"/> reads this replica's state, which reflects a prefix
 /// of the order that includes this replica's own completed commands (sequentially consistent); <see cref="SyncAsync"/>
-/// followed by <see cref="Read"/> is a linearizable read. A replica that joins receives the state as it stood at the
-/// view that admitted it from the oldest replica that has it, and then the commands after that point.
+/// followed by <see cref="Read"/> is a linearizable read.
 /// </summary>
+/// <remarks>
+/// A replica that joins receives the state as it stood when the view that admitted it was installed, and then the
+/// commands after that point (which it buffers meanwhile). Every replica that has the state captures it at that point
+/// (<see cref="IReplicatedState.CaptureSnapshot"/>); the oldest serves it in chunks that the joining replica asks for,
+/// a few at a time, so the group goes on applying commands during the transfer. If the server fails or leaves, the next
+/// oldest continues from the bytes already received, having checked by hash that its copy begins with the same bytes;
+/// the transfer starts over only if no replica holding that capture remains, or their bytes differ.
+/// </remarks>
 /// <typeparam name="TState">The state.</typeparam>
 public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     where TState : class, IReplicatedState
 {
-    private const int SnapshotChunkBytes = 256 * 1024;
-    private static readonly TimeSpan JoinWait = TimeSpan.FromSeconds(60);
+    private static readonly TimeSpan FirstOfferWait = TimeSpan.FromSeconds(60);
     private readonly Lock _gate = new();
     private readonly TState _state;
     private readonly LightGroupMember _member;
+    private readonly ReplicatedStateMachineOptions _options;
+    private readonly SnapshotServer _server;
+    private readonly SnapshotReceiver _receiver;
     private readonly Dictionary<long, TaskCompletionSource<byte[]>> _pending = [];
     private readonly HashSet<string> _synced = new(StringComparer.Ordinal);
     private readonly List<(long ViewId, RsmCommand? Command, LightGroupView? View)> _buffered = [];
-    private readonly List<ByteString> _chunks = [];
     private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly CancellationTokenSource _stop = new();
     private LightGroupView? _view;
-    private long _snapshotView = -1;
     private bool _isSynced;
     private long _nextRequest;
     private Task _loop = Task.CompletedTask;
 
-    private ReplicatedStateMachine(string name, TState state, LightGroupMember member)
+    private ReplicatedStateMachine(string name, TState state, LightGroupMember member, ReplicatedStateMachineOptions options)
     {
         Name = name;
         _state = state;
         _member = member;
+        _options = options;
+        _server = new SnapshotServer(name, _gate, SendAsync, options.Logger);
+        _receiver = new SnapshotReceiver(name, options, (to, message) => SendAsync(to, message, _stop.Token));
     }
 
     /// <summary>The name it was joined by.</summary>
@@ -97,14 +88,26 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     /// <summary>Raised on the replica's loop after each command is applied, in the order of application.</summary>
     public event Action<ReadOnlyMemory<byte>, byte[]>? Applied;
 
-    internal static async Task<ReplicatedStateMachine<TState>> StartAsync(GroupService groups, string name, TState state, CancellationToken cancellationToken)
+    /// <summary>Captures this replica holds for members that lack the state (for diagnostics and tests).</summary>
+    internal int HeldCaptures
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _server.CaptureCount;
+            }
+        }
+    }
+
+    internal static async Task<ReplicatedStateMachine<TState>> StartAsync(GroupService groups, string name, TState state, ReplicatedStateMachineOptions options, CancellationToken cancellationToken)
     {
         var member = await groups.JoinLightGroupAsync("quintet.rsm/" + name, new LightGroupJoinOptions { Role = "replica", SubscribeToViews = true }, cancellationToken);
-        var machine = new ReplicatedStateMachine<TState>(name, state, member);
+        var machine = new ReplicatedStateMachine<TState>(name, state, member, options);
         machine._loop = Task.Run(machine.RunAsync, CancellationToken.None);
         try
         {
-            await machine._ready.Task.WaitAsync(JoinWait, cancellationToken);
+            await machine.WaitUntilSyncedAsync(cancellationToken);
         }
         catch
         {
@@ -154,6 +157,36 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
+    private async Task WaitUntilSyncedAsync(CancellationToken cancellationToken)
+    {
+        // The wait is for progress, not for the whole transfer: every offer and chunk starts it again.
+        while (true)
+        {
+            var (received, total) = _receiver.Position;
+            var bound = total < 0 && received == 0 ? FirstOfferWait : _options.StallTimeout;
+            var idle = TimeSpan.FromMilliseconds(Environment.TickCount64 - _receiver.LastProgress);
+            var left = bound - idle;
+            if (left <= TimeSpan.Zero)
+            {
+                throw new TimeoutException(total < 0
+                    ? $"No replica of '{Name}' offered the state within {bound.TotalSeconds:F0} s; are the other replicas' managers reachable?"
+                    : $"The state transfer of '{Name}' made no progress for {bound.TotalSeconds:F0} s at {received} of {total} bytes (see {nameof(ReplicatedStateMachineOptions)}.{nameof(ReplicatedStateMachineOptions.StallTimeout)}).");
+            }
+
+            try
+            {
+                await _ready.Task.WaitAsync(left, cancellationToken);
+                return;
+            }
+            catch (TimeoutException)
+            {
+                // Progress may have been made meanwhile; look again.
+            }
+        }
+    }
+
+    private Task SendAsync(LightMemberId to, RsmMessage message, CancellationToken cancellationToken) => _member.SendAsync(to, message.ToByteArray(), cancellationToken);
+
     private async Task RunAsync()
     {
         try
@@ -167,7 +200,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                         OnView(view);
                         break;
                     case LightMessageDelivered { Delivery: var delivery }:
-                        await OnMessageAsync(RsmMessage.Parser.ParseFrom(delivery.Payload.Span));
+                        OnMessage(delivery.Sender, RsmMessage.Parser.ParseFrom(delivery.Payload.Span));
                         break;
                     case LightMemberRejoining:
                         OnRejoining();
@@ -183,8 +216,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     private void OnView(LightGroupView view)
     {
-        List<LightMemberId> newcomers;
-        byte[]? snapshot = null;
+        List<(LightMemberId To, RsmSnapshotOffer Offer)> offers;
         lock (_gate)
         {
             if (_view is not null && view.Id <= _view.Id)
@@ -197,11 +229,13 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             if (!_isSynced && view.Members.Length == 1 && view.Members[0].Id == self)
             {
                 // The first replica: nobody else has a state, so the one it started with is the state.
+                _receiver.Dispose();
                 MarkSynced();
             }
 
             if (_state is IViewAwareReplicatedState aware)
             {
+                // At the view's place among the commands; before the capture below, which therefore includes it.
                 if (_isSynced)
                 {
                     aware.ViewInstalled(view);
@@ -212,61 +246,60 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 }
             }
 
-            newcomers = [.. view.Members.Select(m => m.Id).Where(m => m != self && !_synced.Contains(m.ToString()))];
-            var sender = view.Members.Select(m => m.Id).FirstOrDefault(m => _synced.Contains(m.ToString()) || (m == self && _isSynced));
-            if (!_isSynced || newcomers.Count == 0 || sender != self)
+            if (!_isSynced)
             {
                 return;
             }
 
-            snapshot = _state.TakeSnapshot();
+            List<LightMemberId> lacking = [.. view.Members.Select(m => m.Id).Where(m => m != self && !_synced.Contains(m.ToString()))];
+            var server = view.Members.Select(m => m.Id).FirstOrDefault(m => _synced.Contains(m.ToString()) || m == self);
+            offers = _server.OnView(view.Id, lacking, _state.CaptureSnapshot, server == self, _synced);
         }
 
-        _ = SendSnapshotAsync(view.Id, snapshot, newcomers);
+        foreach (var (to, offer) in offers)
+        {
+            _ = SendQuietlyAsync(to, new RsmMessage { Offer = offer });
+        }
     }
 
-    private async Task SendSnapshotAsync(long viewId, byte[] snapshot, List<LightMemberId> targets)
+    private async Task SendQuietlyAsync(LightMemberId to, RsmMessage message)
     {
-        string[] synced;
-        lock (_gate)
+        try
         {
-            synced = [.. _synced];
+            await SendAsync(to, message, _stop.Token);
         }
-
-        foreach (var target in targets)
+        catch (GroupUnavailableException)
         {
-            try
-            {
-                for (var offset = 0; offset == 0 || offset < snapshot.Length; offset += SnapshotChunkBytes)
-                {
-                    var length = Math.Min(SnapshotChunkBytes, snapshot.Length - offset);
-                    var chunk = new RsmSnapshotChunk { TakenInView = viewId, Index = offset / SnapshotChunkBytes, Data = ByteString.CopyFrom(snapshot, offset, length), Last = offset + length >= snapshot.Length };
-                    if (chunk.Index == 0)
-                    {
-                        chunk.Synced.AddRange(synced);
-                    }
-
-                    await _member.SendAsync(target, new RsmMessage { Snapshot = chunk }.ToByteArray());
-                }
-            }
-            catch (GroupUnavailableException)
-            {
-                // The newcomer left, or this replica is rejoining: the next view's oldest replica sends again.
-            }
+            // The member left, or this replica is rejoining: the next view settles who serves whom.
+        }
+        catch (OperationCanceledException) when (_stop.IsCancellationRequested)
+        {
+            // This replica is leaving.
         }
     }
 
-    private async Task OnMessageAsync(RsmMessage message)
+    private void OnMessage(LightMemberId sender, RsmMessage message)
     {
         switch (message.KindCase)
         {
+            case RsmMessage.KindOneofCase.Offer:
+                OnOffer(sender, message.Offer);
+                break;
+            case RsmMessage.KindOneofCase.Request:
+                _server.OnRequest(sender, message.Request);
+                break;
             case RsmMessage.KindOneofCase.Snapshot:
-                OnSnapshot(message.Snapshot);
+                if (!_isSynced && _receiver.OnChunk(sender, message.Snapshot))
+                {
+                    Install();
+                }
+
                 break;
             case RsmMessage.KindOneofCase.Synced:
                 lock (_gate)
                 {
                     _synced.Add(message.Synced.Member);
+                    _server.OnSynced(message.Synced.Member);
                 }
 
                 break;
@@ -283,70 +316,55 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 Apply(message.Command);
                 break;
         }
-
-        await Task.CompletedTask;
     }
 
-    private void OnSnapshot(RsmSnapshotChunk chunk)
+    private void OnOffer(LightMemberId sender, RsmSnapshotOffer offer)
     {
-        List<(RsmCommand? Command, LightGroupView? View)> replay;
+        if (_isSynced)
+        {
+            return;
+        }
+
         lock (_gate)
         {
-            if (_isSynced || chunk.TakenInView < _snapshotView)
-            {
-                return;
-            }
-
-            if (chunk.TakenInView > _snapshotView || chunk.Index == 0)
-            {
-                _snapshotView = chunk.TakenInView;
-                _chunks.Clear();
-            }
-
-            if (chunk.Index != _chunks.Count)
-            {
-                // A chunk of another sender's copy interleaved; the complete one from a single sender wins.
-                return;
-            }
-
-            _chunks.Add(chunk.Data);
-            foreach (var member in chunk.Synced)
+            foreach (var member in offer.Synced)
             {
                 _synced.Add(member);
             }
+        }
 
-            if (!chunk.Last)
-            {
-                return;
-            }
+        if (_receiver.OnOffer(sender, offer))
+        {
+            Install();
+        }
+    }
 
-            var whole = new byte[_chunks.Sum(c => c.Length)];
-            var at = 0;
-            foreach (var part in _chunks)
-            {
-                part.Span.CopyTo(whole.AsSpan(at));
-                at += part.Length;
-            }
+    private void Install()
+    {
+        var view = _receiver.View;
+        using var snapshot = _receiver.TakeCompleted();
+        List<(RsmCommand? Command, LightGroupView? View)> replay;
+        lock (_gate)
+        {
+            _state.RestoreSnapshot(snapshot);
 
-            _state.RestoreSnapshot(whole);
-            _chunks.Clear();
-            // The snapshot holds the effect of the view it was taken in; later views replay in place among the commands.
-            replay = [.. _buffered.Where(b => b.ViewId >= _snapshotView && (b.View is null || b.ViewId > _snapshotView)).Select(b => (b.Command, b.View))];
+            // The snapshot holds the effect of the view it was captured in; later views replay in place among the commands.
+            replay = [.. _buffered.Where(b => b.ViewId >= view && (b.View is null || b.ViewId > view)).Select(b => (b.Command, b.View))];
             _buffered.Clear();
             MarkSynced();
         }
 
-        foreach (var (command, view) in replay)
+        foreach (var (command, laterView) in replay)
         {
             if (command is not null)
             {
                 Apply(command);
             }
-            else if (view is not null && _state is IViewAwareReplicatedState aware)
+            else if (laterView is not null && _state is IViewAwareReplicatedState aware)
             {
                 lock (_gate)
                 {
-                    aware.ViewInstalled(view);
+                    aware.ViewInstalled(laterView);
                 }
             }
         }
@@ -401,11 +419,11 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         {
             // Excluded: the others went on without this replica. It gets the state anew as a newcomer.
             _isSynced = false;
-            _snapshotView = -1;
             _view = null;
             _buffered.Clear();
-            _chunks.Clear();
             _synced.Clear();
+            _server.Clear();
+            _receiver.Dispose();
             failed = [.. _pending.Values];
         }
 
@@ -419,7 +437,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     public async ValueTask DisposeAsync()
     {
         await _stop.CancelAsync();
-        await _member.DisposeAsync();
         try
         {
             await _loop;
@@ -429,6 +446,10 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             // Stopped.
         }
 
+        // The loop and the server stop sending before the member goes.
+        await _server.DisposeAsync();
+        await _member.DisposeAsync();
+        _receiver.Dispose();
         _stop.Dispose();
     }
 }

@@ -1,6 +1,8 @@
+using System.Diagnostics.Metrics;
 using System.Text;
 using Microsoft.Data.Sqlite;
 using Microsoft.Extensions.Logging.Abstractions;
+using Quintet.Diagnostics;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 
@@ -248,6 +250,33 @@ public sealed class LocalCheckpointStoreTests(ITestOutputHelper output) : IDispo
 
         output.WriteLine($"{Streams * Records} appends in {store.Transactions} transactions");
         Assert.InRange(store.Transactions, 1, Streams * Records);
+    }
+
+    [Fact]
+    public async Task Commits_and_the_writes_they_carry_are_counted_under_the_manager_meter()
+    {
+        long writes = 0, commits = 0;
+        using var listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, l) =>
+            {
+                if (instrument.Meter.Name == QuintetTelemetry.Manager && instrument.Name is QuintetTelemetry.CheckpointWrites or QuintetTelemetry.CheckpointCommits)
+                {
+                    l.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+        listener.SetMeasurementEventCallback<long>((instrument, value, _, _) =>
+            Interlocked.Add(ref instrument.Name == QuintetTelemetry.CheckpointWrites ? ref writes : ref commits, value));
+        listener.Start();
+        var store = OpenStore();
+
+        await Task.WhenAll(Enumerable.Range(0, 20).Select(s => store.Open($"Metrics/stream-{s}").AppendAsync(Bytes("x"))));
+
+        // Other test classes' stores may commit meanwhile and add to the same counters: at least, never fewer.
+        Assert.True(Interlocked.Read(ref writes) >= 20, $"{writes} writes counted for 20 appends");
+        Assert.True(Interlocked.Read(ref commits) >= store.Transactions, $"{commits} commits counted, the store made {store.Transactions}");
+        Assert.InRange(store.Transactions, 1, 20);
     }
 
     [Fact]

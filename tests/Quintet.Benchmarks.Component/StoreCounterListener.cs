@@ -1,0 +1,59 @@
+using System.Diagnostics.Metrics;
+using Quintet.Diagnostics;
+
+namespace Quintet.Benchmarks.Component;
+
+/// <summary>
+/// Listens, inside the manager process that loaded this package, to the checkpoint store's commit counters
+/// (<see cref="QuintetTelemetry.CheckpointWrites"/>, <see cref="QuintetTelemetry.CheckpointCommits"/>), so that the
+/// benchmark reads writes per log sync without an endpoint of its own in the manager. Counts start when the first
+/// instance activates; the benchmark uses differences.
+/// </summary>
+internal static class StoreCounterListener
+{
+    private static readonly Lock Gate = new();
+    private static MeterListener? _listener;
+    private static long _writes;
+    private static long _commits;
+    private static int _published;
+
+    public static void Start()
+    {
+        lock (Gate)
+        {
+            if (_listener is not null)
+            {
+                return;
+            }
+
+            // Lives as long as the process: the benchmark never undeploys its package.
+            _listener = new MeterListener
+            {
+                InstrumentPublished = (instrument, listener) =>
+                {
+                    if (instrument.Meter.Name == QuintetTelemetry.Manager
+                        && instrument.Name is QuintetTelemetry.CheckpointWrites or QuintetTelemetry.CheckpointCommits)
+                    {
+                        Interlocked.Exchange(ref _published, 1);
+                        listener.EnableMeasurementEvents(instrument);
+                    }
+                },
+            };
+            _listener.SetMeasurementEventCallback<long>(static (instrument, value, _, _) =>
+            {
+                if (instrument.Name == QuintetTelemetry.CheckpointWrites)
+                {
+                    Interlocked.Add(ref _writes, value);
+                }
+                else
+                {
+                    Interlocked.Add(ref _commits, value);
+                }
+            });
+            _listener.Start();
+        }
+    }
+
+    public static (long Writes, long Commits, bool Published) Read() =>
+        (Interlocked.Read(ref _writes), Interlocked.Read(ref _commits), Volatile.Read(ref _published) != 0);
+}

@@ -1,0 +1,340 @@
+using System.Diagnostics;
+using System.Globalization;
+using Google.Protobuf;
+using Quintet.Benchmarks.Component;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+
+namespace Quintet.Benchmarks;
+
+/// <summary>
+/// The tools beside their peers, in one run on loopback: shared dictionary writes (3 manager processes, through a
+/// component) beside a single redis-server doing the same SETs; checkpoint log appends through a component beside a
+/// 3-member etcd doing the same puts; the machine's fdatasync floor, and the store's writes per log sync. The peers are
+/// Debian's packages, installed when missing, started and stopped by pid; one thing runs at a time.
+/// </summary>
+internal static class ToolsBenchmark
+{
+    private static readonly TimeSpan Warmup = TimeSpan.FromSeconds(2);
+    private static readonly TimeSpan StartTimeout = TimeSpan.FromSeconds(90);
+
+    public static async Task<int> RunAsync(int seconds, int[] concurrencies, int valueBytes, int managers)
+    {
+        var window = TimeSpan.FromSeconds(seconds);
+        var work = Path.Combine(Path.GetTempPath(), "quintet-bench-tools", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture));
+        Directory.CreateDirectory(work);
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"Quintet tools benchmark: {seconds} s windows after {Warmup.TotalSeconds:F0} s warm-up; {valueBytes} B values; writers {string.Join(", ", concurrencies)}; {Environment.ProcessorCount} cores; {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC."));
+        Console.WriteLine($"Work folder (managers' data, peers' data, the fdatasync file): {work}");
+        Console.WriteLine("Each writer is a closed loop (call, wait, call again) on keys of its own; latencies are per call at the client, this process.");
+        Console.WriteLine();
+
+        var value = new byte[valueBytes];
+        Random.Shared.NextBytes(value);
+        var failed = false;
+        try
+        {
+            // The floor is taken at the start and again at the end, with nothing else of the benchmark running: on a
+            // shared machine it moves, and the two samples show by how much.
+            Progress($"fdatasync floor (load average {LoadAverage()})");
+            var floorBefore = FsyncFloor.Measure(work, window);
+            var peers = await PeerPackagesAsync();
+            var redis = peers is null ? null : await MeasureRedisAsync(Path.Combine(work, "redis"), concurrencies, window, value);
+            var etcd = peers is null ? null : await MeasureEtcdAsync(Path.Combine(work, "etcd"), concurrencies, window, value);
+            var quintet = await MeasureQuintetAsync(Path.Combine(work, "cluster"), managers, concurrencies, window, value);
+            Progress($"fdatasync floor again (load average {LoadAverage()})");
+            var floorAfter = FsyncFloor.Measure(work, window);
+            Report([floorBefore, floorAfter], redis, etcd, quintet, concurrencies, managers, window, peers is null);
+        }
+        catch (Exception e) when (e is InvalidOperationException or TimeoutException or Grpc.Core.RpcException or IOException or HttpRequestException)
+        {
+            failed = true;
+            Console.WriteLine();
+            Console.WriteLine($"The benchmark stopped: {e.GetType().Name}: {e.Message}");
+            Console.WriteLine($"Logs are kept in {work}.");
+            return 1;
+        }
+        finally
+        {
+            if (!failed)
+            {
+                TryDelete(work);
+            }
+        }
+
+        return 0;
+    }
+
+    private static async Task<string?> PeerPackagesAsync()
+    {
+        Progress("checking redis-server and etcd-server (Debian packages; installing them if missing)");
+        try
+        {
+            await DebianPackages.EnsureAsync(["redis-server", "etcd-server"]);
+            return "installed";
+        }
+        catch (InvalidOperationException e)
+        {
+            Console.WriteLine($"  The peers cannot run, so their columns stay empty: {e.Message}");
+            return null;
+        }
+    }
+
+    private static async Task<PeerFigures> MeasureRedisAsync(string folder, int[] concurrencies, TimeSpan window, byte[] value)
+    {
+        Progress("redis-server: starting one node, persistence off");
+        await using var redis = await RedisPeer.StartAsync(folder, StartTimeout);
+        var version = redis.Connection.GetServers()[0].Version.ToString();
+        var db = redis.Connection.GetDatabase();
+        var figures = new Dictionary<int, LoadFigures>();
+        foreach (var writers in concurrencies)
+        {
+            Progress($"redis-server (pid {redis.ProcessId}): SET with {writers} writers");
+            Func<int, long, Task> set = (worker, n) => db.StringSetAsync(Key(worker, n), value);
+            await LoadRun.MeasureAsync(writers, Warmup, set);
+            figures[writers] = await LoadRun.MeasureAsync(writers, window, set);
+        }
+
+        return new PeerFigures($"redis-server {version}", figures, []);
+    }
+
+    private static async Task<PeerFigures> MeasureEtcdAsync(string folder, int[] concurrencies, TimeSpan window, byte[] value)
+    {
+        Progress("etcd: starting 3 members");
+        await using var etcd = await EtcdPeer.StartAsync(folder, 3, StartTimeout);
+        var figures = new Dictionary<int, LoadFigures>();
+        var syncs = new Dictionary<int, long>();
+        foreach (var writers in concurrencies)
+        {
+            Progress($"etcd (pids {string.Join(", ", etcd.ProcessIds)}; leader {etcd.Leader}): put with {writers} writers");
+            Func<int, long, Task> put = (worker, n) => etcd.PutAsync(Key(worker, n), value);
+            await LoadRun.MeasureAsync(writers, Warmup, put);
+            var before = await etcd.WalSyncsAsync();
+            figures[writers] = await LoadRun.MeasureAsync(writers, window, put);
+            syncs[writers] = await etcd.WalSyncsAsync() - before;
+        }
+
+        return new PeerFigures($"etcd {etcd.Version} (3 members)", figures, syncs);
+    }
+
+    private static async Task<QuintetFigures> MeasureQuintetAsync(string folder, int managers, int[] concurrencies, TimeSpan window, byte[] value)
+    {
+        Progress($"quintet: starting {managers} managers");
+        var options = new LocalClusterOptions { InitialManagers = managers, Timeout = StartTimeout, LogDirectory = folder };
+        options.Settings["Logging:LogLevel:Default"] = "Warning";
+        await using var cluster = await LocalCluster.StartAsync(options);
+        await cluster.WaitForGroupViewAsync(cluster.Managers);
+        await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(
+            new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(ToolsBenchComponent).Assembly)) },
+            deadline: DateTime.UtcNow.AddSeconds(60));
+        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)] });
+
+        // One probe instance on each manager: every manager then holds a replica of the dictionary (also when one writer
+        // runs), and the probes read each manager's store counters.
+        var probes = new Dictionary<string, IToolsBench>();
+        for (var i = 0; probes.Count < managers && i < managers * 10; i++)
+        {
+            var probe = client.GetComponent<IToolsBench>($"probe-{i}");
+            probes.TryAdd((await ActivateAsync(probe)).Manager, probe);
+        }
+
+        Console.WriteLine($"  managers {string.Join(", ", cluster.Managers.Select(m => $"{m.Name} (pid {m.ProcessId})"))}; dictionary replicas on {probes.Count}");
+        var noop = new Dictionary<int, LoadFigures>();
+        var set = new Dictionary<int, LoadFigures>();
+        var append = new Dictionary<int, LoadFigures>();
+        var syncs = new Dictionary<int, StoreCounters>();
+        var setInside = new Dictionary<int, LoadFigures>();
+        var appendInside = new Dictionary<int, LoadFigures>();
+        foreach (var writers in concurrencies)
+        {
+            var instances = Enumerable.Range(0, writers).Select(i => client.GetComponent<IToolsBench>($"bench-{writers}-{i}")).ToArray();
+            var hosts = await Task.WhenAll(instances.Select(ActivateAsync));
+            Progress($"quintet: {writers} writers on instances at {string.Join(", ", hosts.GroupBy(h => h.Manager).OrderBy(g => g.Key).Select(g => $"{g.Key} ×{g.Count()}"))}");
+
+            var noopRequest = new NoopRequest();
+            noop[writers] = await WarmAndMeasureAsync(writers, window, (worker, _) => instances[worker].NoopAsync(noopRequest, CancellationToken.None));
+            set[writers] = await WarmAndMeasureAsync(writers, window, (worker, n) => instances[worker].SetAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None));
+
+            var record = new AppendRequest { Record = value };
+            Func<int, long, Task> appendCall = (worker, _) => instances[worker].AppendAsync(record, CancellationToken.None);
+            await LoadRun.MeasureAsync(writers, Warmup, appendCall);
+            var before = await CountersAsync(probes.Values);
+            append[writers] = await LoadRun.MeasureAsync(writers, window, appendCall);
+            var after = await CountersAsync(probes.Values);
+            syncs[writers] = new StoreCounters { Writes = after.Writes - before.Writes, Commits = after.Commits - before.Commits, Published = after.Published, StoreType = after.StoreType };
+
+            Progress($"quintet: {writers} writers inside one instance, at {hosts[0].Manager}");
+            setInside[writers] = await InsideAsync(instances[0], "set", writers, window, value.Length);
+            appendInside[writers] = await InsideAsync(instances[0], "append", writers, window, value.Length);
+        }
+
+        var routes = client.Statistics;
+        Console.WriteLine($"  client: {routes.Calls} calls, {routes.ForwardedCalls} passed on by a manager that did not own the instance, {routes.Retries} retried");
+        return new QuintetFigures(noop, set, append, syncs, setInside, appendInside);
+    }
+
+    private static async Task<LoadFigures> InsideAsync(IToolsBench instance, string operation, int writers, TimeSpan window, int valueBytes)
+    {
+        var reply = await instance.LoadAsync(
+            new LoadRequest { Operation = operation, Writers = writers, Milliseconds = (int)window.TotalMilliseconds, ValueBytes = valueBytes },
+            CancellationToken.None);
+        return new LoadFigures(reply.Rate, reply.P50, reply.P99, reply.Count, 0, null);
+    }
+
+    private static async Task<LoadFigures> WarmAndMeasureAsync(int writers, TimeSpan window, Func<int, long, Task> call)
+    {
+        await LoadRun.MeasureAsync(writers, Warmup, call);
+        return await LoadRun.MeasureAsync(writers, window, call);
+    }
+
+    /// <summary>The first call activates the instance; the package may still be on its way to the instance's manager.</summary>
+    private static async Task<BenchReply> ActivateAsync(IToolsBench instance)
+    {
+        var waited = Stopwatch.StartNew();
+        while (true)
+        {
+            try
+            {
+                return await instance.NoopAsync(new NoopRequest(), CancellationToken.None);
+            }
+            catch (Grpc.Core.RpcException) when (waited.Elapsed < StartTimeout)
+            {
+                await Task.Delay(250);
+            }
+        }
+    }
+
+    private static async Task<StoreCounters> CountersAsync(IEnumerable<IToolsBench> probes)
+    {
+        var all = await Task.WhenAll(probes.Select(p => p.StoreCountersAsync(new NoopRequest(), CancellationToken.None)));
+        return new StoreCounters { Writes = all.Sum(c => c.Writes), Commits = all.Sum(c => c.Commits), Published = all.Any(c => c.Published), StoreType = string.Join(", ", all.Select(c => c.StoreType).Distinct()) };
+    }
+
+    private static string Key(int worker, long n) => string.Create(CultureInfo.InvariantCulture, $"w{worker}-{n % 1024}");
+
+    private static void Report(LoadFigures[] floors, PeerFigures? redis, PeerFigures? etcd, QuintetFigures quintet, int[] concurrencies, int managers, TimeSpan window, bool peersMissing)
+    {
+        var floor = new LoadFigures(floors.Average(f => f.Rate), floors.Average(f => f.P50), floors.Average(f => f.P99), floors.Sum(f => f.Calls), 0, null);
+        Console.WriteLine();
+        Console.WriteLine($"Load average at the end: {LoadAverage()} (1, 5, 15 min; the machine's other work shares its {Environment.ProcessorCount} cores and its disk).");
+        Console.WriteLine("ratio = quintet ÷ peer, for rates and for latencies alike.");
+        Console.WriteLine();
+        Console.WriteLine($"1. Shared dictionary SetAsync through a component, {managers} replicas, beside {redis?.Name ?? "redis-server (not run)"} SET (one node, persistence off).");
+        Console.WriteLine("   Target: within 3× of Redis (rate ratio ≥ 0.33, latency ratios ≤ 3).");
+        Header("quintet", "redis");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "set", quintet.Set[writers], redis?.Figures[writers]);
+        }
+
+        Console.WriteLine("   Where the time goes: the dictionary alone (the same writers inside one instance, no client call), and the");
+        Console.WriteLine("   component call alone (a no-op on the same instances as the sets), each beside the same Redis SETs.");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "set inside", quintet.SetInside[writers], redis?.Figures[writers]);
+            Row(writers, "no-op call", quintet.Noop[writers], redis?.Figures[writers]);
+        }
+
+        Console.WriteLine();
+        var store = quintet.Syncs.Values.Select(c => c.StoreType).FirstOrDefault(t => t.Length > 0) ?? "?";
+        Console.WriteLine($"2. Checkpoint log AppendAsync through a component (Context.Checkpoints: {store}), beside {etcd?.Name ?? "etcd (not run)"} put.");
+        Console.WriteLine("   Both acknowledge a write once it is on disk: etcd at a majority of its members; the store as its implementation says (see above).");
+        Console.WriteLine("   Target: ahead of etcd (rate ratio > 1, latency ratios < 1).");
+        Header("quintet", "etcd");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "append", quintet.Append[writers], etcd?.Figures[writers]);
+        }
+
+        Console.WriteLine("   The store alone: the same writers appending inside one instance (one stream), no client call.");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "append inside", quintet.AppendInside[writers], etcd?.Figures[writers]);
+        }
+
+        Console.WriteLine();
+        Console.WriteLine("3. fdatasync floor: 4 KiB written in place + fdatasync, one at a time, on the managers' file system.");
+        foreach (var (sample, name) in floors.Select((f, i) => (f, i == 0 ? "at the start" : "at the end")))
+        {
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"   {name,-13} {sample.Rate,8:F0} syncs/s, p50 {sample.P50,7:F3} ms, p99 {sample.P99,7:F3} ms"));
+        }
+
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"   {"mean",-13} {floor.Rate,8:F0} syncs/s, p50 {floor.P50,7:F3} ms, p99 {floor.P99,7:F3} ms (the ratios below use the mean)"));
+        Console.WriteLine("   Targets: several writes per log sync (group commit); append p99 ≤ 2× the floor's p99.");
+        Console.WriteLine($"   {"writers",7} {"who",-8} {"writes/s",9} {"syncs/s",8} {"writes/sync",11} {"p50÷floor",10} {"p99÷floor",10} {"syncs/s÷floor",14}");
+        foreach (var writers in concurrencies)
+        {
+            var counters = quintet.Syncs[writers];
+            FloorRow(writers, "quintet", quintet.Append[writers], counters.Published ? counters.Commits : null, counters.Published ? counters.Writes : null);
+            if (etcd is not null)
+            {
+                var puts = etcd.Figures[writers];
+                FloorRow(writers, "etcd", puts, etcd.Syncs[writers], puts.Calls);
+            }
+        }
+
+        void FloorRow(int writers, string who, LoadFigures figures, long? syncs, long? writes)
+        {
+            var syncsPerSecond = syncs is { } s ? s / window.TotalSeconds : double.NaN;
+            var perSync = syncs is > 0 && writes is { } w ? w / (double)syncs.Value : double.NaN;
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"   {writers,7} {who,-8} {figures.Rate,9:F0} {syncsPerSecond,8:F0} {perSync,11:F2} {figures.P50 / floor.P50,10:F2} {figures.P99 / floor.P99,10:F2} {syncsPerSecond / floor.Rate,14:F2}"));
+        }
+
+        Console.WriteLine("   Syncs are summed over all members (quintet: the managers hosting writers, from the store's counters; etcd: its");
+        Console.WriteLine("   three members' WAL fsyncs). Syncs of several processes overlap on the disk, so their sum may pass the floor's rate.");
+
+        if (!quintet.Syncs.Values.Any(c => c.Published))
+        {
+            Console.WriteLine($"   The store publishes no {Quintet.Diagnostics.QuintetTelemetry.CheckpointCommits} counter, so syncs are unknown; appends/s ÷ the floor's syncs/s is the least number of appends each sync must carry.");
+        }
+
+        if (peersMissing)
+        {
+            Console.WriteLine();
+            Console.WriteLine("The peers did not run (see above): install redis-server and etcd-server, or run as root, for the side-by-side figures.");
+        }
+    }
+
+    private static void Header(string ours, string peer) =>
+        Console.WriteLine($"   {"writers",7} {"operation",-13} {ours + "/s",10} {"p50 ms",8} {"p99 ms",8} {peer + "/s",10} {"p50 ms",8} {"p99 ms",8} {"rate ratio",10} {"p50 ratio",9} {"p99 ratio",9}");
+
+    private static void Row(int writers, string operation, LoadFigures ours, LoadFigures? peer)
+    {
+        var p = peer ?? LoadFigures.None;
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"   {writers,7} {operation,-13} {ours.Rate,10:F0} {ours.P50,8:F3} {ours.P99,8:F3} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3} {ours.Rate / p.Rate,10:F2} {ours.P50 / p.P50,9:F2} {ours.P99 / p.P99,9:F2}"));
+        foreach (var (who, figures) in new[] { ("quintet", ours), ("peer", p) }.Where(f => f.Item2.Errors > 0))
+        {
+            Console.WriteLine($"   {"",7} {who} failed calls: {figures.Errors} (first: {figures.FirstError})");
+        }
+    }
+
+    private static string LoadAverage() =>
+        File.Exists("/proc/loadavg") ? string.Join(' ', File.ReadAllText("/proc/loadavg").Split(' ').Take(3)) : "unknown";
+
+    private static void Progress(string step) => Console.WriteLine($"[{DateTime.UtcNow:HH:mm:ss}] {step}");
+
+    private static void TryDelete(string folder)
+    {
+        try
+        {
+            Directory.Delete(folder, recursive: true);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            Console.WriteLine($"Could not remove {folder}: {e.Message}");
+        }
+    }
+
+    private sealed record PeerFigures(string Name, Dictionary<int, LoadFigures> Figures, Dictionary<int, long> Syncs);
+
+    private sealed record QuintetFigures(
+        Dictionary<int, LoadFigures> Noop,
+        Dictionary<int, LoadFigures> Set,
+        Dictionary<int, LoadFigures> Append,
+        Dictionary<int, StoreCounters> Syncs,
+        Dictionary<int, LoadFigures> SetInside,
+        Dictionary<int, LoadFigures> AppendInside);
+}

@@ -1,0 +1,104 @@
+using Google.Protobuf;
+using Quintet.Runtime.Structures;
+using Quintet.Runtime.Wire;
+
+namespace Quintet.Manager.Tests.Structures;
+
+/// <summary>The shared dictionary's state machine: commands, limits, snapshots, changes (the replication itself is tested on managers).</summary>
+public class SharedDictionaryStateTests
+{
+    private static DictionaryResult Run(SharedDictionaryState state, DictionaryCommand command) =>
+        DictionaryResult.Parser.ParseFrom(state.Apply(command.ToByteArray()));
+
+    private static DictionaryCommand Set(string key, string value) => new() { Set = new DictionarySet { Key = key, Value = ByteString.CopyFromUtf8(value) } };
+
+    private static DictionaryCommand Cas(string key, string? expected, string? value)
+    {
+        var cas = new DictionaryCompareAndSet { Key = key, HasExpected = expected is not null, HasValue = value is not null };
+        if (expected is not null)
+        {
+            cas.Expected = ByteString.CopyFromUtf8(expected);
+        }
+
+        if (value is not null)
+        {
+            cas.Value = ByteString.CopyFromUtf8(value);
+        }
+
+        return new DictionaryCommand { CompareAndSet = cas };
+    }
+
+    [Fact]
+    public void Compare_and_set_applies_only_on_the_expected_value()
+    {
+        var state = new SharedDictionaryState("d", new SharedStructureLimits());
+        Assert.True(Run(state, Cas("k", null, "a")).Applied);
+        Assert.False(Run(state, Cas("k", null, "b")).Applied);
+        Assert.False(Run(state, Cas("k", "x", "b")).Applied);
+        Assert.True(Run(state, Cas("k", "a", "b")).Applied);
+        Assert.True(state.TryGet("k", out var value));
+        Assert.Equal("b", System.Text.Encoding.UTF8.GetString(value));
+        Assert.False(Run(state, Cas("k", "a", null)).Applied);
+        Assert.True(Run(state, Cas("k", "b", null)).Applied);
+        Assert.False(state.TryGet("k", out _));
+        Assert.False(Run(state, Cas("k", "b", null)).Applied);
+    }
+
+    [Fact]
+    public void An_empty_expected_value_matches_an_empty_entry_and_never_an_absent_one()
+    {
+        var state = new SharedDictionaryState("d", new SharedStructureLimits());
+        Assert.False(Run(state, Cas("k", string.Empty, "a")).Applied);
+        Assert.False(state.TryGet("k", out _));
+        Assert.True(Run(state, Set("k", string.Empty)).Applied);
+        Assert.True(Run(state, Cas("k", string.Empty, "a")).Applied);
+    }
+
+    [Fact]
+    public void Limits_refuse_an_update_alike_and_change_nothing()
+    {
+        var limits = new SharedStructureLimits { MaxEntries = 2, MaxBytes = 100 };
+        var state = new SharedDictionaryState("d", limits);
+        Assert.True(Run(state, Set("a", "1")).Applied);
+        Assert.True(Run(state, Set("b", "2")).Applied);
+        var full = Run(state, Set("c", "3"));
+        Assert.Contains("MaxEntries", full.Error, StringComparison.Ordinal);
+        var big = Run(state, new DictionaryCommand { Set = new DictionarySet { Key = "a", Value = ByteString.CopyFrom(new byte[200]) } });
+        Assert.Contains("past its limit of 100", big.Error, StringComparison.Ordinal);
+        Assert.Equal(2, state.Count);
+        Assert.True(state.TryGet("a", out var a) && a.SequenceEqual("1"u8.ToArray()));
+
+        var copy = new SharedDictionaryState("d", limits);
+        copy.RestoreSnapshot(state.TakeSnapshot());
+        Assert.True(copy.TryGet("b", out var b) && b.SequenceEqual("2"u8.ToArray()));
+        Assert.Equal(2, copy.Count);
+        Assert.Equal(state.Position, copy.Position);
+        Assert.Equal(state.Bytes, copy.Bytes);
+
+        // The copy refuses alike: its byte count came with it.
+        Assert.Equal(full.Error, Run(copy, Set("c", "3")).Error);
+    }
+
+    [Fact]
+    public async Task Changes_come_in_order_with_their_positions_and_only_when_something_changed()
+    {
+        var state = new SharedDictionaryState("d", new SharedStructureLimits());
+        Run(state, Set("before", "x"));
+        using var watch = state.Changes.Subscribe(state.Position);
+        Assert.Equal(1, watch.StartPosition);
+        Run(state, Set("a", "1"));
+        Run(state, Cas("a", "nope", "2"));
+        Run(state, Cas("a", "1", "2"));
+        Run(state, new DictionaryCommand { Remove = new DictionaryRemove { Key = "missing" } });
+        Run(state, new DictionaryCommand { Remove = new DictionaryRemove { Key = "a" } });
+        watch.Dispose();
+
+        var changes = new List<string>();
+        await foreach (var change in watch)
+        {
+            changes.Add($"{change.Position}:{change.Kind}:{change.Key}={System.Text.Encoding.UTF8.GetString(change.Value.Span)}");
+        }
+
+        Assert.Equal(["2:Set:a=1", "4:Set:a=2", "6:Removed:a="], changes);
+    }
+}
