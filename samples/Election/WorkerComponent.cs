@@ -123,7 +123,10 @@ public sealed class WorkerComponent : Component, IWorker
                 throw new InvalidOperationException($"Epoch {epoch} is stale: the job record carries epoch {EpochOf(bytes)}.");
             }
 
-            if (await _records.CompareAndSetAsync(RecordKey, current, next, cancellationToken))
+            var written = current is { } existing
+                ? await _records.TryUpdateAsync(RecordKey, existing, next, cancellationToken)
+                : await _records.TryAddAsync(RecordKey, next, cancellationToken);
+            if (written)
             {
                 _lastError = string.Empty;
                 return;

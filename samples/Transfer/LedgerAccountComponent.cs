@@ -30,7 +30,7 @@ public sealed class LedgerAccountComponent : Component, ILedgerAccount, ITransac
     public async Task<AccountState> OpenAsync(OpenRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        await _balances!.CompareAndSetAsync(Context.Key, null, Serialize(new Ledger(request.Balance, [])), cancellationToken);
+        await _balances!.TryAddAsync(Context.Key, Serialize(new Ledger(request.Balance, [])), cancellationToken);
         return await GetAsync(new AccountRequest(), cancellationToken);
     }
 
@@ -120,7 +120,10 @@ public sealed class LedgerAccountComponent : Component, ILedgerAccount, ITransac
 
             // The last 1 000 applied ids are kept: the transaction group keeps the last 1 024 decisions.
             var next = new Ledger(ledger.Balance + delta, [.. ledger.Applied.TakeLast(999), id]);
-            if (await _balances.CompareAndSetAsync(Context.Key, current, Serialize(next), cancellationToken))
+            var written = current is { } existing
+                ? await _balances.TryUpdateAsync(Context.Key, existing, Serialize(next), cancellationToken)
+                : await _balances.TryAddAsync(Context.Key, Serialize(next), cancellationToken);
+            if (written)
             {
                 break;
             }
