@@ -110,6 +110,12 @@ public sealed class ManagerProcess : IAsyncDisposable
             $"--Quintet:Manager:ParentProcessId={Environment.ProcessId}",
         };
         arguments.AddRange(seeds.Select((seed, i) => $"--Quintet:Cluster:Seeds:{i}={seed}"));
+        if (!_options.Settings.ContainsKey("Quintet:Store:Managers"))
+        {
+            // The replicated store's majority is of the cluster's size from the start, not of the managers seen so far.
+            arguments.Add($"--Quintet:Store:Managers={_options.InitialManagers}");
+        }
+
         arguments.AddRange(_options.Settings.Select(s => $"--{s.Key}={s.Value}"));
 
         if (_options.Network is { } network)

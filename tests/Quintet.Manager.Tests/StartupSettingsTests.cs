@@ -76,4 +76,23 @@ public class StartupSettingsTests
             f => Assert.StartsWith("Quintet:Manager:GrpcHost:", f, StringComparison.Ordinal),
             f => Assert.StartsWith("Quintet:Manager:GrpcPort:", f, StringComparison.Ordinal));
     }
+
+    [Fact]
+    public void Bad_store_settings_are_reported_with_their_full_paths()
+    {
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:Store:Kind", "mysql"),
+            ("Quintet:Store:Managers", "-3"),
+            ("Quintet:Store:ReplicationTimeout", "00:00:00"))));
+
+        Assert.Collection(
+            error.Failures,
+            f => Assert.Contains("Quintet:Store:Kind: 'mysql' is not a store kind; use 'replicated'", f, StringComparison.Ordinal),
+            f => Assert.StartsWith("Quintet:Store:Managers:", f, StringComparison.Ordinal),
+            f => Assert.StartsWith("Quintet:Store:ReplicationTimeout:", f, StringComparison.Ordinal));
+        Assert.Empty(StoreDefaults().Validate());
+        Assert.Equal(("replicated", 0), (StoreDefaults().Kind, StoreDefaults().Managers));
+    }
+
+    private static Quintet.Manager.Persistence.StoreOptions StoreDefaults() => new();
 }

@@ -19,7 +19,7 @@ public static class QuintetTelemetry
     public const string Manager = Prefix + ".Manager";
 
     /// <summary>
-    /// Counter (meter <see cref="Manager"/>): writes the manager's checkpoint store committed. Divided by
+    /// Counter (meter <see cref="Manager"/>): writes the manager's checkpoint store committed to its disk (the local store, or this manager's replica of the replicated store). Divided by
     /// <see cref="CheckpointCommits"/>, it gives the writes that shared one sync of the store's log (group commit).
     /// </summary>
     public const string CheckpointWrites = "quintet.checkpoint.writes";

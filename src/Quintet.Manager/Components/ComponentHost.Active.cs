@@ -299,7 +299,7 @@ internal sealed partial class ComponentHost
 
             var context = new ComponentContext(Class.Name, Id.Key, host.identity.NodeName)
             {
-                Checkpoints = host._checkpoints.Open(StreamOf(Id)),
+                Checkpoints = host._replicaCheckpoints.Store.Open(StreamOf(Id)),
                 Qos = Class.Qos,
             };
             await ((IComponentLifecycle)instance).ActivateAsync(context, reason, cancellationToken);

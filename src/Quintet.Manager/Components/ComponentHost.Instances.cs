@@ -351,7 +351,10 @@ internal sealed partial class ComponentHost
             var stream = _checkpoints.Open(StreamOf(id));
             try
             {
-                var recovery = await stream.RecoverAsync(cancellationToken);
+                // A store every manager shares needs no copy: the new owner seals the stream and reads it itself.
+                var recovery = _checkpoints is Persistence.Replication.IClusterCheckpointStore
+                    ? new CheckpointRecovery(null, 0, [])
+                    : await stream.RecoverAsync(cancellationToken);
                 await _peers.AcceptInstanceAsync(target.Endpoint, id, shadow.Epoch + 1, exported, recovery, cancellationToken);
                 var announced = await _directory.AnnounceMoveAsync(id, shadow.Epoch, toNode, cancellationToken);
                 if (!announced || (_directory.TryRoute(id, out var after) && after.IsLocal))
@@ -370,7 +373,12 @@ internal sealed partial class ComponentHost
             shadow.State = ShadowState.Gone;
             _shadows.TryRemove(new KeyValuePair<InstanceId, Shadow>(id, shadow));
             _arrivals.TryRemove(id, out _);
-            await stream.DeleteAsync(CancellationToken.None);
+            if (_checkpoints is not Persistence.Replication.IClusterCheckpointStore)
+            {
+                // A store of this manager's own: the stream went with the instance, and its copy here is stale.
+                await stream.DeleteAsync(CancellationToken.None);
+            }
+
             LogMigrated(logger, id.ClassName, id.Key, toNode);
             return shadow.Epoch + 1;
         }
@@ -439,6 +447,13 @@ internal sealed partial class ComponentHost
         if (FindClass(id.ClassName) is null)
         {
             throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
+        }
+
+        if (_checkpoints is Persistence.Replication.IClusterCheckpointStore)
+        {
+            // Every manager sees the stream already: the old owner sent no copy of it.
+            _arrivals[id] = (epoch, state);
+            return;
         }
 
         var stream = _checkpoints.Open(StreamOf(id));

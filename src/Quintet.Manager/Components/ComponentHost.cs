@@ -32,11 +32,13 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     private readonly PackageStore store;
     private readonly InstanceDirectory _directory;
     private readonly ICheckpointStore _checkpoints;
+    private readonly Persistence.ActiveReplicaCheckpoints _replicaCheckpoints;
     private readonly FactoryMemberships _factories;
     private readonly IsolatedWorkers _isolated;
 
-    public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints, IsolatedWorkers isolated)
+    public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints, Persistence.ActiveReplicaCheckpoints replicaCheckpoints, IsolatedWorkers isolated)
     {
+        _replicaCheckpoints = replicaCheckpoints;
         _isolated = isolated;
         this.logger = logger;
         this.identity = identity;

@@ -26,6 +26,11 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         var manager = Bind<ManagerOptions>(configuration, ManagerOptions.SectionName, failures);
         Bind<Quintet.Core.Groups.GroupsOptions>(configuration, Quintet.Core.Groups.GroupsOptions.SectionName, failures);
         Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
+        if (Bind<Quintet.Manager.Persistence.StoreOptions>(configuration, Quintet.Manager.Persistence.StoreOptions.SectionName, failures) is { } store)
+        {
+            failures.AddRange(store.Validate());
+        }
+
         if (cluster is not null)
         {
             AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);

@@ -84,7 +84,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<Quintet.Runtime.Coordination.CoordinationService>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
-        builder.Services.AddLocalCheckpointStore();
+        builder.Services.AddCheckpointStore(builder.Configuration);
         builder.Services.AddSingleton(sp =>
         {
             var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);
@@ -125,6 +125,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<ComponentAdminService>();
         app.MapGrpcService<InstanceTransferService>();
         app.MapGrpcService<ReplicaHostingService>();
+        app.MapGrpcService<Persistence.Replication.StoreReplicationService>();
         app.MapGrpcService<ComponentInstancesService>();
         app.MapComponentCalls();
         return app;

@@ -1,0 +1,135 @@
+using System.Collections.Concurrent;
+using Grpc.Net.Client;
+using Quintet.Manager.Components;
+
+namespace Quintet.Manager.Persistence.Replication;
+
+/// <summary>
+/// The replicas of the managers in the instance directory's view, and the majority rule: more than half of the larger of
+/// <see cref="StoreOptions.Managers"/> and the managers this one has ever seen in a view (kept in its replica, so that
+/// after a restart of the whole cluster it still knows how many there were). A majority of the current view is not
+/// enough: after the view shrank, it can be a minority of the managers that hold the acknowledged writes.
+/// </summary>
+internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
+{
+    private readonly ReplicaStore _local;
+    private readonly InstanceDirectory _directory;
+    private readonly StoreOptions _options;
+    private readonly ConcurrentDictionary<string, RemoteReplica> _remotes = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
+    private readonly HashSet<string> _known;
+    private readonly Lock _gate = new();
+
+    public ManagerReplicaSet(ReplicaStore local, InstanceDirectory directory, StoreOptions options)
+    {
+        _local = local;
+        _directory = directory;
+        _options = options;
+        _known = new HashSet<string>(local.KnownManagers, StringComparer.Ordinal) { local.Name };
+    }
+
+    /// <inheritdoc />
+    public ILocalReplica Local => _local;
+
+    /// <inheritdoc />
+    public int Majority
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return (Math.Max(_options.Managers, _known.Count) / 2) + 1;
+            }
+        }
+    }
+
+    /// <summary>The managers this one counts as the cluster's, for the majority.</summary>
+    public IReadOnlyCollection<string> Known
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return [.. _known];
+            }
+        }
+    }
+
+    /// <inheritdoc />
+    public IReadOnlyList<IStoreReplica> Reachable()
+    {
+        var peers = _directory.Peers();
+        List<string>? added = null;
+        lock (_gate)
+        {
+            foreach (var (name, _) in peers)
+            {
+                if (_known.Add(name))
+                {
+                    (added ??= []).Add(name);
+                }
+            }
+        }
+
+        if (added is not null)
+        {
+            // Growing the majority at once is safe; remembering it lets a restarted cluster keep it.
+            _ = _local.RecordManagersAsync(added);
+        }
+
+        var replicas = new List<IStoreReplica>(peers.Count + 1) { _local };
+        foreach (var (name, endpoint) in peers)
+        {
+            if (name != _local.Name)
+            {
+                replicas.Add(Remote(name, endpoint));
+            }
+        }
+
+        return replicas;
+    }
+
+    /// <inheritdoc />
+    public string? WhyNotWritable() => _directory.Managers.HoldsPrimaryLease
+        ? null
+        : $"manager {_local.Name} is cut off from the majority of the cluster (it holds no primary lease)";
+
+    public void Dispose()
+    {
+        foreach (var remote in _remotes.Values)
+        {
+            remote.Dispose();
+        }
+
+        foreach (var channel in _channels.Values)
+        {
+            channel.Dispose();
+        }
+    }
+
+    private RemoteReplica Remote(string name, string endpoint)
+    {
+        var remote = _remotes.GetOrAdd(name, _ => Create(name, endpoint));
+        if (remote.Endpoint != endpoint)
+        {
+            // The manager came back at another address: a new link for it.
+            var fresh = Create(name, endpoint);
+            if (_remotes.TryUpdate(name, fresh, remote))
+            {
+                remote.Dispose();
+                return fresh;
+            }
+
+            fresh.Dispose();
+            return _remotes[name];
+        }
+
+        return remote;
+    }
+
+    private RemoteReplica Create(string name, string endpoint)
+    {
+        var channel = _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024, MaxSendMessageSize = 80 * 1024 * 1024 }));
+        return new RemoteReplica(name, endpoint, channel, _local.Name, _options.ReplicationTimeout);
+    }
+}
