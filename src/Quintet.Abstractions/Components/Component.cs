@@ -161,6 +161,26 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
     /// <summary>The shared data structures (dictionaries, sets, queues and counters shared by name across instances and managers).</summary>
     public ISharedStructures Shared { get; init; } = NoShared.Instance;
 
+    /// <summary>The coordination tools: voting, leader election, barriers, locks with fencing tokens, two-phase commit.</summary>
+    public ICoordination Coordination { get; init; } = NoCoordination.Instance;
+
+    private sealed class NoCoordination : ICoordination
+    {
+        public static readonly NoCoordination Instance = new();
+
+        public Task<IVotingGroup> JoinVotingAsync(string group, VoteHandler? handler = null, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<ILeaderElection> JoinElectionAsync(string group, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<IBarrier> JoinBarrierAsync(string name, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<IDistributedLock> LockAsync(string name, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        public Task<ITransactionGroup> JoinTransactionsAsync(string group, ITransactionParticipant? participant = null, CancellationToken cancellationToken = default) => throw Unavailable();
+
+        private static InvalidOperationException Unavailable() => new("Coordination tools are not available to this activation (it runs outside a manager, as an active replica, or in an isolated worker).");
+    }
+
     /// <summary>State maintenance: states shared by the instances that register the same name (manual, automated, hot standby).</summary>
     public IComponentStates States { get; init; } = NoStates.Instance;
 

@@ -22,12 +22,14 @@ internal sealed partial class ComponentHost
     private readonly ConcurrentDictionary<InstanceId, ReplicaGroup> _replicas = new();
     private GroupService? _groups;
     private Quintet.Runtime.Structures.SharedStructures? _shared;
+    private Quintet.Runtime.Coordination.CoordinationService? _coordination;
 
     /// <summary>Set once at startup (the group service is created after the host in some hosts).</summary>
-    public void AttachGroups(GroupService groups, Quintet.Runtime.Structures.SharedStructures shared)
+    public void AttachGroups(GroupService groups, Quintet.Runtime.Structures.SharedStructures shared, Quintet.Runtime.Coordination.CoordinationService? coordination = null)
     {
         _groups = groups;
         _shared = shared;
+        _coordination = coordination;
     }
 
     /// <summary>Runs a call on an actively replicated instance owned here: total-order multicast, answered by the local replica.</summary>

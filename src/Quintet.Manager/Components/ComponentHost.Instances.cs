@@ -139,6 +139,12 @@ internal sealed partial class ComponentHost
             context = context with { Shared = shared };
         }
 
+        if (_coordination is { } coordination)
+        {
+            shadow.Coordination = coordination.ForInstance(shadow.Key);
+            context = context with { Coordination = shadow.Coordination };
+        }
+
         try
         {
             if (arrived && arrival.State is { } state && instance is IMigrateState migrating)
@@ -167,6 +173,13 @@ internal sealed partial class ComponentHost
     /// <summary>Ends the groups memberships of a deactivated instance's activation.</summary>
     private static async Task LeaveGroupsAsync(Shadow shadow)
     {
+        if (shadow.Coordination is { } coordination)
+        {
+            // Withdraws its votes, candidacies and barrier places, and releases its locks.
+            shadow.Coordination = null;
+            await coordination.DisposeAsync();
+        }
+
         if (shadow.Groups is { } groups)
         {
             shadow.Groups = null;

@@ -51,6 +51,9 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// <summary>The live activation's groups, if it has joined any.</summary>
     public InstanceGroups? Groups { get; set; }
 
+    /// <summary>The live activation's coordination tools (votes, elections, locks it joined or holds).</summary>
+    public Quintet.Runtime.Coordination.CoordinationScope? Coordination { get; set; }
+
     /// <summary>Once activated here: the next activation is a reactivation.</summary>
     public bool WasActivated { get; set; }
 

@@ -81,6 +81,7 @@ public static class ManagerHostingExtensions
             })
             .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024));
         builder.Services.AddSingleton<Quintet.Runtime.Structures.SharedStructures>();
+        builder.Services.AddSingleton<Quintet.Runtime.Coordination.CoordinationService>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
         builder.Services.AddSingleton(settings.Store);
@@ -88,7 +89,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton(sp =>
         {
             var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);
-            host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>(), sp.GetRequiredService<Quintet.Runtime.Structures.SharedStructures>());
+            host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>(), sp.GetRequiredService<Quintet.Runtime.Structures.SharedStructures>(), sp.GetRequiredService<Quintet.Runtime.Coordination.CoordinationService>());
             return host;
         });
         builder.Services.AddIsolatedWorkers();

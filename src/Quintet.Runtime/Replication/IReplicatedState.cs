@@ -1,3 +1,5 @@
+using Quintet.Core.Groups.Light;
+
 namespace Quintet.Runtime.Replication;
 
 /// <summary>
@@ -107,4 +109,15 @@ public sealed class PagedStateSnapshot(IReadOnlyList<byte[]> pages) : IStateSnap
 
         return starts;
     }
+}
+
+/// <summary>
+/// A replicated state that also follows the replica group's views: <see cref="ViewInstalled"/> is called at the view's
+/// place among the commands, the same way at every replica (a replica that joins gets the views after its snapshot's),
+/// so a state can act deterministically on members leaving, for example release what a failed replica held.
+/// </summary>
+public interface IViewAwareReplicatedState : IReplicatedState
+{
+    /// <summary>A view of the replicas was installed: every command of the previous view was applied before it.</summary>
+    void ViewInstalled(LightGroupView view);
 }

@@ -61,7 +61,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     private readonly SnapshotReceiver _receiver;
     private readonly Dictionary<long, TaskCompletionSource<byte[]>> _pending = [];
     private readonly HashSet<string> _synced = new(StringComparer.Ordinal);
-    private readonly List<(long ViewId, RsmCommand Command)> _buffered = [];
+    private readonly List<(long ViewId, RsmCommand? Command, LightGroupView? View)> _buffered = [];
     private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly CancellationTokenSource _stop = new();
     private LightGroupView? _view;
@@ -81,6 +81,9 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     /// <summary>The name it was joined by.</summary>
     public string Name { get; }
+
+    /// <summary>This replica's identity in the replica group; a new one after it rejoined.</summary>
+    public LightMemberId Self => _member.Self;
 
     /// <summary>Raised on the replica's loop after each command is applied, in the order of application.</summary>
     public event Action<ReadOnlyMemory<byte>, byte[]>? Applied;
@@ -230,6 +233,19 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 MarkSynced();
             }
 
+            if (_state is IViewAwareReplicatedState aware)
+            {
+                // At the view's place among the commands; before the capture below, which therefore includes it.
+                if (_isSynced)
+                {
+                    aware.ViewInstalled(view);
+                }
+                else
+                {
+                    _buffered.Add((view.Id, null, view));
+                }
+            }
+
             if (!_isSynced)
             {
                 return;
@@ -292,7 +308,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 {
                     if (!_isSynced)
                     {
-                        _buffered.Add((_view?.Id ?? 0, message.Command));
+                        _buffered.Add((_view?.Id ?? 0, message.Command, null));
                         return;
                     }
                 }
@@ -327,18 +343,30 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     {
         var view = _receiver.View;
         using var snapshot = _receiver.TakeCompleted();
-        List<RsmCommand> replay;
+        List<(RsmCommand? Command, LightGroupView? View)> replay;
         lock (_gate)
         {
             _state.RestoreSnapshot(snapshot);
-            replay = [.. _buffered.Where(b => b.ViewId >= view).Select(b => b.Command)];
+
+            // The snapshot holds the effect of the view it was captured in; later views replay in place among the commands.
+            replay = [.. _buffered.Where(b => b.ViewId >= view && (b.View is null || b.ViewId > view)).Select(b => (b.Command, b.View))];
             _buffered.Clear();
             MarkSynced();
         }
 
-        foreach (var command in replay)
+        foreach (var (command, laterView) in replay)
         {
-            Apply(command);
+            if (command is not null)
+            {
+                Apply(command);
+            }
+            else if (laterView is not null && _state is IViewAwareReplicatedState aware)
+            {
+                lock (_gate)
+                {
+                    aware.ViewInstalled(laterView);
+                }
+            }
         }
     }
 

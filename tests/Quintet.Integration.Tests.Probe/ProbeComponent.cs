@@ -1,0 +1,98 @@
+using Quintet.Components;
+
+namespace Quintet.Integration.Tests.Probe;
+
+/// <summary>Exercises votes, locks and a fenced resource on request.</summary>
+public sealed class ProbeComponent : Component, IProbe
+{
+    private readonly FencingGate _gate = new();
+    private readonly Dictionary<string, IVotingGroup> _groups = [];
+    private ILockHold? _hold;
+
+    /// <inheritdoc />
+    public Task<ProbeReply> WhereAsync(ProbeRequest request, CancellationToken cancellationToken) => Task.FromResult(Reply(true));
+
+    /// <inheritdoc />
+    public async Task<ProbeReply> JoinVotingAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        VoteHandler handler = request.Behavior switch
+        {
+            "accept" => (_, _) => Task.FromResult(Vote.Yes),
+            "reject" => (_, _) => Task.FromResult(Vote.No("the probe rejects")),
+            _ => async (_, ct) =>
+            {
+                await Task.Delay(Timeout.Infinite, ct);
+                return Vote.Yes;
+            },
+        };
+        _groups[request.Group] = await Context.Coordination.JoinVotingAsync(request.Group, handler, cancellationToken);
+        return Reply(true);
+    }
+
+    /// <inheritdoc />
+    public async Task<ProbeReply> ProposeAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        if (!_groups.TryGetValue(request.Group, out var group))
+        {
+            group = _groups[request.Group] = await Context.Coordination.JoinVotingAsync(request.Group, cancellationToken: cancellationToken);
+        }
+
+        var rule = request.Rule switch
+        {
+            "All" => VoteRule.All,
+            "Majority" => VoteRule.Majority,
+            _ => VoteRule.QuorumOf(request.K),
+        };
+        var outcome = await group.ProposeAsync("probe", Array.Empty<byte>(), rule, TimeSpan.FromMilliseconds(request.TimeoutMs), cancellationToken: cancellationToken);
+        var reply = Reply(outcome.Accepted);
+        reply.Result = outcome.Result.ToString();
+        reply.Details.AddRange(outcome.Ballots.Select(b => $"{b.Participant}={b.State}"));
+        reply.Details.Add(outcome.Reason);
+        return reply;
+    }
+
+    /// <inheritdoc />
+    public async Task<ProbeReply> AcquireAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var distributed = await Context.Coordination.LockAsync(request.Group, cancellationToken);
+        try
+        {
+            _hold = await distributed.AcquireAsync(request.Exclusive ? LockMode.Exclusive : LockMode.Shared, TimeSpan.FromMilliseconds(request.TimeoutMs), cancellationToken);
+            var reply = Reply(true);
+            reply.Token = _hold.Token;
+            return reply;
+        }
+        catch (TimeoutException e)
+        {
+            var reply = Reply(false);
+            reply.Details.Add(e.Message);
+            return reply;
+        }
+    }
+
+    /// <inheritdoc />
+    public async Task<ProbeReply> ReleaseAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        if (_hold is { } hold)
+        {
+            _hold = null;
+            await hold.ReleaseAsync(cancellationToken);
+        }
+
+        return Reply(true);
+    }
+
+    /// <inheritdoc />
+    public Task<ProbeReply> WriteAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var reply = Reply(_gate.TryAdmit(request.Token));
+        reply.Token = _gate.Highest;
+        return Task.FromResult(reply);
+    }
+
+    private ProbeReply Reply(bool ok) => new() { Manager = Context.Manager, Ok = ok };
+}
