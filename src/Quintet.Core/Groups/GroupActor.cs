@@ -41,6 +41,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private TimeSpan _trustSuspicionFrom;
     private readonly Dictionary<string, TimeSpan> _newcomerGraceUntil = [];
     private TimeSpan _lastReachabilityCheck;
+    private bool _restarting;
 
     public GroupActor(string group, GroupProtocolOptions options, IGroupTraceSink? trace, IGroupTraceSink? lightTrace, GroupHandle handle)
     {
@@ -93,7 +94,26 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         Timers.StartPeriodicTimer("tick", Tick.Instance, TickInterval);
     }
 
-    protected override void PostStop() => _cluster.Unsubscribe(Self);
+    protected override void PreRestart(Exception reason, object message)
+    {
+        // The handle and its light members carry over to the next incarnation of this actor.
+        _restarting = true;
+        base.PreRestart(reason, message);
+    }
+
+    protected override void PostStop()
+    {
+        _cluster.Unsubscribe(Self);
+        if (_restarting)
+        {
+            return;
+        }
+
+        // Stopped without a leave, as when the cluster removed this manager and its actor system ended: nobody will
+        // complete the members' leaves any more, and disposing them must not wait for a view that never comes.
+        _light.AbandonLocals();
+        _handle.CompleteLeave();
+    }
 
     public void Send(MemberId to, Envelope envelope)
     {

@@ -65,7 +65,8 @@ public abstract class Workload
     /// <param name="exception">What was thrown.</param>
     /// <returns>Default: true for gRPC statuses a call gets before anything runs (<c>INVALID_ARGUMENT</c>,
     /// <c>NOT_FOUND</c>, <c>PERMISSION_DENIED</c>, <c>UNAUTHENTICATED</c>, <c>UNIMPLEMENTED</c>) and for
-    /// <c>UNAVAILABLE</c> when no connection could be made (the request was never sent: connection refused); false for
+    /// <c>UNAVAILABLE</c> when no connection could be made (the request was never sent: connection refused, or the channel
+    /// could not connect at all); false for
     /// everything else, timeouts and other <c>UNAVAILABLE</c>s included.</returns>
     public virtual bool IsDefiniteFailure(Exception exception) =>
         exception is RpcException
@@ -73,7 +74,15 @@ public abstract class Workload
             StatusCode: StatusCode.InvalidArgument or StatusCode.NotFound or StatusCode.PermissionDenied
                 or StatusCode.Unauthenticated or StatusCode.Unimplemented,
         }
-        || (exception is RpcException { StatusCode: StatusCode.Unavailable } unavailable && NeverConnected(unavailable.Status.DebugException));
+        || (exception is RpcException { StatusCode: StatusCode.Unavailable } unavailable
+            && (unavailable.Status.Detail.StartsWith(SubchannelConnectFailed, StringComparison.Ordinal) || NeverConnected(unavailable.Status.DebugException)));
+
+    /// <summary>
+    /// How grpc-dotnet's channel fails a call it could not give a connection to (its load balancer's pick failed): no
+    /// stream was opened, so nothing reached a manager. A paused or cut-off manager gives this, with a timeout rather than
+    /// a refusal beneath it.
+    /// </summary>
+    private const string SubchannelConnectFailed = "Error connecting to subchannel.";
 
     private static bool NeverConnected(Exception? exception)
     {

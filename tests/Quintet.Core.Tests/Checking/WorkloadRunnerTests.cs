@@ -328,6 +328,9 @@ public class WorkloadRunnerTests
         var workload = new SetWorkload(_ => new FlakySet(1, loseAdds: false));
         var refused = new System.Net.Sockets.SocketException((int)System.Net.Sockets.SocketError.ConnectionRefused);
         Assert.True(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "Error connecting to subchannel.", new HttpRequestException("connect", refused)))));
+        var timedOut = new System.Net.Sockets.SocketException((int)System.Net.Sockets.SocketError.TimedOut);
+        Assert.True(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "Error connecting to subchannel. (gave up after 1 attempt)", new HttpRequestException("connect", timedOut)))));
+        Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "Error starting gRPC call.", new HttpRequestException("reset", timedOut)))));
         Assert.True(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.InvalidArgument, "bad"))));
         Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "cut off from the majority"))));
         Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.DeadlineExceeded, "late"))));

@@ -411,6 +411,15 @@ internal sealed class LightGroupEngine : IGroupObserver
         }
     }
 
+    /// <summary>Ends every local member's membership here, without a view change: the engine is stopping for good.</summary>
+    public void AbandonLocals()
+    {
+        foreach (var local in _locals.Values.ToList())
+        {
+            RemoveLocal(local);
+        }
+    }
+
     public void Excluded(MemberId next)
     {
         _application.Excluded(next);

@@ -99,8 +99,18 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
         LightSendOutcome outcome;
         try
         {
-            _actor.Tell(command);
-            outcome = await command.Outcome.WaitAsync(cancellationToken);
+            if (_left.Task.IsCompleted)
+            {
+                // Its engine is gone (it left, or the manager's actor system ended): nothing would answer the command.
+                outcome = LightSendOutcome.NotInGroup;
+            }
+            else
+            {
+                _actor.Tell(command);
+                outcome = await Task.WhenAny(command.Outcome, _left.Task).WaitAsync(cancellationToken) == command.Outcome
+                    ? await command.Outcome
+                    : LightSendOutcome.NotInGroup;
+            }
         }
         finally
         {
