@@ -60,10 +60,13 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         Receive<Envelope>(OnEnvelope);
         Receive<EnvelopeBatch>(batch =>
         {
+            _engine.HoldAcks();
             foreach (var envelope in batch.Envelopes)
             {
                 OnEnvelope(envelope);
             }
+
+            _engine.ReleaseAcks();
         });
         Receive<GroupHandle.Drain>(_ => DrainSends());
         Receive<GroupHandle.LeaveCommand>(_ => _engine.Leave(Now));

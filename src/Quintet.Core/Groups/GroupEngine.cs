@@ -161,6 +161,7 @@ internal sealed partial class GroupEngine
         }
 
         AfterInput();
+        AckIfDue();
     }
 
     /// <summary>Advances timers: digests, retransmission requests, view-change phases, join requests.</summary>
@@ -321,9 +322,40 @@ internal sealed partial class GroupEngine
         {
             CheckFlushComplete();
         }
-        else if (_now - _lastAckAt >= _options.AckInterval && HoldsMoreThanAcked())
+        else
         {
-            // Acknowledge at once rather than at the next tick: total-order delivery waits for a majority's acks.
+            // Acknowledge once this input is handled rather than at the next tick: total-order delivery waits for a
+            // majority's acks, and an acknowledgement sent after the input also covers the order record the sequencer
+            // makes from it, saving every sender a round of waiting.
+            _ackDue = true;
+        }
+    }
+
+    /// <summary>
+    /// Holds acknowledgements until <see cref="ReleaseAcks"/>, so that a batch of envelopes from one member is
+    /// acknowledged once, covering all of it (a message and the order record that came with it, say).
+    /// </summary>
+    public void HoldAcks() => _holdAcks = true;
+
+    /// <summary>Sends the acknowledgement that inputs since <see cref="HoldAcks"/> made due.</summary>
+    public void ReleaseAcks()
+    {
+        _holdAcks = false;
+        AckIfDue();
+    }
+
+    private void AckIfDue()
+    {
+        if (!_ackDue || _holdAcks)
+        {
+            return;
+        }
+
+        _ackDue = false;
+
+        // Within the ack interval the next tick acknowledges instead: it bounds the digests sent under load.
+        if (_view is not null && _promised is null && _now - _lastAckAt >= _options.AckInterval && HoldsMoreThanAcked())
+        {
             SendDigest();
         }
     }
@@ -483,6 +515,8 @@ internal sealed partial class GroupEngine
     }
 
     private long _orderApplied;
+    private bool _ackDue;
+    private bool _holdAcks;
 
     /// <summary>The sequencer assigns global positions to total-order messages in each sender's FIFO order.</summary>
     private void Sequence()
