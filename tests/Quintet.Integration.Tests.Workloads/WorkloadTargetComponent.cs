@@ -24,18 +24,12 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     private ILeaderElection? _election;
     private ILockHold? _hold;
 
-    /// <inheritdoc />
-    protected override async Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken)
-    {
-        _registers = await Context.Shared.DictionaryAsync("workload-registers", cancellationToken);
-        _set = await Context.Shared.DictionaryAsync("workload-set", cancellationToken);
-    }
 
     /// <inheritdoc />
     public async Task<RegisterReply> ReadAsync(RegisterRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        var value = await _registers!.GetLinearizableAsync(request.Key, cancellationToken);
+        var value = await (await RegistersAsync(cancellationToken)).GetLinearizableAsync(request.Key, cancellationToken);
         return value is { } bytes ? new RegisterReply { Value = Decode(bytes), Found = true } : new RegisterReply();
     }
 
@@ -43,7 +37,7 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<RegisterReply> WriteAsync(RegisterRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        await _registers!.SetAsync(request.Key, Encode(request.Value), cancellationToken);
+        await (await RegistersAsync(cancellationToken)).SetAsync(request.Key, Encode(request.Value), cancellationToken);
         return new RegisterReply { Value = request.Value, Found = true, Applied = true };
     }
 
@@ -52,8 +46,8 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     {
         ArgumentNullException.ThrowIfNull(request);
         var applied = request.ExpectAbsent
-            ? await _registers!.TryAddAsync(request.Key, Encode(request.Value), cancellationToken)
-            : await _registers!.TryUpdateAsync(request.Key, Encode(request.Expected), Encode(request.Value), cancellationToken);
+            ? await (await RegistersAsync(cancellationToken)).TryAddAsync(request.Key, Encode(request.Value), cancellationToken)
+            : await (await RegistersAsync(cancellationToken)).TryUpdateAsync(request.Key, Encode(request.Expected), Encode(request.Value), cancellationToken);
         return new RegisterReply { Value = request.Value, Found = true, Applied = applied };
     }
 
@@ -61,7 +55,7 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<SetReply> AddAsync(SetRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        await _set!.SetAsync(Member(request.Element), Encode(request.Element), cancellationToken);
+        await (await MembersAsync(cancellationToken)).SetAsync(Member(request.Element), Encode(request.Element), cancellationToken);
         return new SetReply { Elements = [request.Element] };
     }
 
@@ -72,11 +66,12 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
 
         // The dictionary does not list its keys: one linearizable read brings this replica up to every update ordered
         // before the call, and then the local replica answers for every member asked for.
-        await _set!.GetLinearizableAsync(Member(0), cancellationToken);
-        var reply = new SetReply { Count = _set.Count };
+        var set = await MembersAsync(cancellationToken);
+        await set.GetLinearizableAsync(Member(0), cancellationToken);
+        var reply = new SetReply { Count = set.Count };
         for (long element = 1; element <= request.Element; element++)
         {
-            if (_set.TryGet(Member(element), out var stored))
+            if (set.TryGet(Member(element), out var stored))
             {
                 // A member stored under the wrong value is reported as that value, which the checker finds unexpected.
                 reply.Elements.Add(Decode(stored));
@@ -223,6 +218,14 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
             await _hold.DisposeAsync();
         }
     }
+
+    // Each structure is opened on first use only: a manager joins the replicas of each structure it opens, and a
+    // workload's managers need join only those of the structure under test.
+    private async Task<ISharedDictionary> RegistersAsync(CancellationToken cancellationToken) =>
+        _registers ??= await Context.Shared.DictionaryAsync("workload-registers", cancellationToken);
+
+    private async Task<ISharedDictionary> MembersAsync(CancellationToken cancellationToken) =>
+        _set ??= await Context.Shared.DictionaryAsync("workload-set", cancellationToken);
 
     private async Task<ISharedQueue> QueueAsync(CancellationToken cancellationToken) =>
         _queue ??= await Context.Shared.QueueAsync("workload-queue", cancellationToken);
