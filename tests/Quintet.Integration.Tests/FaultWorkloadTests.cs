@@ -158,7 +158,7 @@ public class FaultWorkloadTests(ITestOutputHelper output)
                     finalDone = await runner.RunFinalAsync();
                     if (restartWholeCluster && finalDone)
                     {
-                        await RestartWholeClusterAsync(cluster, history);
+                        await RestartWholeClusterAsync(cluster, history, traces);
                         finalDone = await runner.RunFinalAsync();
                     }
                 }
@@ -194,14 +194,24 @@ public class FaultWorkloadTests(ITestOutputHelper output)
     /// <summary>
     /// Stops every manager gracefully, one after the other (the last ones lose their majority on the way), starts them all
     /// again on the same ports and data, and deploys the package again; the clients' connections reconnect by themselves.
+    /// The restarted cluster's groups start their views afresh, so the traces of the cluster before are checked then and
+    /// moved aside (into <c>before-restart</c>), and the test checks those after.
     /// </summary>
-    private async Task RestartWholeClusterAsync(LocalCluster cluster, HistoryWriter history)
+    private async Task RestartWholeClusterAsync(LocalCluster cluster, HistoryWriter history, string traces)
     {
         history.AppendNemesis("stop-all", JsonValue.Create(cluster.Managers.Count));
         foreach (var manager in cluster.Managers)
         {
             var code = await cluster.StopAsync(manager);
             output.WriteLine($"stopped {manager.Name}: exit code {code}");
+        }
+
+        output.WriteLine("traces before the restart:");
+        CheckTraces(traces);
+        var before = Directory.CreateDirectory(Path.Combine(traces, "before-restart")).FullName;
+        foreach (var file in Directory.GetFiles(traces, "*.jsonl"))
+        {
+            File.Move(file, Path.Combine(before, Path.GetFileName(file)));
         }
 
         foreach (var manager in cluster.Managers)
