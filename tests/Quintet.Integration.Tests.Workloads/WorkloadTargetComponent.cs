@@ -5,26 +5,31 @@ using Quintet.Components;
 namespace Quintet.Integration.Tests.Workloads;
 
 /// <summary>
-/// Registers in the shared dictionary <c>workload-registers</c> (values as decimal text) and a set whose members are
-/// the keys of the shared dictionary <c>workload-set</c>. Any instance on any manager serves any key.
+/// Registers in the shared dictionary <c>workload-registers</c> (values as decimal text), a set whose members are the
+/// keys of the shared dictionary <c>workload-set</c>, the shared queue <c>workload-queue</c>, the shared counter
+/// <c>workload-counter</c>, the lock <c>workload-lock</c> and the election <c>workload-leader</c> (opened on first use).
+/// Any instance on any manager serves any key of those; the store operations work on the instance's own stream.
 /// </summary>
 public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
 {
+    // The resource the lock protects, one per worker process (so per manager): it refuses an exclusive holder whose
+    // token is lower than one it already admitted, as a store written by lock holders would.
+    private static readonly FencingGate Gate = new();
+
     private ISharedDictionary? _registers;
     private ISharedDictionary? _set;
+    private ISharedQueue? _queue;
+    private ISharedCounter? _counter;
+    private IDistributedLock? _lock;
+    private ILeaderElection? _election;
+    private ILockHold? _hold;
 
-    /// <inheritdoc />
-    protected override async Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken)
-    {
-        _registers = await Context.Shared.DictionaryAsync("workload-registers", cancellationToken);
-        _set = await Context.Shared.DictionaryAsync("workload-set", cancellationToken);
-    }
 
     /// <inheritdoc />
     public async Task<RegisterReply> ReadAsync(RegisterRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        var value = await _registers!.GetLinearizableAsync(request.Key, cancellationToken);
+        var value = await (await RegistersAsync(cancellationToken)).GetLinearizableAsync(request.Key, cancellationToken);
         return value is { } bytes ? new RegisterReply { Value = Decode(bytes), Found = true } : new RegisterReply();
     }
 
@@ -32,7 +37,7 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<RegisterReply> WriteAsync(RegisterRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        await _registers!.SetAsync(request.Key, Encode(request.Value), cancellationToken);
+        await (await RegistersAsync(cancellationToken)).SetAsync(request.Key, Encode(request.Value), cancellationToken);
         return new RegisterReply { Value = request.Value, Found = true, Applied = true };
     }
 
@@ -41,8 +46,8 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     {
         ArgumentNullException.ThrowIfNull(request);
         var applied = request.ExpectAbsent
-            ? await _registers!.TryAddAsync(request.Key, Encode(request.Value), cancellationToken)
-            : await _registers!.TryUpdateAsync(request.Key, Encode(request.Expected), Encode(request.Value), cancellationToken);
+            ? await (await RegistersAsync(cancellationToken)).TryAddAsync(request.Key, Encode(request.Value), cancellationToken)
+            : await (await RegistersAsync(cancellationToken)).TryUpdateAsync(request.Key, Encode(request.Expected), Encode(request.Value), cancellationToken);
         return new RegisterReply { Value = request.Value, Found = true, Applied = applied };
     }
 
@@ -50,7 +55,7 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<SetReply> AddAsync(SetRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        await _set!.SetAsync(Member(request.Element), Encode(request.Element), cancellationToken);
+        await (await MembersAsync(cancellationToken)).SetAsync(Member(request.Element), Encode(request.Element), cancellationToken);
         return new SetReply { Elements = [request.Element] };
     }
 
@@ -61,11 +66,12 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
 
         // The dictionary does not list its keys: one linearizable read brings this replica up to every update ordered
         // before the call, and then the local replica answers for every member asked for.
-        await _set!.GetLinearizableAsync(Member(0), cancellationToken);
-        var reply = new SetReply { Count = _set.Count };
+        var set = await MembersAsync(cancellationToken);
+        await set.GetLinearizableAsync(Member(0), cancellationToken);
+        var reply = new SetReply { Count = set.Count };
         for (long element = 1; element <= request.Element; element++)
         {
-            if (_set.TryGet(Member(element), out var stored))
+            if (set.TryGet(Member(element), out var stored))
             {
                 // A member stored under the wrong value is reported as that value, which the checker finds unexpected.
                 reply.Elements.Add(Decode(stored));
@@ -74,6 +80,158 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
 
         return reply;
     }
+
+    /// <inheritdoc />
+    public async Task<QueueReply> EnqueueAsync(QueueRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        await (await QueueAsync(cancellationToken)).EnqueueAsync(Encode(request.Element), cancellationToken);
+        return new QueueReply();
+    }
+
+    /// <inheritdoc />
+    public async Task<QueueReply> DequeueAsync(QueueRequest request, CancellationToken cancellationToken)
+    {
+        var item = await (await QueueAsync(cancellationToken)).TryDequeueAsync(cancellationToken);
+        return item is null ? new QueueReply() : new QueueReply { Elements = [Decode(item.Value)] };
+    }
+
+    /// <inheritdoc />
+    public async Task<QueueReply> DrainAsync(QueueRequest request, CancellationToken cancellationToken)
+    {
+        var queue = await QueueAsync(cancellationToken);
+        var reply = new QueueReply();
+        while (await queue.TryDequeueAsync(cancellationToken) is { } item)
+        {
+            reply.Elements.Add(Decode(item.Value));
+        }
+
+        return reply;
+    }
+
+    /// <inheritdoc />
+    public async Task<CounterReply> AddToCounterAsync(CounterRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        return new CounterReply { Value = await (await CounterAsync(cancellationToken)).AddAsync(request.Delta, cancellationToken) };
+    }
+
+    /// <inheritdoc />
+    public async Task<CounterReply> ReadCounterAsync(CounterRequest request, CancellationToken cancellationToken) =>
+        new() { Value = await (await CounterAsync(cancellationToken)).ReadLinearizableAsync(cancellationToken) };
+
+    /// <inheritdoc />
+    public async Task<LockReply> AcquireLockAsync(LockRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        if (_hold is { } previous)
+        {
+            // A hold left over from an acquire whose reply the client never saw: the client does not count it as held.
+            _hold = null;
+            await previous.ReleaseAsync(cancellationToken);
+        }
+
+        _lock ??= await Context.Coordination.LockAsync("workload-lock", cancellationToken);
+        ILockHold hold;
+        try
+        {
+            hold = await _lock.AcquireAsync(
+                request.Exclusive ? LockMode.Exclusive : LockMode.Shared,
+                TimeSpan.FromMilliseconds(request.TimeoutMilliseconds),
+                cancellationToken);
+        }
+        catch (TimeoutException)
+        {
+            return new LockReply { Refusal = "timeout" };
+        }
+
+        if (hold.Mode == LockMode.Exclusive && !Gate.TryAdmit(hold.Token))
+        {
+            await hold.ReleaseAsync(cancellationToken);
+            return new LockReply { Token = hold.Token, Refusal = "stale-token" };
+        }
+
+        _hold = hold;
+        return new LockReply { Granted = true, Token = hold.Token };
+    }
+
+    /// <inheritdoc />
+    public async Task<LockReply> ReleaseLockAsync(LockRequest request, CancellationToken cancellationToken)
+    {
+        if (_hold is not { } hold)
+        {
+            // This activation never granted it: the one that did is gone (failover), and its hold with it.
+            return new LockReply();
+        }
+
+        _hold = null;
+        var held = !hold.Lost.IsCancellationRequested;
+        await hold.ReleaseAsync(cancellationToken);
+        return new LockReply { Granted = held, Token = hold.Token };
+    }
+
+    /// <inheritdoc />
+    public async Task<LeaderReply> ObserveLeaderAsync(LeaderRequest request, CancellationToken cancellationToken)
+    {
+        _election ??= await Context.Coordination.JoinElectionAsync("workload-leader", cancellationToken);
+        return new LeaderReply { Leader = _election.Leader ?? string.Empty, Epoch = _election.Epoch };
+    }
+
+    /// <inheritdoc />
+    public async Task<StoreReply> AppendRecordAsync(StoreRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        await Context.Checkpoints.AppendAsync(Encoding.UTF8.GetBytes(request.Text), cancellationToken);
+        return new StoreReply();
+    }
+
+    /// <inheritdoc />
+    public async Task<StoreReply> CheckpointAsync(StoreRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        await Context.Checkpoints.WriteCheckpointAsync(Encoding.UTF8.GetBytes(request.Text), cancellationToken);
+        await Context.Checkpoints.TruncateAsync(cancellationToken);
+        return new StoreReply { Checkpoint = request.Text };
+    }
+
+    /// <inheritdoc />
+    public async Task<StoreReply> RecoverAsync(StoreRequest request, CancellationToken cancellationToken)
+    {
+        var recovery = await Context.Checkpoints.RecoverAsync(cancellationToken);
+        return new StoreReply
+        {
+            Checkpoint = recovery.Checkpoint is { } checkpoint ? Encoding.UTF8.GetString(checkpoint.Span) : string.Empty,
+            Log = [.. recovery.Log.Select(r => Encoding.UTF8.GetString(r.Data.Span))],
+        };
+    }
+
+    /// <inheritdoc />
+    protected override async Task OnDeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken)
+    {
+        if (_election is not null)
+        {
+            await _election.DisposeAsync();
+        }
+
+        if (_hold is not null)
+        {
+            await _hold.DisposeAsync();
+        }
+    }
+
+    // Each structure is opened on first use only: a manager joins the replicas of each structure it opens, and a
+    // workload's managers need join only those of the structure under test.
+    private async Task<ISharedDictionary> RegistersAsync(CancellationToken cancellationToken) =>
+        _registers ??= await Context.Shared.DictionaryAsync("workload-registers", cancellationToken);
+
+    private async Task<ISharedDictionary> MembersAsync(CancellationToken cancellationToken) =>
+        _set ??= await Context.Shared.DictionaryAsync("workload-set", cancellationToken);
+
+    private async Task<ISharedQueue> QueueAsync(CancellationToken cancellationToken) =>
+        _queue ??= await Context.Shared.QueueAsync("workload-queue", cancellationToken);
+
+    private async Task<ISharedCounter> CounterAsync(CancellationToken cancellationToken) =>
+        _counter ??= await Context.Shared.CounterAsync("workload-counter", cancellationToken);
 
     private static string Member(long element) => element.ToString(CultureInfo.InvariantCulture);
 

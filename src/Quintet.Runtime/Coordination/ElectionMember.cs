@@ -44,6 +44,14 @@ internal sealed class ElectionMember : ILeaderElection, ICoordinationObserver
         var member = new ElectionMember(group, replica, key);
         await member._participation.JoinAsync(cancellationToken);
         replica.Add(member);
+
+        // Its replica already knows the leader as of the join: report it now rather than once the observer loop runs.
+        var latest = replica.Read(data => data.LeaderLog.Count > 0 ? data.LeaderLog[^1] : null);
+        if (latest is not null)
+        {
+            member.Advance(new LeaderChange(latest.Epoch, latest.LeaderKey, latest.LeaderId));
+        }
+
         return member;
     }
 
@@ -82,7 +90,7 @@ internal sealed class ElectionMember : ILeaderElection, ICoordinationObserver
         CancellationTokenSource? ended = null;
         lock (_gate)
         {
-            Volatile.Write(ref _current, change);
+            AdvanceHeld(change);
             if (_term is not null && !mine)
             {
                 ended = _term;
@@ -100,6 +108,23 @@ internal sealed class ElectionMember : ILeaderElection, ICoordinationObserver
         ended?.Dispose();
         CoordinationMetrics.LeaderChanged();
         Changed?.Invoke(change);
+    }
+
+    /// <summary>Takes <paramref name="change"/> as the current leader unless a later epoch is known already.</summary>
+    private void Advance(LeaderChange change)
+    {
+        lock (_gate)
+        {
+            AdvanceHeld(change);
+        }
+    }
+
+    private void AdvanceHeld(LeaderChange change)
+    {
+        if (change.Epoch >= Volatile.Read(ref _current).Epoch)
+        {
+            Volatile.Write(ref _current, change);
+        }
     }
 
     public async ValueTask DisposeAsync()

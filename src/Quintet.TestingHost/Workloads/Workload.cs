@@ -66,7 +66,8 @@ public abstract class Workload
     /// <returns>Default: true for gRPC statuses a call gets before anything runs (<c>INVALID_ARGUMENT</c>,
     /// <c>NOT_FOUND</c>, <c>PERMISSION_DENIED</c>, <c>UNAUTHENTICATED</c>, <c>UNIMPLEMENTED</c>) and for
     /// <c>UNAVAILABLE</c> when no connection could be made (the request was never sent: connection refused, or the channel
-    /// could not connect at all); false for
+    /// could not connect at all) on the call's only attempt (a call the client failed over may have taken effect on an
+    /// earlier one); false for
     /// everything else, timeouts and other <c>UNAVAILABLE</c>s included.</returns>
     public virtual bool IsDefiniteFailure(Exception exception) =>
         exception is RpcException
@@ -75,6 +76,7 @@ public abstract class Workload
                 or StatusCode.Unauthenticated or StatusCode.Unimplemented,
         }
         || (exception is RpcException { StatusCode: StatusCode.Unavailable } unavailable
+            && OnlyOneAttempt(unavailable.Status.Detail)
             && (unavailable.Status.Detail.StartsWith(SubchannelConnectFailed, StringComparison.Ordinal) || NeverConnected(unavailable.Status.DebugException)));
 
     /// <summary>
@@ -83,6 +85,31 @@ public abstract class Workload
     /// a refusal beneath it.
     /// </summary>
     private const string SubchannelConnectFailed = "Error connecting to subchannel.";
+
+    /// <summary>What <c>QuintetClient</c> adds to the status of a call it retried before giving up.</summary>
+    private const string GaveUpAfter = "(gave up after ";
+
+    /// <summary>
+    /// Whether the call was tried once: the status of a call the client failed over says how many attempts it made, and
+    /// only the last one's error is seen, so an earlier attempt may have reached a manager and taken effect.
+    /// </summary>
+    private static bool OnlyOneAttempt(string detail)
+    {
+        var at = detail.IndexOf(GaveUpAfter, StringComparison.Ordinal);
+        if (at < 0)
+        {
+            return true;
+        }
+
+        var digits = detail.AsSpan(at + GaveUpAfter.Length);
+        var length = 0;
+        while (length < digits.Length && char.IsAsciiDigit(digits[length]))
+        {
+            length++;
+        }
+
+        return int.TryParse(digits[..length], System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var attempts) && attempts == 1;
+    }
 
     private static bool NeverConnected(Exception? exception)
     {

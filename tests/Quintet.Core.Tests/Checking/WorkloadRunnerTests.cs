@@ -331,6 +331,9 @@ public class WorkloadRunnerTests
         var timedOut = new System.Net.Sockets.SocketException((int)System.Net.Sockets.SocketError.TimedOut);
         Assert.True(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "Error connecting to subchannel. (gave up after 1 attempt)", new HttpRequestException("connect", timedOut)))));
         Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "Error starting gRPC call.", new HttpRequestException("reset", timedOut)))));
+
+        // Failed over: only the last attempt's error is seen, and an earlier attempt may have reached a manager.
+        Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "Error connecting to subchannel. (gave up after 3 attempts in 2.6 s: the failover budget is spent)", new HttpRequestException("connect", refused)))));
         Assert.True(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.InvalidArgument, "bad"))));
         Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.Unavailable, "cut off from the majority"))));
         Assert.False(workload.IsDefiniteFailure(new RpcException(new Status(StatusCode.DeadlineExceeded, "late"))));
