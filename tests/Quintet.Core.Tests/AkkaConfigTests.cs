@@ -33,6 +33,20 @@ public class AkkaConfigTests
         Assert.Equal("quintet-wire", config.GetString("akka.actor.serialization-bindings.\"Google.Protobuf.IMessage, Google.Protobuf\""));
     }
 
+    [Theory]
+    [InlineData(3, 2)]
+    [InlineData(4, 3)]
+    [InlineData(5, 3)]
+    public void A_planned_cluster_size_gives_a_fixed_quorum_of_its_majority(int managers, int quorum)
+    {
+        var options = new ClusterOptions { Downing = new DowningOptions { Managers = managers } };
+
+        var config = AkkaConfig.Build(options, [AkkaConfig.ManagerRole]);
+
+        Assert.Equal("static-quorum", config.GetString("akka.cluster.split-brain-resolver.active-strategy"));
+        Assert.Equal(quorum, config.GetInt("akka.cluster.split-brain-resolver.static-quorum.quorum-size"));
+    }
+
     [Fact]
     public void A_host_with_quotes_cannot_inject_configuration()
     {

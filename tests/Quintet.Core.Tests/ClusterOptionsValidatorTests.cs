@@ -28,7 +28,7 @@ public class ClusterOptionsValidatorTests
                 AcceptableHeartbeatPause = TimeSpan.FromMilliseconds(10),
                 Threshold = double.NaN,
             },
-            Downing = new DowningOptions { StableAfter = TimeSpan.Zero },
+            Downing = new DowningOptions { StableAfter = TimeSpan.Zero, Managers = -3 },
         };
 
         var failures = Validator.Validate(null, options).Failures!.ToList();
@@ -41,6 +41,7 @@ public class ClusterOptionsValidatorTests
             f => Assert.StartsWith("Quintet:Cluster:Seeds:1:", f, StringComparison.Ordinal),
             f => Assert.StartsWith("Quintet:Cluster:FailureDetector:AcceptableHeartbeatPause:", f, StringComparison.Ordinal),
             f => Assert.StartsWith("Quintet:Cluster:FailureDetector:Threshold:", f, StringComparison.Ordinal),
-            f => Assert.StartsWith("Quintet:Cluster:Downing:StableAfter:", f, StringComparison.Ordinal));
+            f => Assert.StartsWith("Quintet:Cluster:Downing:StableAfter:", f, StringComparison.Ordinal),
+            f => Assert.StartsWith("Quintet:Cluster:Downing:Managers:", f, StringComparison.Ordinal));
     }
 }

@@ -174,7 +174,8 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<LeaderReply> ObserveLeaderAsync(LeaderRequest request, CancellationToken cancellationToken)
     {
         _election ??= await Context.Coordination.JoinElectionAsync("workload-leader", cancellationToken);
-        return new LeaderReply { Leader = _election.Leader ?? string.Empty, Epoch = _election.Epoch };
+        var current = await _election.ReadLinearizableAsync(cancellationToken);
+        return new LeaderReply { Leader = current.Leader ?? string.Empty, Epoch = current.Epoch };
     }
 
     /// <inheritdoc />

@@ -145,7 +145,7 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             output.WriteLine(string.Join("\n", moves));
             output.WriteLine($"deposits served by: {string.Join(", ", servedBy.Select(s => $"{s.Key} {s.Value}"))}");
 
-            Assert.Empty(failures);
+            Assert.True(failures.IsEmpty, $"{failures.Count} deposits failed:\n{string.Join("\n", failures.Distinct().Take(5))}");
             var final = await clients[1].GetComponent<IAccount>("hot").GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
             var acknowledged = updates.Count;
 

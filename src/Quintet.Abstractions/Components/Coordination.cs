@@ -218,6 +218,15 @@ public interface ILeaderElection : IAsyncDisposable
     /// <summary>Raised for every change, in order.</summary>
     event Action<LeaderChange>? Changed;
 
+    /// <summary>
+    /// Reads the leader and epoch as of a point in the group's total order after this call began, so an observation
+    /// that completed before another began never shows a later epoch than it, on any manager (linearizable).
+    /// <see cref="Leader"/> and <see cref="Epoch"/> are local reads instead: in order on one member, but a member on a
+    /// manager that is behind may still show an earlier epoch than another member already showed. Costs one message
+    /// through the total order; waits while this manager is cut off from the majority.
+    /// </summary>
+    Task<LeaderChange> ReadLinearizableAsync(CancellationToken cancellationToken = default);
+
     /// <summary>Completes when this candidate is (or becomes) the leader, with its term.</summary>
     Task<LeadershipTerm> BecameLeaderAsync(CancellationToken cancellationToken = default);
 

@@ -66,7 +66,7 @@ internal static class AkkaConfig
                 run-coordinated-shutdown-when-down = on
                 downing-provider-class = "Akka.Cluster.SBR.SplitBrainResolverProvider, Akka.Cluster"
                 split-brain-resolver {
-                  active-strategy = keep-majority
+                  {{SplitBrainStrategy(options.Downing)}}
                   stable-after = {{Millis(options.Downing.StableAfter)}}
                 }
                 failure-detector {
@@ -91,6 +91,12 @@ internal static class AkkaConfig
             """);
         return ConfigurationFactory.ParseString(hocon.ToString());
     }
+
+    // A fixed quorum cannot tie, and does not count a restarted manager that is still joining on one side only.
+    private static string SplitBrainStrategy(DowningOptions downing) =>
+        downing.Managers > 0
+            ? $"active-strategy = static-quorum\n                  static-quorum {{ quorum-size = {downing.QuorumSize.ToString(CultureInfo.InvariantCulture)} }}"
+            : "active-strategy = keep-majority";
 
     private static string Millis(TimeSpan value) =>
         ((long)Math.Ceiling(value.TotalMilliseconds)).ToString(CultureInfo.InvariantCulture) + "ms";

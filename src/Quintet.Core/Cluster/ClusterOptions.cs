@@ -67,10 +67,24 @@ public sealed class FailureDetectorOptions
 }
 
 /// <summary>
-/// The split-brain resolver (keep-majority) that removes suspected managers and downs a minority side.
+/// The split-brain resolver that removes suspected managers and stops the side of a partition that may not go on.
 /// </summary>
 public sealed class DowningOptions
 {
+    /// <summary>
+    /// How many managers the cluster is planned to have. When set, a side of a partition goes on only while it
+    /// reaches more than half of this many Up managers, and stops itself otherwise (Akka's static quorum); if the
+    /// cluster has grown past twice the quorum less one, every side stops, since two sides could each hold a quorum.
+    /// When 0, the side with the majority of the current members goes on, and a tie keeps the side with the lowest
+    /// address (keep-majority): that rule can keep both sides when the membership changes during the partition, for
+    /// example when a restarted manager is still joining, so set this on any cluster whose data matters.
+    /// <value>Default: 0 (keep-majority).</value>
+    /// </summary>
+    public int Managers { get; set; }
+
+    /// <summary>The Up managers a side must reach to go on when <see cref="Managers"/> is set: a strict majority of it.</summary>
+    public int QuorumSize => Managers / 2 + 1;
+
     /// <summary>
     /// How long the set of suspected managers must stay unchanged before the majority side removes them
     /// and a minority side stops itself.

@@ -56,6 +56,11 @@ public sealed class ClusterOptionsValidator : IValidateOptions<ClusterOptions>
             failures.Add($"{S}:Downing:StableAfter: must be positive (for example 00:00:03).");
         }
 
+        if (options.Downing.Managers is < 0 or > 1000)
+        {
+            failures.Add($"{S}:Downing:Managers: {options.Downing.Managers} is not a cluster size; use 0 (keep the majority of the current members) or the number of managers the cluster is planned to have, 1 to 1000.");
+        }
+
         return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
     }
 }

@@ -47,7 +47,8 @@ internal static class ComponentCallEndpoint
             var requestId = call.Headers[RequestIdHeader].FirstOrDefault()
                 ?? string.Create(CultureInfo.InvariantCulture, $"{host.NodeName}-{Interlocked.Increment(ref s_requests)}");
             var hops = int.TryParse(call.Headers[PeerCalls.HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
-            var info = new CallInfo(requestId, call.Headers[CallerHeader].FirstOrDefault(), call.Deadline, hops);
+            var routeEpoch = long.TryParse(call.Headers[PeerCalls.RouteEpochHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var e) ? e : 0;
+            var info = new CallInfo(requestId, call.Headers[CallerHeader].FirstOrDefault(), call.Deadline, hops, routeEpoch);
             return host.InvokeAsync(service, operation, call.Key, call.Message, info, cancellationToken);
         });
 

@@ -161,6 +161,7 @@ internal sealed partial class ComponentHost
                 _arrivals[shadow.Id] = arrival;
             }
 
+            LogActivationFailed(logger, e, shadow.Class.Name, shadow.Key, reason.ToString());
             throw new InvocationException(StatusCode.Unavailable, $"{shadow.Class.Name} (key '{shadow.Key}') could not be activated: {e.GetType().Name}: {e.Message}");
         }
 
@@ -593,6 +594,9 @@ internal sealed partial class ComponentHost
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): its isolated worker did not deactivate it: {Reason}")]
     private static partial void LogIsolatedDeactivationFailed(ILogger logger, string @class, string key, string reason);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not be activated ({Reason})")]
+    private static partial void LogActivationFailed(ILogger logger, Exception exception, string @class, string key, string reason);
 
     [LoggerMessage(Level = LogLevel.Information, Message = "{Class} (key '{Key}') moved to {Target}")]
     private static partial void LogMigrated(ILogger logger, string @class, string key, string target);

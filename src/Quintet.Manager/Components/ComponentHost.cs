@@ -226,11 +226,23 @@ internal sealed partial class ComponentHost : IAsyncDisposable
             return (await localReplica.CallAsync(service, operation, request, cancellationToken), null);
         }
 
+        var caughtUp = false;
         for (var attempt = 0; ; attempt++)
         {
             if (!_directory.TryRoute(id, out var route))
             {
                 route = await _directory.RouteAsync(id, componentClass.Qos, cancellationToken);
+            }
+
+            if (!route.IsLocal && call.RouteEpoch > route.Epoch && !caughtUp)
+            {
+                // The manager that forwarded the call here knows a later placement than this copy of the directory:
+                // passing it back would bounce it between the two until the hops ran out. Wait for this copy instead.
+                caughtUp = true;
+                if (await _directory.CatchUpAsync(id, call.RouteEpoch, CatchUpWait, cancellationToken))
+                {
+                    continue;
+                }
             }
 
             if (!route.IsLocal)
@@ -240,7 +252,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable
                     throw new InvocationException(StatusCode.Unavailable, $"{id} is moving between managers faster than the call could follow ({call.Hops} hops); retry.");
                 }
 
-                var reply = await _peers.ForwardAsync(route.Endpoint!, service, operation, key, request, call with { Hops = call.Hops + 1 }, cancellationToken);
+                var reply = await _peers.ForwardAsync(route.Endpoint!, service, operation, key, request, call with { Hops = call.Hops + 1, RouteEpoch = route.Epoch }, cancellationToken);
                 return (reply, route.Endpoint);
             }
 
@@ -277,6 +289,9 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     }
 
     private const int MaxHops = 4;
+
+    /// <summary>How long a forwarded call waits for this manager's directory to learn the placement it was routed by.</summary>
+    private static readonly TimeSpan CatchUpWait = TimeSpan.FromSeconds(5);
 
     /// <summary>
     /// Runs one call on an instance owned here whose class is isolated: in its package's worker process, as the caller's

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Diagnostics;
 using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Components;
@@ -263,6 +264,44 @@ internal sealed partial class InstanceDirectory(
         await member.MulticastAsync(moved.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
         await waiter.Task.WaitAsync(cancellationToken);
         return true;
+    }
+
+    /// <summary>
+    /// Waits until this copy has applied a placement of <paramref name="id"/> at <paramref name="epoch"/> or later (or
+    /// holds none), for at most <paramref name="timeout"/>.
+    /// </summary>
+    /// <returns>False if this copy was still behind when the time ran out.</returns>
+    public async Task<bool> CatchUpAsync(InstanceId id, long epoch, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        var started = Stopwatch.GetTimestamp();
+        while (true)
+        {
+            TaskCompletionSource waiter;
+            lock (_gate)
+            {
+                if (!_placements.TryGetValue(id, out var placement) || placement.Epoch >= epoch)
+                {
+                    return true;
+                }
+
+                waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
+            }
+
+            var left = timeout - Stopwatch.GetElapsedTime(started);
+            if (left <= TimeSpan.Zero)
+            {
+                return false;
+            }
+
+            try
+            {
+                await waiter.Task.WaitAsync(left, cancellationToken);
+            }
+            catch (TimeoutException)
+            {
+                return false;
+            }
+        }
     }
 
     /// <summary>Removes <paramref name="id"/> (owned here at <paramref name="epoch"/>) from the directory.</summary>

@@ -17,6 +17,9 @@ internal sealed class PeerCalls : IDisposable
     /// <summary>How many managers a call has passed through; a call goes at most a few hops while instances move.</summary>
     public const string HopsHeader = "quintet-hops";
 
+    /// <summary>The directory epoch by which the forwarding manager routed the call here.</summary>
+    public const string RouteEpochHeader = "quintet-route-epoch";
+
     private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(b => b, b => b);
     private static readonly TimeSpan TransferDeadline = TimeSpan.FromSeconds(60);
     private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
@@ -30,6 +33,7 @@ internal sealed class PeerCalls : IDisposable
         {
             { ComponentCallEndpoint.KeyHeader, key },
             { HopsHeader, call.Hops.ToString(CultureInfo.InvariantCulture) },
+            { RouteEpochHeader, call.RouteEpoch.ToString(CultureInfo.InvariantCulture) },
             { ComponentCallEndpoint.RequestIdHeader, call.RequestId },
         };
         if (call.Caller is { } caller)
@@ -89,8 +93,13 @@ internal sealed class PeerCalls : IDisposable
     }
 }
 
-/// <summary>What travels with a component call besides its message: request id, claimed caller, deadline, hops so far.</summary>
-internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops);
+/// <summary>What travels with a component call besides its message.</summary>
+/// <param name="RequestId">The id the first manager gave the call, kept across hops.</param>
+/// <param name="Caller">The caller the client claimed, if any.</param>
+/// <param name="Deadline">The call's deadline, if any.</param>
+/// <param name="Hops">How many times managers have passed the call on so far.</param>
+/// <param name="RouteEpoch">For a forwarded call, the epoch of the placement the forwarding manager routed it by; 0 otherwise.</param>
+internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0);
 
 /// <summary>The receiving side of <see cref="PeerCalls.AcceptInstanceAsync"/>.</summary>
 internal sealed class InstanceTransferService(ComponentHost host) : InstanceTransfer.InstanceTransferBase

@@ -98,6 +98,9 @@ internal sealed class CoordinationReplica : IAsyncDisposable
         }
     }
 
+    /// <summary>Completes once this replica has applied every command ordered before the call began.</summary>
+    public Task SyncAsync(CancellationToken cancellationToken) => _machine.SyncAsync(cancellationToken);
+
     private async Task RunAsync()
     {
         try

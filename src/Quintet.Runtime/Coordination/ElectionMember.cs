@@ -65,6 +65,15 @@ internal sealed class ElectionMember : ILeaderElection, ICoordinationObserver
 
     public Task ResignAsync(CancellationToken cancellationToken = default) => _participation.RequeueAsync(cancellationToken);
 
+    public async Task<LeaderChange> ReadLinearizableAsync(CancellationToken cancellationToken = default)
+    {
+        await _replica.SyncAsync(cancellationToken);
+        var latest = _replica.Read(data => data.LeaderLog.Count > 0 ? data.LeaderLog[^1] : null);
+        var read = latest is null ? new LeaderChange(0, null, null) : new LeaderChange(latest.Epoch, latest.LeaderKey, latest.LeaderId);
+        Advance(read);
+        return read;
+    }
+
     void ICoordinationObserver.Observe(CoordinationData data, List<Action> then)
     {
         _participation.RejoinIfLost(data, then);

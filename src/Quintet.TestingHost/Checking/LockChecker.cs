@@ -21,7 +21,8 @@ namespace Quintet.TestingHost.Checking;
 /// <b>Leader</b> (<see cref="CheckLeader"/>): <c>leader</c> operations (an observation of who leads) whose <c>ok</c>
 /// value is <c>{"leader": name, "epoch": integer}</c>. Problems: <c>two-leaders</c> (two observations name different
 /// leaders in one epoch), <c>epoch-went-back</c> (an observation completed before another was invoked, and the later one
-/// has a smaller epoch).
+/// has a smaller epoch). The second holds only for linearizable observations (such as
+/// <c>ILeaderElection.ReadLinearizableAsync</c>); local reads on different managers may rightly go back.
 /// </para>
 /// </remarks>
 public static class LockChecker
