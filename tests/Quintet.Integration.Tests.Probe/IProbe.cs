@@ -24,6 +24,15 @@ public interface IProbe
 
     /// <summary>As a resource: admits a write fenced by <see cref="ProbeRequest.Token"/>, or refuses it as stale.</summary>
     Task<ProbeReply> WriteAsync(ProbeRequest request, CancellationToken cancellationToken);
+
+    /// <summary>Joins the barrier <see cref="ProbeRequest.Group"/> as a participant that has not arrived.</summary>
+    Task<ProbeReply> JoinBarrierAsync(ProbeRequest request, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Arrives at the barrier it joined and waits for the phase: <see cref="ProbeReply.Result"/> is the generation,
+    /// <see cref="ProbeReply.Details"/> <c>arrived=key</c> and <c>failed=key</c> entries.
+    /// </summary>
+    Task<ProbeReply> ArriveAsync(ProbeRequest request, CancellationToken cancellationToken);
 }
 
 /// <summary>What to do.</summary>

@@ -7,6 +7,7 @@ public sealed class ProbeComponent : Component, IProbe
 {
     private readonly FencingGate _gate = new();
     private readonly Dictionary<string, IVotingGroup> _groups = [];
+    private readonly Dictionary<string, IBarrier> _barriers = [];
     private ILockHold? _hold;
 
     /// <inheritdoc />
@@ -92,6 +93,31 @@ public sealed class ProbeComponent : Component, IProbe
         var reply = Reply(_gate.TryAdmit(request.Token));
         reply.Token = _gate.Highest;
         return Task.FromResult(reply);
+    }
+
+    /// <inheritdoc />
+    public async Task<ProbeReply> JoinBarrierAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        _barriers[request.Group] = await Context.Coordination.JoinBarrierAsync(request.Group, cancellationToken);
+        return Reply(true);
+    }
+
+    /// <inheritdoc />
+    public async Task<ProbeReply> ArriveAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        if (!_barriers.TryGetValue(request.Group, out var barrier))
+        {
+            throw new ComponentFaultException(ComponentFault.FailedPrecondition, $"The probe has not joined barrier '{request.Group}'.");
+        }
+
+        var phase = await barrier.SignalAndWaitAsync(cancellationToken: cancellationToken);
+        var reply = Reply(true);
+        reply.Result = phase.Generation.ToString(System.Globalization.CultureInfo.InvariantCulture);
+        reply.Details.AddRange(phase.Arrived.Select(k => $"arrived={k}"));
+        reply.Details.AddRange(phase.Failed.Select(k => $"failed={k}"));
+        return reply;
     }
 
     private ProbeReply Reply(bool ok) => new() { Manager = Context.Manager, Ok = ok };

@@ -10,7 +10,7 @@ namespace Quintet.Integration.Tests;
 
 /// <summary>
 /// The coordination tools on three manager processes: votes under each rule with a participant whose manager is killed
-/// during the vote, a lock whose holder's manager is killed (the next holder's token is higher and the stale one is
+/// during the vote, a barrier released by the failure of its last participant, a lock whose holder's manager is killed (the next holder's token is higher and the stale one is
 /// refused), an election whose leader's manager is killed, and two-phase-commit transfers that commit, abort, and
 /// survive the kill of their coordinator's manager.
 /// </summary>
@@ -82,11 +82,32 @@ public class CoordinationTests(ITestOutputHelper output)
             Assert.True((await resource.WriteAsync(new ProbeRequest { Token = doomedHolder.Token }, CancellationToken.None)).Ok);
             var waiter = locks[second.Name].Probe.AcquireAsync(new ProbeRequest { Group = "l", Exclusive = true, TimeoutMs = 60_000 }, CancellationToken.None);
 
+            // A barrier with a participant on each manager: two arrive and wait for the third, whose manager is killed.
+            var gatherers = await ProbePerManagerAsync(client, cluster, "gatherer");
+            foreach (var (_, gatherer) in gatherers.Values)
+            {
+                await gatherer.JoinBarrierAsync(new ProbeRequest { Group = "b" }, CancellationToken.None);
+            }
+
+            var arrivals = new[] { first, second }.Select(m => gatherers[m.Name].Probe.ArriveAsync(new ProbeRequest { Group = "b" }, CancellationToken.None)).ToList();
+
             // During a vote under All, the silent participant's manager is killed: it counts as a rejection, before the deadline.
             var during = Propose("All", 60_000);
             await Task.Delay(500);
+            Assert.All(arrivals, a => Assert.False(a.IsCompleted, "the barrier released before its third participant arrived or failed"));
             await cluster.KillAsync(victim);
             var failed = await during;
+
+            // The failed participant releases the barrier: both who arrived learn the same phase, naming it as failed.
+            foreach (var phase in await Task.WhenAll(arrivals))
+            {
+                output.WriteLine($"barrier phase {phase.Result} at {phase.Manager}: {string.Join(", ", phase.Details)}");
+                Assert.Equal("1", phase.Result);
+                Assert.Equal(
+                    new[] { $"arrived={gatherers[first.Name].Key}", $"arrived={gatherers[second.Name].Key}", $"failed={gatherers[victim.Name].Key}" }.Order(StringComparer.Ordinal),
+                    phase.Details.Order(StringComparer.Ordinal));
+            }
+
             Assert.Equal("Rejected", failed.Result);
             Assert.Contains($"{voters[victim.Name].Key}=Failed", failed.Details);
 
