@@ -290,8 +290,12 @@ internal sealed partial class ComponentHost : IAsyncDisposable
 
     private const int MaxHops = 4;
 
-    /// <summary>How long a forwarded call waits for this manager's directory to learn the placement it was routed by.</summary>
-    private static readonly TimeSpan CatchUpWait = TimeSpan.FromSeconds(5);
+    /// <summary>
+    /// How long a forwarded call waits for this manager's directory to learn the placement it was routed by. Copies lag
+    /// by milliseconds; the bound matters only when the wait is moot: an instance released and placed again starts its
+    /// epochs over, so a forwarder with an older copy can name a higher epoch than this newer copy ever will.
+    /// </summary>
+    private static readonly TimeSpan CatchUpWait = TimeSpan.FromSeconds(2);
 
     /// <summary>
     /// Runs one call on an instance owned here whose class is isolated: in its package's worker process, as the caller's
