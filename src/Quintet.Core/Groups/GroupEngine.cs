@@ -332,16 +332,32 @@ internal sealed partial class GroupEngine
     }
 
     /// <summary>
-    /// Holds acknowledgements until <see cref="ReleaseAcks"/>, so that a batch of envelopes from one member is
-    /// acknowledged once, covering all of it (a message and the order record that came with it, say).
+    /// From now on acknowledges only at ticks and when the host calls <see cref="AcknowledgeNow"/>, so that a burst of
+    /// inputs (a message and the order record that came with it, say) is acknowledged once, covering all of it.
     /// </summary>
     public void HoldAcks() => _holdAcks = true;
 
-    /// <summary>Sends the acknowledgement that inputs since <see cref="HoldAcks"/> made due.</summary>
-    public void ReleaseAcks()
+    /// <summary>True when entries arrived since the last acknowledgement that <see cref="HoldAcks"/> keeps unacknowledged.</summary>
+    public bool AckDue => _ackDue;
+
+    /// <summary>
+    /// Acknowledges at once what inputs since <see cref="HoldAcks"/> made due, regardless of
+    /// <see cref="GroupProtocolOptions.AckInterval"/>. For a host that calls it once the inputs queued before the call
+    /// are handled: under load that covers many inputs with one acknowledgement, and when idle nobody waits for a tick.
+    /// </summary>
+    public void AcknowledgeNow(TimeSpan now)
     {
-        _holdAcks = false;
-        AckIfDue();
+        _now = now;
+        if (!_ackDue)
+        {
+            return;
+        }
+
+        _ackDue = false;
+        if (_view is not null && _promised is null && HoldsMoreThanAcked())
+        {
+            SendDigest();
+        }
     }
 
     private void AckIfDue()
