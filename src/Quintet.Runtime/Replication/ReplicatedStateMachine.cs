@@ -53,7 +53,12 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     where TState : class, IReplicatedState
 {
     private static readonly TimeSpan FirstOfferWait = TimeSpan.FromSeconds(60);
+    private const int MaxBatchCommands = 1024;
+    private const int MaxBatchBytes = 64 * 1024;
     private readonly Lock _gate = new();
+    private readonly Lock _sendGate = new();
+    private readonly Queue<WaitingCommand> _waiting = new();
+    private bool _sending;
     private readonly TState _state;
     private readonly LightGroupMember _member;
     private readonly ReplicatedStateMachineOptions _options;
@@ -118,8 +123,13 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         return machine;
     }
 
-    /// <summary>Orders <paramref name="command"/> and returns its result once this replica applied it.</summary>
-    /// <exception cref="GroupUnavailableException">This replica lost its membership before the command was applied; it may or may not have been.</exception>
+    /// <summary>
+    /// Orders <paramref name="command"/> and returns its result once this replica applied it. Commands that callers on
+    /// this replica issue while an earlier one is going out travel together in one total-order message, each applied
+    /// at its own place and with its own result; a command refused by the state (a result saying so) affects no other.
+    /// </summary>
+    /// <exception cref="GroupUnavailableException">This replica lost its membership, or was disposed, before the command was applied; it may or may not have been.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled: the command may or may not be applied (never, if it had not gone out yet).</exception>
     public async Task<byte[]> ExecuteAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken = default)
     {
         var request = Interlocked.Increment(ref _nextRequest);
@@ -131,8 +141,19 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
         try
         {
-            var message = new RsmMessage { Command = new RsmCommand { Origin = _member.Self.ToString(), Request = request, Body = ByteString.CopyFrom(command.Span) } };
-            await _member.MulticastAsync(message.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+            bool start;
+            lock (_sendGate)
+            {
+                _waiting.Enqueue(new WaitingCommand(new RsmCommand { Request = request, Body = ByteString.CopyFrom(command.Span) }, done, cancellationToken));
+                start = !_sending;
+                _sending = true;
+            }
+
+            if (start)
+            {
+                _ = SendWaitingAsync();
+            }
+
             return await done.Task.WaitAsync(cancellationToken);
         }
         finally
@@ -140,6 +161,75 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             lock (_gate)
             {
                 _pending.Remove(request);
+            }
+        }
+    }
+
+    /// <summary>
+    /// Multicasts the commands waiting at this replica, one total-order message at a time: those that arrive while one
+    /// goes out leave together in the next (a batch), so that under load one message, one order slot and one delivery
+    /// carry many commands. Commands keep the order in which they were queued.
+    /// </summary>
+    private async Task SendWaitingAsync()
+    {
+        while (true)
+        {
+            List<WaitingCommand> batch = [];
+            lock (_sendGate)
+            {
+                var bytes = 0;
+                while (_waiting.TryPeek(out var next) && batch.Count < MaxBatchCommands && (batch.Count == 0 || bytes + next.Command.Body.Length <= MaxBatchBytes))
+                {
+                    _waiting.Dequeue();
+                    if (next.Cancellation.IsCancellationRequested)
+                    {
+                        // Its caller stopped waiting before it went out: it is never applied.
+                        next.Done.TrySetCanceled(next.Cancellation);
+                        continue;
+                    }
+
+                    batch.Add(next);
+                    bytes += next.Command.Body.Length;
+                }
+
+                if (batch.Count == 0)
+                {
+                    if (_waiting.Count == 0)
+                    {
+                        _sending = false;
+                        return;
+                    }
+
+                    continue;
+                }
+            }
+
+            var origin = _member.Self.ToString();
+            RsmMessage message;
+            if (batch.Count == 1)
+            {
+                batch[0].Command.Origin = origin;
+                message = new RsmMessage { Command = batch[0].Command };
+            }
+            else
+            {
+                var commands = new RsmCommandBatch { Origin = origin };
+                commands.Commands.AddRange(batch.Select(c => c.Command));
+                message = new RsmMessage { Batch = commands };
+            }
+
+            try
+            {
+                await _member.MulticastAsync(message.ToByteArray(), MessageOrdering.Total, cancellationToken: _stop.Token);
+            }
+            catch (Exception e) when (e is GroupUnavailableException or OperationCanceledException or ObjectDisposedException)
+            {
+                var failure = e as GroupUnavailableException
+                    ?? new GroupUnavailableException($"The replica of '{Name}' was disposed before the command went out; it was not applied.");
+                foreach (var waiting in batch)
+                {
+                    waiting.Done.TrySetException(failure);
+                }
             }
         }
     }
@@ -304,18 +394,31 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
                 break;
             case RsmMessage.KindOneofCase.Command:
-                lock (_gate)
+                OnCommand(message.Command);
+                break;
+            case RsmMessage.KindOneofCase.Batch:
+                foreach (var command in message.Batch.Commands)
                 {
-                    if (!_isSynced)
-                    {
-                        _buffered.Add((_view?.Id ?? 0, message.Command, null));
-                        return;
-                    }
+                    command.Origin = message.Batch.Origin;
+                    OnCommand(command);
                 }
 
-                Apply(message.Command);
                 break;
         }
+    }
+
+    private void OnCommand(RsmCommand command)
+    {
+        lock (_gate)
+        {
+            if (!_isSynced)
+            {
+                _buffered.Add((_view?.Id ?? 0, command, null));
+                return;
+            }
+        }
+
+        Apply(command);
     }
 
     private void OnOffer(LightMemberId sender, RsmSnapshotOffer offer)
@@ -432,6 +535,8 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             waiting.TrySetException(new GroupUnavailableException($"The replica of '{Name}' lost its membership before the command was applied; it may or may not have been."));
         }
     }
+
+    private sealed record WaitingCommand(RsmCommand Command, TaskCompletionSource<byte[]> Done, CancellationToken Cancellation);
 
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
