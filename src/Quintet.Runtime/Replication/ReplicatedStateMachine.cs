@@ -58,7 +58,9 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     private readonly Lock _gate = new();
     private readonly Lock _sendGate = new();
     private readonly Queue<WaitingCommand> _waiting = new();
+    private const int MaxMessagesInFlight = 2;
     private bool _sending;
+    private int _inFlight;
     private readonly TState _state;
     private readonly LightGroupMember _member;
     private readonly ReplicatedStateMachineOptions _options;
@@ -145,8 +147,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             lock (_sendGate)
             {
                 _waiting.Enqueue(new WaitingCommand(new RsmCommand { Request = request, Body = ByteString.CopyFrom(command.Span) }, done, cancellationToken));
-                start = !_sending;
-                _sending = true;
+                start = TryStartSending();
             }
 
             if (start)
@@ -165,10 +166,23 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
+    /// <summary>Under <see cref="_sendGate"/>: true when the caller is to start <see cref="SendWaitingAsync"/>.</summary>
+    private bool TryStartSending()
+    {
+        if (_sending || _inFlight >= MaxMessagesInFlight || _waiting.Count == 0)
+        {
+            return false;
+        }
+
+        _sending = true;
+        return true;
+    }
+
     /// <summary>
-    /// Multicasts the commands waiting at this replica, one total-order message at a time: those that arrive while one
-    /// goes out leave together in the next (a batch), so that under load one message, one order slot and one delivery
-    /// carry many commands. Commands keep the order in which they were queued.
+    /// Multicasts the commands waiting at this replica, one total-order message at a time and with at most
+    /// <see cref="MaxMessagesInFlight"/> of them not yet delivered back here: commands that arrive meanwhile leave
+    /// together in the next message (a batch), so that under load one message, one order slot and one delivery carry
+    /// many commands, while a lone command goes out at once. Commands keep the order in which they were queued.
     /// </summary>
     private async Task SendWaitingAsync()
     {
@@ -177,13 +191,21 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             List<WaitingCommand> batch = [];
             lock (_sendGate)
             {
+                if (_inFlight >= MaxMessagesInFlight)
+                {
+                    // Delivery of an earlier message starts sending again (OnOwnMessageDelivered).
+                    _sending = false;
+                    return;
+                }
+
                 var bytes = 0;
                 while (_waiting.TryPeek(out var next) && batch.Count < MaxBatchCommands && (batch.Count == 0 || bytes + next.Command.Body.Length <= MaxBatchBytes))
                 {
                     _waiting.Dequeue();
-                    if (next.Cancellation.IsCancellationRequested)
+                    if (next.Cancellation.IsCancellationRequested || next.Done.Task.IsCompleted)
                     {
-                        // Its caller stopped waiting before it went out: it is never applied.
+                        // Its caller stopped waiting, or was told the replica lost its membership, before it went out:
+                        // it is never applied.
                         next.Done.TrySetCanceled(next.Cancellation);
                         continue;
                     }
@@ -202,6 +224,9 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
                     continue;
                 }
+
+                // Counted before it goes out: its delivery here can come before MulticastAsync returns.
+                _inFlight++;
             }
 
             var origin = _member.Self.ToString();
@@ -224,6 +249,11 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             }
             catch (Exception e) when (e is GroupUnavailableException or OperationCanceledException or ObjectDisposedException)
             {
+                lock (_sendGate)
+                {
+                    _inFlight = Math.Max(0, _inFlight - 1);
+                }
+
                 var failure = e as GroupUnavailableException
                     ?? new GroupUnavailableException($"The replica of '{Name}' was disposed before the command went out; it was not applied.");
                 foreach (var waiting in batch)
@@ -394,9 +424,11 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
                 break;
             case RsmMessage.KindOneofCase.Command:
+                OnOwnMessageDelivered(message.Command.Origin);
                 OnCommand(message.Command);
                 break;
             case RsmMessage.KindOneofCase.Batch:
+                OnOwnMessageDelivered(message.Batch.Origin);
                 foreach (var command in message.Batch.Commands)
                 {
                     command.Origin = message.Batch.Origin;
@@ -404,6 +436,27 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 }
 
                 break;
+        }
+    }
+
+    /// <summary>A message this replica sent is delivered: the next batch may go out.</summary>
+    private void OnOwnMessageDelivered(string origin)
+    {
+        if (origin != _member.Self.ToString())
+        {
+            return;
+        }
+
+        bool start;
+        lock (_sendGate)
+        {
+            _inFlight = Math.Max(0, _inFlight - 1);
+            start = TryStartSending();
+        }
+
+        if (start)
+        {
+            _ = SendWaitingAsync();
         }
     }
 
@@ -528,6 +581,19 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             _server.Clear();
             _receiver.Dispose();
             failed = [.. _pending.Values];
+        }
+
+        bool start;
+        lock (_sendGate)
+        {
+            // What it sent under its former identity will never be delivered as its own.
+            _inFlight = 0;
+            start = TryStartSending();
+        }
+
+        if (start)
+        {
+            _ = SendWaitingAsync();
         }
 
         foreach (var waiting in failed)
