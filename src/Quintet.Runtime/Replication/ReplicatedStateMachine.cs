@@ -61,6 +61,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     private const int MaxMessagesInFlight = 2;
     private bool _sending;
     private int _inFlight;
+    private long _messagesSent;
     private readonly TState _state;
     private readonly LightGroupMember _member;
     private readonly ReplicatedStateMachineOptions _options;
@@ -94,6 +95,9 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     /// <summary>Raised on the replica's loop after each command is applied, in the order of application.</summary>
     public event Action<ReadOnlyMemory<byte>, byte[]>? Applied;
+
+    /// <summary>Total-order messages that carried this replica's commands (one per batch), for diagnostics and tests.</summary>
+    internal long CommandMessagesSent => Interlocked.Read(ref _messagesSent);
 
     /// <summary>Captures this replica holds for members that lack the state (for diagnostics and tests).</summary>
     internal int HeldCaptures
@@ -246,6 +250,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             try
             {
                 await _member.MulticastAsync(message.ToByteArray(), MessageOrdering.Total, cancellationToken: _stop.Token);
+                Interlocked.Increment(ref _messagesSent);
             }
             catch (Exception e) when (e is GroupUnavailableException or OperationCanceledException or ObjectDisposedException)
             {
