@@ -313,20 +313,24 @@ internal sealed partial class GroupEngine
         }
 
         var stream = _streams[entries.StreamRank];
+        var filledGap = stream.HasGap;
+        var ordered = false;
         foreach (var entry in entries.Items)
         {
             stream.Add(entry);
+            ordered |= entry.Order is not null || entry.Data?.Ordering == Ordering.Total;
         }
 
         if (_promised is not null)
         {
             CheckFlushComplete();
         }
-        else
+        else if (ordered || filledGap)
         {
             // Acknowledge once this input is handled rather than at the next tick: total-order delivery waits for a
             // majority's acks, and an acknowledgement sent after the input also covers the order record the sequencer
-            // makes from it, saving every sender a round of waiting.
+            // makes from it, saving every sender a round of waiting. Nothing waits on the acknowledgement of atomic
+            // entries (unless they fill a gap before a total-order one): the next tick's covers them.
             _ackDue = true;
         }
     }
