@@ -7,7 +7,8 @@ using Quintet.Benchmarks;
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N]
 //   (--rate: messages per second per manager; the default is as fast as the group accepts them)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- calls [--seconds 5 --concurrency 1,64 --instances 100000]
-//   dotnet run -c Release --project tests/Quintet.Benchmarks -- tools [--seconds 5 --writers 1,32 --value-bytes 64 --managers 3]
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- tools [--seconds 5 --writers 1,32 --value-bytes 64 --managers 3 --no-peers]
+//   (--no-peers: Quintet alone, without redis-server and etcd, for a quick look)
 //   (tools: shared dictionary beside redis-server, checkpoint log beside a 3-member etcd, the fdatasync floor; docs/benchmarks.md)
 if (args.Length > 0 && args[0] == "calls")
 {
@@ -21,7 +22,8 @@ if (args.Length > 0 && args[0] == "tools")
         Arguments.Int(args, "--seconds", 5),
         Arguments.Ints(args, "--writers", [1, 32]),
         Arguments.Int(args, "--value-bytes", 64),
-        Arguments.Int(args, "--managers", 3));
+        Arguments.Int(args, "--managers", 3),
+        peers: !args.Contains("--no-peers"));
     return;
 }
 

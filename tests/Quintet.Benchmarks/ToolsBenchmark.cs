@@ -19,7 +19,7 @@ internal static class ToolsBenchmark
     private static readonly TimeSpan Warmup = TimeSpan.FromSeconds(2);
     private static readonly TimeSpan StartTimeout = TimeSpan.FromSeconds(90);
 
-    public static async Task<int> RunAsync(int seconds, int[] concurrencies, int valueBytes, int managers)
+    public static async Task<int> RunAsync(int seconds, int[] concurrencies, int valueBytes, int managers, bool peers)
     {
         var window = TimeSpan.FromSeconds(seconds);
         var work = Path.Combine(Path.GetTempPath(), "quintet-bench-tools", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture));
@@ -39,13 +39,13 @@ internal static class ToolsBenchmark
             // shared machine it moves, and the two samples show by how much.
             Progress($"fdatasync floor (load average {LoadAverage()})");
             var floorBefore = FsyncFloor.Measure(work, window);
-            var peers = await PeerPackagesAsync();
-            var redis = peers is null ? null : await MeasureRedisAsync(Path.Combine(work, "redis"), concurrencies, window, value);
-            var etcd = peers is null ? null : await MeasureEtcdAsync(Path.Combine(work, "etcd"), concurrencies, window, value);
+            var peersInstalled = peers ? await PeerPackagesAsync() : null;
+            var redis = peersInstalled is null ? null : await MeasureRedisAsync(Path.Combine(work, "redis"), concurrencies, window, value);
+            var etcd = peersInstalled is null ? null : await MeasureEtcdAsync(Path.Combine(work, "etcd"), concurrencies, window, value);
             var quintet = await MeasureQuintetAsync(Path.Combine(work, "cluster"), managers, concurrencies, window, value);
             Progress($"fdatasync floor again (load average {LoadAverage()})");
             var floorAfter = FsyncFloor.Measure(work, window);
-            Report([floorBefore, floorAfter], redis, etcd, quintet, concurrencies, managers, window, peers is null);
+            Report([floorBefore, floorAfter], redis, etcd, quintet, concurrencies, managers, window, peersInstalled is null);
         }
         catch (Exception e) when (e is InvalidOperationException or TimeoutException or Grpc.Core.RpcException or IOException or HttpRequestException)
         {

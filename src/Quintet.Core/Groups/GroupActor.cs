@@ -42,6 +42,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private readonly Dictionary<string, TimeSpan> _newcomerGraceUntil = [];
     private TimeSpan _lastReachabilityCheck;
     private bool _restarting;
+    private bool _acknowledgeScheduled;
 
     public GroupActor(string group, GroupProtocolOptions options, IGroupTraceSink? trace, IGroupTraceSink? lightTrace, GroupHandle handle)
     {
@@ -58,15 +59,21 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         handle.Self = self;
 
         Receive<Envelope>(OnEnvelope);
+        // Acknowledgements wait for an AcknowledgeNow message this actor sends itself when one falls due: it queues
+        // behind the inputs already in the mailbox, so a burst of inputs is acknowledged once, and an idle member
+        // acknowledges within a mailbox hop rather than at the next tick (total-order delivery waits for a majority's acks).
+        _engine.HoldAcks();
         Receive<EnvelopeBatch>(batch =>
         {
-            _engine.HoldAcks();
             foreach (var envelope in batch.Envelopes)
             {
                 OnEnvelope(envelope);
             }
-
-            _engine.ReleaseAcks();
+        });
+        Receive<AcknowledgeNow>(_ =>
+        {
+            _acknowledgeScheduled = false;
+            _engine.AcknowledgeNow(Now);
         });
         Receive<GroupHandle.Drain>(_ => DrainSends());
         Receive<GroupHandle.LeaveCommand>(_ => _engine.Leave(Now));
@@ -253,6 +260,12 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     {
         var handled = base.AroundReceive(receive, message);
         _light.Pump(Now);
+        if (_engine.AckDue && !_acknowledgeScheduled)
+        {
+            _acknowledgeScheduled = true;
+            Self.Tell(AcknowledgeNow.Instance);
+        }
+
         FlushOutbox();
         _handle.PublishLease(ToTimestamp(_engine.LeaseExpiresAt), ToTimestamp(_engine.FormerMembersLeaseExpiry));
         return handled;
@@ -379,6 +392,11 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private sealed class Tick
     {
         public static readonly Tick Instance = new();
+    }
+
+    private sealed class AcknowledgeNow
+    {
+        public static readonly AcknowledgeNow Instance = new();
     }
 }
 

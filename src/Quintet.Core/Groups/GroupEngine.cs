@@ -313,35 +313,55 @@ internal sealed partial class GroupEngine
         }
 
         var stream = _streams[entries.StreamRank];
+        var filledGap = stream.HasGap;
+        var ordered = false;
         foreach (var entry in entries.Items)
         {
             stream.Add(entry);
+            ordered |= entry.Order is not null || entry.Data?.Ordering == Ordering.Total;
         }
 
         if (_promised is not null)
         {
             CheckFlushComplete();
         }
-        else
+        else if (ordered || filledGap)
         {
             // Acknowledge once this input is handled rather than at the next tick: total-order delivery waits for a
             // majority's acks, and an acknowledgement sent after the input also covers the order record the sequencer
-            // makes from it, saving every sender a round of waiting.
+            // makes from it, saving every sender a round of waiting. Nothing waits on the acknowledgement of atomic
+            // entries (unless they fill a gap before a total-order one): the next tick's covers them.
             _ackDue = true;
         }
     }
 
     /// <summary>
-    /// Holds acknowledgements until <see cref="ReleaseAcks"/>, so that a batch of envelopes from one member is
-    /// acknowledged once, covering all of it (a message and the order record that came with it, say).
+    /// From now on acknowledges only at ticks and when the host calls <see cref="AcknowledgeNow"/>, so that a burst of
+    /// inputs (a message and the order record that came with it, say) is acknowledged once, covering all of it.
     /// </summary>
     public void HoldAcks() => _holdAcks = true;
 
-    /// <summary>Sends the acknowledgement that inputs since <see cref="HoldAcks"/> made due.</summary>
-    public void ReleaseAcks()
+    /// <summary>True when entries arrived since the last acknowledgement that <see cref="HoldAcks"/> keeps unacknowledged.</summary>
+    public bool AckDue => _ackDue;
+
+    /// <summary>
+    /// Acknowledges at once what inputs since <see cref="HoldAcks"/> made due, regardless of
+    /// <see cref="GroupProtocolOptions.AckInterval"/>. For a host that calls it once the inputs queued before the call
+    /// are handled: under load that covers many inputs with one acknowledgement, and when idle nobody waits for a tick.
+    /// </summary>
+    public void AcknowledgeNow(TimeSpan now)
     {
-        _holdAcks = false;
-        AckIfDue();
+        _now = now;
+        if (!_ackDue)
+        {
+            return;
+        }
+
+        _ackDue = false;
+        if (_view is not null && _promised is null && HoldsMoreThanAcked())
+        {
+            SendDigest();
+        }
     }
 
     private void AckIfDue()

@@ -19,8 +19,9 @@ public sealed class GroupProtocolOptions
     /// <value>Default: 250 ms.</value></summary>
     public TimeSpan DigestInterval { get; set; } = TimeSpan.FromMilliseconds(250);
 
-    /// <summary>How soon a member acknowledges entries it newly holds; total-order delivery waits for a majority's
-    /// acknowledgements. <value>Default: 2 ms.</value></summary>
+    /// <summary>The least time between two acknowledgements of entries a member newly holds, when acknowledging at
+    /// ticks (a manager also acknowledges once the inputs in its mailbox are handled, at once when idle); total-order
+    /// delivery waits for a majority's acknowledgements. <value>Default: 2 ms.</value></summary>
     public TimeSpan AckInterval { get; set; } = TimeSpan.FromMilliseconds(2);
 
     /// <summary>

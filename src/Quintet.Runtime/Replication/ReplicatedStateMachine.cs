@@ -53,7 +53,15 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     where TState : class, IReplicatedState
 {
     private static readonly TimeSpan FirstOfferWait = TimeSpan.FromSeconds(60);
+    private const int MaxBatchCommands = 1024;
+    private const int MaxBatchBytes = 64 * 1024;
     private readonly Lock _gate = new();
+    private readonly Lock _sendGate = new();
+    private readonly Queue<WaitingCommand> _waiting = new();
+    private const int MaxMessagesInFlight = 2;
+    private bool _sending;
+    private int _inFlight;
+    private long _messagesSent;
     private readonly TState _state;
     private readonly LightGroupMember _member;
     private readonly ReplicatedStateMachineOptions _options;
@@ -88,6 +96,9 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     /// <summary>Raised on the replica's loop after each command is applied, in the order of application.</summary>
     public event Action<ReadOnlyMemory<byte>, byte[]>? Applied;
 
+    /// <summary>Total-order messages that carried this replica's commands (one per batch), for diagnostics and tests.</summary>
+    internal long CommandMessagesSent => Interlocked.Read(ref _messagesSent);
+
     /// <summary>Captures this replica holds for members that lack the state (for diagnostics and tests).</summary>
     internal int HeldCaptures
     {
@@ -118,8 +129,13 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         return machine;
     }
 
-    /// <summary>Orders <paramref name="command"/> and returns its result once this replica applied it.</summary>
-    /// <exception cref="GroupUnavailableException">This replica lost its membership before the command was applied; it may or may not have been.</exception>
+    /// <summary>
+    /// Orders <paramref name="command"/> and returns its result once this replica applied it. Commands that callers on
+    /// this replica issue while an earlier one is going out travel together in one total-order message, each applied
+    /// at its own place and with its own result; a command refused by the state (a result saying so) affects no other.
+    /// </summary>
+    /// <exception cref="GroupUnavailableException">This replica lost its membership, or was disposed, before the command was applied; it may or may not have been.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled: the command may or may not be applied (never, if it had not gone out yet).</exception>
     public async Task<byte[]> ExecuteAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken = default)
     {
         var request = Interlocked.Increment(ref _nextRequest);
@@ -131,8 +147,18 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
         try
         {
-            var message = new RsmMessage { Command = new RsmCommand { Origin = _member.Self.ToString(), Request = request, Body = ByteString.CopyFrom(command.Span) } };
-            await _member.MulticastAsync(message.ToByteArray(), MessageOrdering.Total, cancellationToken: cancellationToken);
+            bool start;
+            lock (_sendGate)
+            {
+                _waiting.Enqueue(new WaitingCommand(new RsmCommand { Request = request, Body = ByteString.CopyFrom(command.Span) }, done, cancellationToken));
+                start = TryStartSending();
+            }
+
+            if (start)
+            {
+                _ = SendWaitingAsync();
+            }
+
             return await done.Task.WaitAsync(cancellationToken);
         }
         finally
@@ -140,6 +166,105 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             lock (_gate)
             {
                 _pending.Remove(request);
+            }
+        }
+    }
+
+    /// <summary>Under <see cref="_sendGate"/>: true when the caller is to start <see cref="SendWaitingAsync"/>.</summary>
+    private bool TryStartSending()
+    {
+        if (_sending || _inFlight >= MaxMessagesInFlight || _waiting.Count == 0)
+        {
+            return false;
+        }
+
+        _sending = true;
+        return true;
+    }
+
+    /// <summary>
+    /// Multicasts the commands waiting at this replica, one total-order message at a time and with at most
+    /// <see cref="MaxMessagesInFlight"/> of them not yet delivered back here: commands that arrive meanwhile leave
+    /// together in the next message (a batch), so that under load one message, one order slot and one delivery carry
+    /// many commands, while a lone command goes out at once. Commands keep the order in which they were queued.
+    /// </summary>
+    private async Task SendWaitingAsync()
+    {
+        while (true)
+        {
+            List<WaitingCommand> batch = [];
+            lock (_sendGate)
+            {
+                if (_inFlight >= MaxMessagesInFlight)
+                {
+                    // Delivery of an earlier message starts sending again (OnOwnMessageDelivered).
+                    _sending = false;
+                    return;
+                }
+
+                var bytes = 0;
+                while (_waiting.TryPeek(out var next) && batch.Count < MaxBatchCommands && (batch.Count == 0 || bytes + next.Command.Body.Length <= MaxBatchBytes))
+                {
+                    _waiting.Dequeue();
+                    if (next.Cancellation.IsCancellationRequested || next.Done.Task.IsCompleted)
+                    {
+                        // Its caller stopped waiting, or was told the replica lost its membership, before it went out:
+                        // it is never applied.
+                        next.Done.TrySetCanceled(next.Cancellation);
+                        continue;
+                    }
+
+                    batch.Add(next);
+                    bytes += next.Command.Body.Length;
+                }
+
+                if (batch.Count == 0)
+                {
+                    if (_waiting.Count == 0)
+                    {
+                        _sending = false;
+                        return;
+                    }
+
+                    continue;
+                }
+
+                // Counted before it goes out: its delivery here can come before MulticastAsync returns.
+                _inFlight++;
+            }
+
+            var origin = _member.Self.ToString();
+            RsmMessage message;
+            if (batch.Count == 1)
+            {
+                batch[0].Command.Origin = origin;
+                message = new RsmMessage { Command = batch[0].Command };
+            }
+            else
+            {
+                var commands = new RsmCommandBatch { Origin = origin };
+                commands.Commands.AddRange(batch.Select(c => c.Command));
+                message = new RsmMessage { Batch = commands };
+            }
+
+            try
+            {
+                await _member.MulticastAsync(message.ToByteArray(), MessageOrdering.Total, cancellationToken: _stop.Token);
+                Interlocked.Increment(ref _messagesSent);
+            }
+            catch (Exception e) when (e is GroupUnavailableException or OperationCanceledException or ObjectDisposedException)
+            {
+                lock (_sendGate)
+                {
+                    _inFlight = Math.Max(0, _inFlight - 1);
+                }
+
+                var failure = e as GroupUnavailableException
+                    ?? new GroupUnavailableException($"The replica of '{Name}' was disposed before the command went out; it was not applied.");
+                foreach (var waiting in batch)
+                {
+                    waiting.Done.TrySetException(failure);
+                }
             }
         }
     }
@@ -304,18 +429,54 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
                 break;
             case RsmMessage.KindOneofCase.Command:
-                lock (_gate)
+                OnOwnMessageDelivered(message.Command.Origin);
+                OnCommand(message.Command);
+                break;
+            case RsmMessage.KindOneofCase.Batch:
+                OnOwnMessageDelivered(message.Batch.Origin);
+                foreach (var command in message.Batch.Commands)
                 {
-                    if (!_isSynced)
-                    {
-                        _buffered.Add((_view?.Id ?? 0, message.Command, null));
-                        return;
-                    }
+                    command.Origin = message.Batch.Origin;
+                    OnCommand(command);
                 }
 
-                Apply(message.Command);
                 break;
         }
+    }
+
+    /// <summary>A message this replica sent is delivered: the next batch may go out.</summary>
+    private void OnOwnMessageDelivered(string origin)
+    {
+        if (origin != _member.Self.ToString())
+        {
+            return;
+        }
+
+        bool start;
+        lock (_sendGate)
+        {
+            _inFlight = Math.Max(0, _inFlight - 1);
+            start = TryStartSending();
+        }
+
+        if (start)
+        {
+            _ = SendWaitingAsync();
+        }
+    }
+
+    private void OnCommand(RsmCommand command)
+    {
+        lock (_gate)
+        {
+            if (!_isSynced)
+            {
+                _buffered.Add((_view?.Id ?? 0, command, null));
+                return;
+            }
+        }
+
+        Apply(command);
     }
 
     private void OnOffer(LightMemberId sender, RsmSnapshotOffer offer)
@@ -427,11 +588,26 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             failed = [.. _pending.Values];
         }
 
+        bool start;
+        lock (_sendGate)
+        {
+            // What it sent under its former identity will never be delivered as its own.
+            _inFlight = 0;
+            start = TryStartSending();
+        }
+
+        if (start)
+        {
+            _ = SendWaitingAsync();
+        }
+
         foreach (var waiting in failed)
         {
             waiting.TrySetException(new GroupUnavailableException($"The replica of '{Name}' lost its membership before the command was applied; it may or may not have been."));
         }
     }
+
+    private sealed record WaitingCommand(RsmCommand Command, TaskCompletionSource<byte[]> Done, CancellationToken Cancellation);
 
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
