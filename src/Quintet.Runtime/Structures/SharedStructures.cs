@@ -9,6 +9,7 @@ namespace Quintet.Runtime.Structures;
 public sealed class SharedStructures(GroupService groups) : ISharedStructures, IAsyncDisposable
 {
     private readonly ConcurrentDictionary<string, Lazy<Task<IAsyncDisposable>>> _open = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<string, bool> _modes = new(StringComparer.Ordinal);
 
     /// <summary>Limits applied to the structures this manager opens.</summary>
     public SharedStructureLimits Limits { get; init; } = new();
@@ -16,39 +17,99 @@ public sealed class SharedStructures(GroupService groups) : ISharedStructures, I
     /// <summary>The clock that queue leases are judged by. <value>Default: the system clock.</value></summary>
     public TimeProvider Time { get; init; } = TimeProvider.System;
 
+    /// <summary>
+    /// Where durable structures keep their logs (<see cref="DurabilityOptions.Directory"/> is the root: each structure
+    /// has a folder under it), this manager's replica name, and the planned cluster size. Null: durable opens are refused.
+    /// <value>Default: null.</value>
+    /// </summary>
+    public DurabilityOptions? Durability { get; init; }
+
+    /// <summary>Where durable structures log their recovery and failures. <value>Default: none.</value></summary>
+    public Microsoft.Extensions.Logging.ILogger? Logger { get; init; }
+
     /// <inheritdoc />
     public Task<ISharedDictionary> DictionaryAsync(string name, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedDictionary, SharedDictionaryState>("dict/", name, () => new SharedDictionaryState(name, Limits), m => new SharedDictionary(name, m), cancellationToken);
+        DictionaryAsync(name, InMemory, cancellationToken);
 
     /// <inheritdoc />
     public Task<ISharedSet> SetAsync(string name, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedSet, SharedSetState>("set/", name, () => new SharedSetState(name, Limits), m => new SharedSet(name, m), cancellationToken);
+        SetAsync(name, InMemory, cancellationToken);
 
     /// <inheritdoc />
     public Task<ISharedQueue> QueueAsync(string name, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedQueue, SharedQueueState>("queue/", name, () => new SharedQueueState(name, Limits), m => new SharedQueue(name, m, Time), cancellationToken);
+        QueueAsync(name, InMemory, cancellationToken);
 
     /// <inheritdoc />
     public Task<ISharedCounter> CounterAsync(string name, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedCounter, SharedCounterState>("counter/", name, () => new SharedCounterState(name, Limits), m => new SharedCounter(name, m), cancellationToken);
+        CounterAsync(name, InMemory, cancellationToken);
 
-    private async Task<TStructure> OpenAsync<TStructure, TState>(string kind, string name, Func<TState> state, Func<ReplicatedStateMachine<TState>, IAsyncDisposable> wrap, CancellationToken cancellationToken)
+    /// <inheritdoc />
+    public Task<ISharedDictionary> DictionaryAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        OpenAsync<ISharedDictionary, SharedDictionaryState>("dict/", name, options, () => new SharedDictionaryState(name, Limits), m => new SharedDictionary(name, m), cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ISharedSet> SetAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        OpenAsync<ISharedSet, SharedSetState>("set/", name, options, () => new SharedSetState(name, Limits), m => new SharedSet(name, m), cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ISharedQueue> QueueAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        OpenAsync<ISharedQueue, SharedQueueState>("queue/", name, options, () => new SharedQueueState(name, Limits), m => new SharedQueue(name, m, Time), cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ISharedCounter> CounterAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        OpenAsync<ISharedCounter, SharedCounterState>("counter/", name, options, () => new SharedCounterState(name, Limits), m => new SharedCounter(name, m), cancellationToken);
+
+    private static readonly SharedStructureOptions InMemory = new();
+
+    private async Task<TStructure> OpenAsync<TStructure, TState>(string kind, string name, SharedStructureOptions options, Func<TState> state, Func<ReplicatedStateMachine<TState>, IAsyncDisposable> wrap, CancellationToken cancellationToken)
         where TState : class, IReplicatedState
     {
         ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        ArgumentNullException.ThrowIfNull(options);
         Limits.Validate();
+        var durable = options.Durable;
+        if (durable && Durability is null)
+        {
+            throw new NotSupportedException($"The shared {kind.TrimEnd('/')} '{name}' cannot open durable: this manager has no data directory for durable structures.");
+        }
+
+        var mode = _modes.GetOrAdd(kind + name, durable);
+        if (mode != durable)
+        {
+            throw new InvalidOperationException($"The shared {kind.TrimEnd('/')} '{name}' is open {(mode ? "durable" : "in memory only")} on this manager; open it with {nameof(SharedStructureOptions)}.{nameof(SharedStructureOptions.Durable)} = {(mode ? "true" : "false")} (a structure's mode is chosen at its first open).");
+        }
+
         var lazy = _open.GetOrAdd(kind + name, key => new Lazy<Task<IAsyncDisposable>>(async () =>
-            wrap(await ReplicatedStateMachine.JoinAsync(groups, key, state()))));
+            wrap(await ReplicatedStateMachine.JoinAsync(groups, key, state(), MachineOptions(key, durable)))));
         try
         {
             return (TStructure)await lazy.Value.WaitAsync(cancellationToken);
         }
         catch (Exception) when (lazy.Value.IsFaulted)
         {
-            _open.TryRemove(new KeyValuePair<string, Lazy<Task<IAsyncDisposable>>>(kind + name, lazy));
+            if (_open.TryRemove(new KeyValuePair<string, Lazy<Task<IAsyncDisposable>>>(kind + name, lazy)))
+            {
+                _modes.TryRemove(kind + name, out _);
+            }
+
             throw;
         }
     }
+
+    private ReplicatedStateMachineOptions MachineOptions(string key, bool durable) => new()
+    {
+        Logger = Logger,
+        Durability = durable
+            ? new DurabilityOptions
+            {
+                // One folder per structure; the kind and the name escaped so that any name makes one file name.
+                Directory = Path.Combine(Durability!.Directory, Uri.EscapeDataString(key)),
+                ReplicaName = Durability.ReplicaName,
+                PlannedReplicas = Durability.PlannedReplicas,
+                SnapshotEveryCommands = Durability.SnapshotEveryCommands,
+            }
+            : null,
+    };
 
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
