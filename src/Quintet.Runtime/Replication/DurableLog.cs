@@ -35,6 +35,7 @@ internal sealed partial class DurableLog : IDisposable
     private long _fsyncs;
     private long _records;
     private int _disposed;
+    private bool _broken;
 
     private DurableLog(string directory, string name, FileStream log, Action<long> durable, ILogger logger)
     {
@@ -156,14 +157,20 @@ internal sealed partial class DurableLog : IDisposable
                 Interlocked.Increment(ref _fsyncs);
                 DurableLogMetrics.Batch.Record(taken, new KeyValuePair<string, object?>("quintet.machine", _name));
             }
-            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException or InvalidDataException)
             {
-                // Nothing of the batch is reported durable, so nobody is acknowledged for it; a later batch may succeed.
-                LogWriteFailed(_logger, e, _name);
+                // The log may now have a hole: this replica never again reports anything durable (the others' reports
+                // still acknowledge commands while they are a majority). A restart recovers it from its good prefix.
+                if (!_broken)
+                {
+                    LogWriteFailed(_logger, e, _name);
+                }
+
+                _broken = true;
                 continue;
             }
 
-            if (last >= 0)
+            if (last >= 0 && !_broken)
             {
                 _durable(last);
             }
@@ -252,19 +259,7 @@ internal sealed partial class DurableLog : IDisposable
         }
 
         File.Move(temporary, path, overwrite: true);
-        SyncDirectory(Path.GetDirectoryName(path)!);
-    }
-
-    private static void SyncDirectory(string directory)
-    {
-        if (OperatingSystem.IsWindows())
-        {
-            return;
-        }
-
-        // The rename is durable only once the directory is: fsync it through a read-only handle.
-        using var handle = File.OpenHandle(directory, FileMode.Open, FileAccess.Read, FileShare.ReadWrite, FileOptions.None);
-        RandomAccess.FlushToDisk(handle);
+        DirectorySync.Flush(Path.GetDirectoryName(path)!);
     }
 
     private static (long Position, Stream? Snapshot) ReadSnapshot(string path)
@@ -367,7 +362,7 @@ internal sealed partial class DurableLog : IDisposable
     [LoggerMessage(Level = LogLevel.Warning, Message = "The durable log of '{Machine}' ended in a torn or corrupt record: {Bytes} bytes after offset {Offset} dropped (never acknowledged by this replica); it resumes after position {Position}")]
     private static partial void LogTornTail(ILogger logger, string machine, long bytes, long offset, long position);
 
-    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the durable log of '{Machine}' failed; the commands of this batch are not reported durable by this replica")]
+    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the durable log of '{Machine}' failed; this replica reports nothing durable any more until it restarts")]
     private static partial void LogWriteFailed(ILogger logger, Exception exception, string machine);
 
     private enum ItemKind
