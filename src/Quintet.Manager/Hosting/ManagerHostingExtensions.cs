@@ -97,6 +97,7 @@ public static class ManagerHostingExtensions
                 },
             };
         });
+        builder.Services.AddHostedService<DurableStructuresStarter>();
         builder.Services.AddSingleton<Quintet.Runtime.Coordination.CoordinationService>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());

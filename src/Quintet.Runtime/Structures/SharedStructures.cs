@@ -1,4 +1,6 @@
 using System.Collections.Concurrent;
+using System.Text;
+using Microsoft.Extensions.Logging;
 using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Runtime.Replication;
@@ -6,10 +8,11 @@ using Quintet.Runtime.Replication;
 namespace Quintet.Runtime.Structures;
 
 /// <summary>The shared data structures of one manager: one replica per kind and name, shared by every instance here.</summary>
-public sealed class SharedStructures(GroupService groups) : ISharedStructures, IAsyncDisposable
+public sealed partial class SharedStructures(GroupService groups) : ISharedStructures, IAsyncDisposable
 {
     private readonly ConcurrentDictionary<string, Lazy<Task<IAsyncDisposable>>> _open = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, bool> _modes = new(StringComparer.Ordinal);
+    private ReplicatedStateMachine<DurableCatalog>? _catalog;
 
     /// <summary>Limits applied to the structures this manager opens.</summary>
     public SharedStructureLimits Limits { get; init; } = new();
@@ -25,7 +28,7 @@ public sealed class SharedStructures(GroupService groups) : ISharedStructures, I
     public DurabilityOptions? Durability { get; init; }
 
     /// <summary>Where durable structures log their recovery and failures. <value>Default: none.</value></summary>
-    public Microsoft.Extensions.Logging.ILogger? Logger { get; init; }
+    public ILogger? Logger { get; init; }
 
     /// <inheritdoc />
     public Task<ISharedDictionary> DictionaryAsync(string name, CancellationToken cancellationToken = default) =>
@@ -60,6 +63,79 @@ public sealed class SharedStructures(GroupService groups) : ISharedStructures, I
         OpenAsync<ISharedCounter, SharedCounterState>("counter/", name, options, () => new SharedCounterState(name, Limits), m => new SharedCounter(name, m), cancellationToken);
 
     private static readonly SharedStructureOptions InMemory = new();
+    private static readonly SharedStructureOptions DurableMode = new() { Durable = true };
+
+    /// <summary>
+    /// Joins the cluster's catalog of durable structures and opens a replica of each, so that every manager holds every
+    /// durable structure (its majority is of the cluster's managers, not of those whose instances use it), and reopens
+    /// those this manager holds on disk, so that after a whole-cluster restart they find their majority without waiting
+    /// for an instance to ask. Completes once the catalog is joined; the replicas open in the background.
+    /// </summary>
+    public async Task StartDurableAsync(CancellationToken cancellationToken)
+    {
+        if (Durability is null)
+        {
+            return;
+        }
+
+        _catalog = await ReplicatedStateMachine.JoinAsync(groups, "catalog/durable", new DurableCatalog(), new ReplicatedStateMachineOptions { Logger = Logger }, cancellationToken);
+        _catalog.Applied += (command, _) => OpenInBackground(Encoding.UTF8.GetString(command.Span));
+        foreach (var key in _catalog.Read(c => c.Keys.ToArray()))
+        {
+            OpenInBackground(key);
+        }
+
+        if (Directory.Exists(Durability.Directory))
+        {
+            foreach (var folder in Directory.EnumerateDirectories(Durability.Directory))
+            {
+                var key = Uri.UnescapeDataString(Path.GetFileName(folder));
+                OpenInBackground(key);
+                _ = RegisterAsync(key);
+            }
+        }
+    }
+
+    private void OpenInBackground(string key) => _ = Task.Run(async () =>
+    {
+        try
+        {
+            var slash = key.IndexOf('/', StringComparison.Ordinal);
+            var (kind, name) = slash > 0 ? (key[..(slash + 1)], key[(slash + 1)..]) : (key, string.Empty);
+            _ = kind switch
+            {
+                "dict/" => (object)await DictionaryAsync(name, DurableMode),
+                "set/" => await SetAsync(name, DurableMode),
+                "queue/" => await QueueAsync(name, DurableMode),
+                "counter/" => await CounterAsync(name, DurableMode),
+                _ => throw new InvalidDataException($"'{key}' names no kind of shared structure."),
+            };
+        }
+        catch (Exception e)
+        {
+            LogReopenFailed(Logger ?? Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance, e, key);
+        }
+    });
+
+    private async Task RegisterAsync(string key)
+    {
+        if (_catalog is not { } catalog || catalog.Read(c => c.Keys.Contains(key)))
+        {
+            return;
+        }
+
+        try
+        {
+            await catalog.ExecuteAsync(Encoding.UTF8.GetBytes(key));
+        }
+        catch (Exception e) when (e is GroupUnavailableException or ObjectDisposedException)
+        {
+            // This manager left or is leaving; the others open it from their own catalog or disk.
+        }
+    }
+
+    [LoggerMessage(Level = LogLevel.Error, Message = "Could not open this manager's replica of the durable structure '{Key}'")]
+    private static partial void LogReopenFailed(ILogger logger, Exception exception, string key);
 
     private async Task<TStructure> OpenAsync<TStructure, TState>(string kind, string name, SharedStructureOptions options, Func<TState> state, Func<ReplicatedStateMachine<TState>, IAsyncDisposable> wrap, CancellationToken cancellationToken)
         where TState : class, IReplicatedState
@@ -81,6 +157,11 @@ public sealed class SharedStructures(GroupService groups) : ISharedStructures, I
 
         var lazy = _open.GetOrAdd(kind + name, key => new Lazy<Task<IAsyncDisposable>>(async () =>
             wrap(await ReplicatedStateMachine.JoinAsync(groups, key, state(), MachineOptions(key, durable)))));
+        if (durable)
+        {
+            _ = RegisterAsync(kind + name);
+        }
+
         try
         {
             return (TStructure)await lazy.Value.WaitAsync(cancellationToken);
@@ -114,9 +195,37 @@ public sealed class SharedStructures(GroupService groups) : ISharedStructures, I
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
     {
+        if (_catalog is not null)
+        {
+            await _catalog.DisposeAsync();
+        }
+
         foreach (var lazy in _open.Values.Where(l => l.IsValueCreated && l.Value.IsCompletedSuccessfully))
         {
             await lazy.Value.Result.DisposeAsync();
+        }
+    }
+}
+
+/// <summary>The names (kind + name) of the cluster's durable structures, so that every manager holds a replica of each.</summary>
+internal sealed class DurableCatalog : IReplicatedState
+{
+    public HashSet<string> Keys { get; } = new(StringComparer.Ordinal);
+
+    public byte[] Apply(ReadOnlySpan<byte> command)
+    {
+        Keys.Add(Encoding.UTF8.GetString(command));
+        return [];
+    }
+
+    public byte[] TakeSnapshot() => Encoding.UTF8.GetBytes(string.Join('\n', Keys.Order(StringComparer.Ordinal)));
+
+    public void RestoreSnapshot(ReadOnlySpan<byte> snapshot)
+    {
+        Keys.Clear();
+        foreach (var key in Encoding.UTF8.GetString(snapshot).Split('\n', StringSplitOptions.RemoveEmptyEntries))
+        {
+            Keys.Add(key);
         }
     }
 }
