@@ -265,7 +265,7 @@ internal static class ToolsBenchmark
         }
 
         Console.WriteLine();
-        Console.WriteLine($"4. Durable shared dictionary SetAsync (SharedStructureOptions.Durable), {managers} replicas, beside {etcd?.Name ?? "etcd (not run)"} put.");
+        Console.WriteLine($"2b. Durable shared dictionary SetAsync (SharedStructureOptions.Durable), {managers} replicas, beside {etcd?.Name ?? "etcd (not run)"} put.");
         Console.WriteLine("   Equal durability: both acknowledge a write once a majority of the replicas hold it on disk (fsync'd).");
         Console.WriteLine("   Target: faster than etcd (rate ratio > 1, latency ratios < 1).");
         Header("quintet", "etcd");
