@@ -13,6 +13,9 @@ public interface IToolsBench
     /// <summary>Sets an entry of the shared dictionary <c>bench</c>; returns once it is applied at this manager.</summary>
     Task<BenchReply> SetAsync(SetRequest request, CancellationToken cancellationToken);
 
+    /// <summary>Sets an entry of the durable shared dictionary <c>bench-durable</c>; returns once a majority of the managers hold it on disk.</summary>
+    Task<BenchReply> SetDurableAsync(SetRequest request, CancellationToken cancellationToken);
+
     /// <summary>Appends a record to this instance's checkpoint log; returns once the store says it is durable.</summary>
     Task<BenchReply> AppendAsync(AppendRequest request, CancellationToken cancellationToken);
 
@@ -56,7 +59,7 @@ public sealed class AppendRequest
 [ProtoContract]
 public sealed class LoadRequest
 {
-    /// <summary><c>set</c> (shared dictionary) or <c>append</c> (checkpoint log).</summary>
+    /// <summary><c>set</c> (shared dictionary), <c>durable-set</c> (durable shared dictionary) or <c>append</c> (checkpoint log).</summary>
     [ProtoMember(1)]
     public string Operation { get; set; } = string.Empty;
 
@@ -126,4 +129,12 @@ public sealed class StoreCounters
     /// <summary>The type behind <c>Context.Checkpoints</c>: which store was measured.</summary>
     [ProtoMember(5)]
     public string StoreType { get; set; } = string.Empty;
+
+    /// <summary>Commands the durable shared structures' logs wrote in this manager process.</summary>
+    [ProtoMember(6)]
+    public long DurableWrites { get; set; }
+
+    /// <summary>Fsyncs of those logs (group commits).</summary>
+    [ProtoMember(7)]
+    public long DurableSyncs { get; set; }
 }

@@ -11,11 +11,16 @@ namespace Quintet.Benchmarks.Component;
 /// </summary>
 internal static class StoreCounterListener
 {
+    // The durable logs' group-commit histogram (Quintet.Runtime's DurableLogMetrics).
+    private const string DurableBatch = "quintet.rsm.durable.batch";
+
     private static readonly Lock Gate = new();
     private static MeterListener? _listener;
     private static long _writes;
     private static long _commits;
     private static int _published;
+    private static long _durableWrites;
+    private static long _durableSyncs;
 
     public static void Start()
     {
@@ -37,11 +42,21 @@ internal static class StoreCounterListener
                         Interlocked.Exchange(ref _published, 1);
                         listener.EnableMeasurementEvents(instrument);
                     }
+                    else if (instrument.Meter.Name == QuintetTelemetry.Runtime && instrument.Name == DurableBatch)
+                    {
+                        listener.EnableMeasurementEvents(instrument);
+                    }
                 },
             };
             _listener.SetMeasurementEventCallback<long>(static (instrument, value, _, _) =>
             {
-                if (instrument.Name == QuintetTelemetry.CheckpointWrites)
+                if (instrument.Name == DurableBatch)
+                {
+                    // One measurement per fsync of a durable log, of the commands it wrote.
+                    Interlocked.Add(ref _durableWrites, value);
+                    Interlocked.Increment(ref _durableSyncs);
+                }
+                else if (instrument.Name == QuintetTelemetry.CheckpointWrites)
                 {
                     Interlocked.Add(ref _writes, value);
                 }
@@ -53,6 +68,8 @@ internal static class StoreCounterListener
             _listener.Start();
         }
     }
+
+    public static (long Writes, long Syncs) ReadDurable() => (Interlocked.Read(ref _durableWrites), Interlocked.Read(ref _durableSyncs));
 
     public static (long Writes, long Commits, bool Published) Read() =>
         (Interlocked.Read(ref _writes), Interlocked.Read(ref _commits), Volatile.Read(ref _published) != 0);

@@ -10,13 +10,16 @@ namespace Quintet.Benchmarks.Component;
 /// </summary>
 public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBench
 {
+    private static readonly SharedStructureOptions Durable = new() { Durable = true };
     private ISharedDictionary? _dictionary;
+    private ISharedDictionary? _durable;
 
     /// <inheritdoc />
     protected override async Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken)
     {
         StoreCounterListener.Start();
         _dictionary = await Context.Shared.DictionaryAsync("bench", cancellationToken);
+        _durable = await Context.Shared.DictionaryAsync("bench-durable", Durable, cancellationToken);
     }
 
     /// <inheritdoc />
@@ -27,6 +30,14 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
     {
         ArgumentNullException.ThrowIfNull(request);
         await _dictionary!.SetAsync(request.Key, request.Value, cancellationToken);
+        return Reply();
+    }
+
+    /// <inheritdoc />
+    public async Task<BenchReply> SetDurableAsync(SetRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        await _durable!.SetAsync(request.Key, request.Value, cancellationToken);
         return Reply();
     }
 
@@ -48,9 +59,10 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
         Func<int, long, Task> operation = request.Operation switch
         {
             "set" => (writer, n) => _dictionary!.SetAsync($"in-{Context.Key}-{writer}-{n % 1024}", value, cancellationToken),
+            "durable-set" => (writer, n) => _durable!.SetAsync($"in-{Context.Key}-{writer}-{n % 1024}", value, cancellationToken),
             // Concurrent appends to one stream are safe; they take positions in no given order, which does not matter here.
             "append" => (_, _) => Context.Checkpoints.AppendAsync(value, cancellationToken),
-            _ => throw new ArgumentException($"Unknown operation '{request.Operation}'; expected 'set' or 'append'.", nameof(request)),
+            _ => throw new ArgumentException($"Unknown operation '{request.Operation}'; expected 'set', 'durable-set' or 'append'.", nameof(request)),
         };
 
         var window = TimeSpan.FromMilliseconds(request.Milliseconds);
@@ -81,7 +93,8 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
     public Task<StoreCounters> StoreCountersAsync(NoopRequest request, CancellationToken cancellationToken)
     {
         var (writes, commits, published) = StoreCounterListener.Read();
-        return Task.FromResult(new StoreCounters { Manager = Context.Manager, Writes = writes, Commits = commits, Published = published, StoreType = Context.Checkpoints.GetType().FullName ?? "?" });
+        var (durableWrites, durableSyncs) = StoreCounterListener.ReadDurable();
+        return Task.FromResult(new StoreCounters { Manager = Context.Manager, Writes = writes, Commits = commits, Published = published, StoreType = Context.Checkpoints.GetType().FullName ?? "?", DurableWrites = durableWrites, DurableSyncs = durableSyncs });
     }
 
     private BenchReply Reply() => new() { Manager = Context.Manager };

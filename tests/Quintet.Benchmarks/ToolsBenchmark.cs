@@ -146,6 +146,9 @@ internal static class ToolsBenchmark
         var syncs = new Dictionary<int, StoreCounters>();
         var setInside = new Dictionary<int, LoadFigures>();
         var appendInside = new Dictionary<int, LoadFigures>();
+        var durable = new Dictionary<int, LoadFigures>();
+        var durableInside = new Dictionary<int, LoadFigures>();
+        var durableSyncs = new Dictionary<int, (long Writes, long Syncs)>();
         foreach (var writers in concurrencies)
         {
             var instances = Enumerable.Range(0, writers).Select(i => client.GetComponent<IToolsBench>($"bench-{writers}-{i}")).ToArray();
@@ -164,14 +167,22 @@ internal static class ToolsBenchmark
             var after = await CountersAsync(probes.Values);
             syncs[writers] = new StoreCounters { Writes = after.Writes - before.Writes, Commits = after.Commits - before.Commits, Published = after.Published, StoreType = after.StoreType };
 
+            var durableSet = (Func<int, long, Task>)((worker, n) => instances[worker].SetDurableAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None));
+            await LoadRun.MeasureAsync(writers, Warmup, durableSet);
+            var durableBefore = await CountersAsync(probes.Values);
+            durable[writers] = await LoadRun.MeasureAsync(writers, window, durableSet);
+            var durableAfter = await CountersAsync(probes.Values);
+            durableSyncs[writers] = (durableAfter.DurableWrites - durableBefore.DurableWrites, durableAfter.DurableSyncs - durableBefore.DurableSyncs);
+
             Progress($"quintet: {writers} writers inside one instance, at {hosts[0].Manager}");
             setInside[writers] = await InsideAsync(instances[0], "set", writers, window, value.Length);
             appendInside[writers] = await InsideAsync(instances[0], "append", writers, window, value.Length);
+            durableInside[writers] = await InsideAsync(instances[0], "durable-set", writers, window, value.Length);
         }
 
         var routes = client.Statistics;
         Console.WriteLine($"  client: {routes.Calls} calls, {routes.ForwardedCalls} passed on by a manager that did not own the instance, {routes.Retries} retried");
-        return new QuintetFigures(noop, set, append, syncs, setInside, appendInside);
+        return new QuintetFigures(noop, set, append, syncs, setInside, appendInside, durable, durableInside, durableSyncs);
     }
 
     private static async Task<LoadFigures> InsideAsync(IToolsBench instance, string operation, int writers, TimeSpan window, int valueBytes)
@@ -208,7 +219,7 @@ internal static class ToolsBenchmark
     private static async Task<StoreCounters> CountersAsync(IEnumerable<IToolsBench> probes)
     {
         var all = await Task.WhenAll(probes.Select(p => p.StoreCountersAsync(new NoopRequest(), CancellationToken.None)));
-        return new StoreCounters { Writes = all.Sum(c => c.Writes), Commits = all.Sum(c => c.Commits), Published = all.Any(c => c.Published), StoreType = string.Join(", ", all.Select(c => c.StoreType).Distinct()) };
+        return new StoreCounters { Writes = all.Sum(c => c.Writes), Commits = all.Sum(c => c.Commits), Published = all.Any(c => c.Published), StoreType = string.Join(", ", all.Select(c => c.StoreType).Distinct()), DurableWrites = all.Sum(c => c.DurableWrites), DurableSyncs = all.Sum(c => c.DurableSyncs) };
     }
 
     private static string Key(int worker, long n) => string.Create(CultureInfo.InvariantCulture, $"w{worker}-{n % 1024}");
@@ -251,6 +262,29 @@ internal static class ToolsBenchmark
         foreach (var writers in concurrencies)
         {
             Row(writers, "append inside", quintet.AppendInside[writers], etcd?.Figures[writers]);
+        }
+
+        Console.WriteLine();
+        Console.WriteLine($"2b. Durable shared dictionary SetAsync (SharedStructureOptions.Durable), {managers} replicas, beside {etcd?.Name ?? "etcd (not run)"} put.");
+        Console.WriteLine("   Equal durability: both acknowledge a write once a majority of the replicas hold it on disk (fsync'd).");
+        Console.WriteLine("   Target: faster than etcd (rate ratio > 1, latency ratios < 1).");
+        Header("quintet", "etcd");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "durable set", quintet.Durable[writers], etcd?.Figures[writers]);
+        }
+
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "durable inside", quintet.DurableInside[writers], etcd?.Figures[writers]);
+        }
+
+        Console.WriteLine("   Writes per fsync of the durable logs (through a component; summed over every replica, so each write counts once per replica):");
+        foreach (var writers in concurrencies)
+        {
+            var (writes, durableSyncs) = quintet.DurableSyncs[writers];
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"   {writers,7} writers: {writes} log writes in {durableSyncs} fsyncs, {(durableSyncs > 0 ? writes / (double)durableSyncs : double.NaN):F2} writes/fsync; etcd {(etcd is null ? double.NaN : etcd.Figures[writers].Calls * 3.0 / Math.Max(1, etcd.Syncs[writers])):F2} puts/fsync (×3 members)"));
         }
 
         Console.WriteLine();
@@ -336,5 +370,8 @@ internal static class ToolsBenchmark
         Dictionary<int, LoadFigures> Append,
         Dictionary<int, StoreCounters> Syncs,
         Dictionary<int, LoadFigures> SetInside,
-        Dictionary<int, LoadFigures> AppendInside);
+        Dictionary<int, LoadFigures> AppendInside,
+        Dictionary<int, LoadFigures> Durable,
+        Dictionary<int, LoadFigures> DurableInside,
+        Dictionary<int, (long Writes, long Syncs)> DurableSyncs);
 }

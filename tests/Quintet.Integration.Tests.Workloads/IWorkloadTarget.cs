@@ -216,6 +216,10 @@ public sealed class SetRequest
     /// <summary>The element to add; for a read, the largest element to look for.</summary>
     [ProtoMember(1)]
     public long Element { get; set; }
+
+    /// <summary>Use the durable set (<c>workload-set-durable</c>) rather than the in-memory one.</summary>
+    [ProtoMember(2)]
+    public bool Durable { get; set; }
 }
 
 /// <summary>The elements read.</summary>

@@ -18,6 +18,7 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
 
     private ISharedDictionary? _registers;
     private ISharedDictionary? _set;
+    private ISharedDictionary? _durableSet;
     private ISharedQueue? _queue;
     private ISharedCounter? _counter;
     private IDistributedLock? _lock;
@@ -55,7 +56,7 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<SetReply> AddAsync(SetRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        await (await MembersAsync(cancellationToken)).SetAsync(Member(request.Element), Encode(request.Element), cancellationToken);
+        await (await MembersAsync(request.Durable, cancellationToken)).SetAsync(Member(request.Element), Encode(request.Element), cancellationToken);
         return new SetReply { Elements = [request.Element] };
     }
 
@@ -66,7 +67,7 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
 
         // The dictionary does not list its keys: one linearizable read brings this replica up to every update ordered
         // before the call, and then the local replica answers for every member asked for.
-        var set = await MembersAsync(cancellationToken);
+        var set = await MembersAsync(request.Durable, cancellationToken);
         await set.GetLinearizableAsync(Member(0), cancellationToken);
         var reply = new SetReply { Count = set.Count };
         for (long element = 1; element <= request.Element; element++)
@@ -225,8 +226,9 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     private async Task<ISharedDictionary> RegistersAsync(CancellationToken cancellationToken) =>
         _registers ??= await Context.Shared.DictionaryAsync("workload-registers", cancellationToken);
 
-    private async Task<ISharedDictionary> MembersAsync(CancellationToken cancellationToken) =>
-        _set ??= await Context.Shared.DictionaryAsync("workload-set", cancellationToken);
+    private async Task<ISharedDictionary> MembersAsync(bool durable, CancellationToken cancellationToken) => durable
+        ? _durableSet ??= await Context.Shared.DictionaryAsync("workload-set-durable", new SharedStructureOptions { Durable = true }, cancellationToken)
+        : _set ??= await Context.Shared.DictionaryAsync("workload-set", cancellationToken);
 
     private async Task<ISharedQueue> QueueAsync(CancellationToken cancellationToken) =>
         _queue ??= await Context.Shared.QueueAsync("workload-queue", cancellationToken);

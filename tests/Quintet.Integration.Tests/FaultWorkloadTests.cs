@@ -55,16 +55,24 @@ public class FaultWorkloadTests(ITestOutputHelper output)
     [Fact]
     public Task Set_keeps_every_acknowledged_add_when_the_coordinator_is_cut_off_and_downed() => SetAsync(seed: 2);
 
-    private Task SetAsync(int seed) =>
+    /// <summary>
+    /// The set workload on a durable shared dictionary, and at the end a stop and start of the whole cluster: every
+    /// acknowledged add must be read back after it.
+    /// </summary>
+    [Fact]
+    public Task Durable_set_keeps_every_acknowledged_add_under_faults_and_a_whole_cluster_restart() => SetAsync(seed: 11, durable: true);
+
+    private Task SetAsync(int seed, bool durable = false) =>
         RunAsync(seed, (cluster, clients) =>
         {
             SetWorkload? workload = null;
             workload = new SetWorkload(client => new SetClient(
                 clients.Connect(cluster, client, failoverBudget: TimeSpan.FromSeconds(3)),
                 $"client-{client}",
-                () => workload!.LargestAttempted + 100));
+                () => workload!.LargestAttempted + 100,
+                durable));
             return workload;
-        });
+        }, restartWholeCluster: durable);
 
     /// <summary>
     /// Enqueues of distinct elements and dequeues that take the element for good (at most once: a dequeue with an
@@ -320,17 +328,17 @@ public class FaultWorkloadTests(ITestOutputHelper output)
                 cancellationToken)).Applied;
     }
 
-    private sealed class SetClient(QuintetClient connection, string instance, Func<long> largest) : ISetClient
+    private sealed class SetClient(QuintetClient connection, string instance, Func<long> largest, bool durable) : ISetClient
     {
         private readonly IWorkloadTarget _target = connection.GetComponent<IWorkloadTarget>(instance);
 
         public Task AddAsync(long element, CancellationToken cancellationToken) =>
-            _target.AddAsync(new SetRequest { Element = element }, cancellationToken);
+            _target.AddAsync(new SetRequest { Element = element, Durable = durable }, cancellationToken);
 
         public async Task<IReadOnlyCollection<long>> ReadAsync(CancellationToken cancellationToken)
         {
             var bound = largest() + 100;
-            var reply = await _target.ReadSetAsync(new SetRequest { Element = bound }, cancellationToken);
+            var reply = await _target.ReadSetAsync(new SetRequest { Element = bound, Durable = durable }, cancellationToken);
 
             // The component counts the entries before it looks for members, so every entry counted is either found or
             // beyond the bound; adds invoked since may account for those beyond it. The others were never attempted:

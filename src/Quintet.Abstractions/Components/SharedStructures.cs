@@ -19,6 +19,49 @@ public interface ISharedStructures
 
     /// <summary>The shared counter <paramref name="name"/> (it starts at zero).</summary>
     Task<ISharedCounter> CounterAsync(string name, CancellationToken cancellationToken = default);
+
+    /// <summary>
+    /// The shared dictionary <paramref name="name"/>, opened in the mode <paramref name="options"/> chooses (see
+    /// <see cref="SharedStructureOptions.Durable"/>). The mode is the structure's own, chosen at its first open in the
+    /// cluster: an open in the other mode fails with an <see cref="InvalidOperationException"/> naming it.
+    /// </summary>
+    /// <exception cref="NotSupportedException">This host does not offer durable structures.</exception>
+    Task<ISharedDictionary> DictionaryAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        InMemoryOnly(options) ? DictionaryAsync(name, cancellationToken) : throw DurableUnsupported();
+
+    /// <summary>The shared set <paramref name="name"/>, opened in the mode <paramref name="options"/> chooses; see <see cref="DictionaryAsync(string, SharedStructureOptions, CancellationToken)"/>.</summary>
+    /// <exception cref="NotSupportedException">This host does not offer durable structures.</exception>
+    Task<ISharedSet> SetAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        InMemoryOnly(options) ? SetAsync(name, cancellationToken) : throw DurableUnsupported();
+
+    /// <summary>The shared queue <paramref name="name"/>, opened in the mode <paramref name="options"/> chooses; see <see cref="DictionaryAsync(string, SharedStructureOptions, CancellationToken)"/>.</summary>
+    /// <exception cref="NotSupportedException">This host does not offer durable structures.</exception>
+    Task<ISharedQueue> QueueAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        InMemoryOnly(options) ? QueueAsync(name, cancellationToken) : throw DurableUnsupported();
+
+    /// <summary>The shared counter <paramref name="name"/>, opened in the mode <paramref name="options"/> chooses; see <see cref="DictionaryAsync(string, SharedStructureOptions, CancellationToken)"/>.</summary>
+    /// <exception cref="NotSupportedException">This host does not offer durable structures.</exception>
+    Task<ISharedCounter> CounterAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
+        InMemoryOnly(options) ? CounterAsync(name, cancellationToken) : throw DurableUnsupported();
+
+    private static bool InMemoryOnly(SharedStructureOptions options) => !(options ?? throw new ArgumentNullException(nameof(options))).Durable;
+
+    private static NotSupportedException DurableUnsupported() => new("This host offers shared structures in memory only; durable ones need a manager with a data directory.");
+}
+
+/// <summary>How a shared structure is opened.</summary>
+public sealed class SharedStructureOptions
+{
+    /// <summary>
+    /// Durable: every update is acknowledged only once a majority of the cluster's managers (by
+    /// <c>Quintet:Store:Managers</c>, or the managers ever seen if more) hold it on disk, fsync'd; the structure survives
+    /// the loss of any minority of managers and a stop and start of the whole cluster with every acknowledged update.
+    /// After a whole-cluster restart it serves once a majority of the managers that hold it are back. Local reads may
+    /// see an update before it is acknowledged; a linearizable read sees only acknowledged ones. False: in memory only,
+    /// lost when every manager that holds it stops (faster).
+    /// <value>Default: false.</value>
+    /// </summary>
+    public bool Durable { get; init; }
 }
 
 /// <summary>

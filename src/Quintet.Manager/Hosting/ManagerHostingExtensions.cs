@@ -80,7 +80,24 @@ public static class ManagerHostingExtensions
                 o.IgnoreUnknownServices = true;
             })
             .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024));
-        builder.Services.AddSingleton<Quintet.Runtime.Structures.SharedStructures>();
+        builder.Services.AddSingleton(sp =>
+        {
+            var node = sp.GetRequiredService<ManagerIdentity>().NodeName;
+            var store = sp.GetRequiredService<Microsoft.Extensions.Options.IOptions<Quintet.Manager.Persistence.StoreOptions>>().Value;
+            return new Quintet.Runtime.Structures.SharedStructures(sp.GetRequiredService<Quintet.Core.Groups.GroupService>())
+            {
+                Logger = sp.GetRequiredService<ILoggerFactory>().CreateLogger<Quintet.Runtime.Structures.SharedStructures>(),
+                Durability = new Quintet.Runtime.Replication.DurabilityOptions
+                {
+                    Directory = Path.Combine(sp.GetRequiredService<Microsoft.Extensions.Options.IOptions<ManagerOptions>>().Value.DataDirectoryFor(node), "shared"),
+                    ReplicaName = node,
+
+                    // The same rule as the replicated store's majority: the configured size, or the managers seen if more.
+                    PlannedReplicas = () => Math.Max(store.Managers, sp.GetService<Quintet.Manager.Persistence.Replication.ManagerReplicaSet>()?.Known.Count ?? 0),
+                },
+            };
+        });
+        builder.Services.AddHostedService<DurableStructuresStarter>();
         builder.Services.AddSingleton<Quintet.Runtime.Coordination.CoordinationService>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());

@@ -72,17 +72,21 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     private readonly List<(long ViewId, RsmCommand? Command, LightGroupView? View)> _buffered = [];
     private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly CancellationTokenSource _stop = new();
+    private readonly DurableReplication? _durable;
     private LightGroupView? _view;
+    private long _position;
     private bool _isSynced;
     private long _nextRequest;
     private Task _loop = Task.CompletedTask;
 
-    private ReplicatedStateMachine(string name, TState state, LightGroupMember member, ReplicatedStateMachineOptions options)
+    private ReplicatedStateMachine(string name, TState state, LightGroupMember member, ReplicatedStateMachineOptions options, DurableReplication? durable, long position)
     {
         Name = name;
         _state = state;
         _member = member;
         _options = options;
+        _durable = durable;
+        _position = position;
         _server = new SnapshotServer(name, _gate, SendAsync, options.Logger);
         _receiver = new SnapshotReceiver(name, options, (to, message) => SendAsync(to, message, _stop.Token));
     }
@@ -99,6 +103,24 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     /// <summary>Total-order messages that carried this replica's commands (one per batch), for diagnostics and tests.</summary>
     internal long CommandMessagesSent => Interlocked.Read(ref _messagesSent);
 
+    /// <summary>True when the machine is durable (<see cref="ReplicatedStateMachineOptions.Durability"/>).</summary>
+    public bool IsDurable => _durable is not null;
+
+    /// <summary>The durable side, when durable (for diagnostics and tests).</summary>
+    internal DurableReplication? Durable => _durable;
+
+    /// <summary>The position in the command order of the last command applied here (every command counts, a sync too).</summary>
+    internal long Position
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _position;
+            }
+        }
+    }
+
     /// <summary>Captures this replica holds for members that lack the state (for diagnostics and tests).</summary>
     internal int HeldCaptures
     {
@@ -113,8 +135,32 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     internal static async Task<ReplicatedStateMachine<TState>> StartAsync(GroupService groups, string name, TState state, ReplicatedStateMachineOptions options, CancellationToken cancellationToken)
     {
-        var member = await groups.JoinLightGroupAsync("quintet.rsm/" + name, new LightGroupJoinOptions { Role = "replica", SubscribeToViews = true }, cancellationToken);
-        var machine = new ReplicatedStateMachine<TState>(name, state, member, options);
+        DurableReplication? durable = null;
+        long position = 0;
+        if (options.Durability is { } durability)
+        {
+            // The local log first: a replica that founds the state after a whole-group restart serves what it holds.
+            (durable, var recovered) = DurableReplication.Open(name, durability, options.Logger);
+            position = Recover(state, recovered);
+        }
+
+        LightGroupMember member;
+        try
+        {
+            member = await groups.JoinLightGroupAsync("quintet.rsm/" + name, new LightGroupJoinOptions { Role = "replica", SubscribeToViews = true }, cancellationToken);
+        }
+        catch
+        {
+            durable?.Dispose();
+            throw;
+        }
+
+        var machine = new ReplicatedStateMachine<TState>(name, state, member, options, durable, position);
+        if (durable is not null)
+        {
+            durable.Fsynced = machine.OnFsynced;
+        }
+
         machine._loop = Task.Run(machine.RunAsync, CancellationToken.None);
         try
         {
@@ -282,12 +328,54 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
+    private static long Recover(TState state, RecoveredLog recovered)
+    {
+        using (recovered.Snapshot)
+        {
+            if (recovered.Snapshot is not null)
+            {
+                state.RestoreSnapshot(recovered.Snapshot);
+            }
+        }
+
+        foreach (var (_, command) in recovered.Commands)
+        {
+            if (command.Length > 0)
+            {
+                state.Apply(command);
+            }
+        }
+
+        return recovered.Position;
+    }
+
     private async Task WaitUntilSyncedAsync(CancellationToken cancellationToken)
     {
         // The wait is for progress, not for the whole transfer: every offer and chunk starts it again.
         while (true)
         {
             var (received, total) = _receiver.Position;
+            if (_durable is not null && total < 0 && received == 0)
+            {
+                // After a whole-group restart no replica serves before a majority is back: wait as long as it takes.
+                try
+                {
+                    DurableLogMetrics.Waiting.Add(1);
+                    await _ready.Task.WaitAsync(TimeSpan.FromSeconds(10), cancellationToken);
+                    return;
+                }
+                catch (TimeoutException)
+                {
+                    _durable.LogStillWaiting();
+
+                    continue;
+                }
+                finally
+                {
+                    DurableLogMetrics.Waiting.Add(-1);
+                }
+            }
+
             var bound = total < 0 && received == 0 ? FirstOfferWait : _options.StallTimeout;
             var idle = TimeSpan.FromMilliseconds(Environment.TickCount64 - _receiver.LastProgress);
             var left = bound - idle;
@@ -351,7 +439,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
             _view = view;
             var self = _member.Self;
-            if (!_isSynced && view.Members.Length == 1 && view.Members[0].Id == self)
+            if (!_isSynced && _durable is null && view.Members.Length == 1 && view.Members[0].Id == self)
             {
                 // The first replica: nobody else has a state, so the one it started with is the state.
                 _receiver.Dispose();
@@ -371,20 +459,108 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 }
             }
 
+            _durable?.BeginView(view.Id);
             if (!_isSynced)
             {
+                if (_durable is not null)
+                {
+                    SendStatus(view.Id);
+                }
+
                 return;
             }
 
             List<LightMemberId> lacking = [.. view.Members.Select(m => m.Id).Where(m => m != self && !_synced.Contains(m.ToString()))];
             var server = view.Members.Select(m => m.Id).FirstOrDefault(m => _synced.Contains(m.ToString()) || m == self);
-            offers = _server.OnView(view.Id, lacking, _state.CaptureSnapshot, server == self, _synced);
+            offers = _server.OnView(view.Id, lacking, Capture, server == self, _synced);
+            if (_durable is not null && lacking.Count > 0)
+            {
+                // The members that lack the state must learn that one here has it, and found nothing themselves.
+                SendStatus(view.Id);
+            }
         }
 
+        SendOffers(offers);
+    }
+
+    private void SendOffers(List<(LightMemberId To, RsmSnapshotOffer Offer)> offers)
+    {
         foreach (var (to, offer) in offers)
         {
+            offer.Durable = _durable is not null;
             _ = SendQuietlyAsync(to, new RsmMessage { Offer = offer });
         }
+    }
+
+    /// <summary>The state for a transfer (under the lock): a durable machine's carries its position.</summary>
+    private IStateSnapshot Capture() => _durable is null ? _state.CaptureSnapshot() : new PositionedSnapshot(_position, _state.CaptureSnapshot());
+
+    private void SendStatus(long view)
+    {
+        var status = new RsmMessage { Status = _durable!.Status(view, _position, _isSynced) }.ToByteArray();
+        _ = MulticastQuietlyAsync(status, MessageOrdering.Total);
+    }
+
+    private async Task MulticastQuietlyAsync(byte[] message, MessageOrdering ordering)
+    {
+        try
+        {
+            await _member.MulticastAsync(message, ordering, cancellationToken: _stop.Token);
+        }
+        catch (GroupUnavailableException)
+        {
+            // Rejoining: the next view settles it.
+        }
+        catch (OperationCanceledException) when (_stop.IsCancellationRequested)
+        {
+            // Leaving.
+        }
+        catch (ObjectDisposedException)
+        {
+            // Leaving.
+        }
+    }
+
+    private void OnFsynced(long position)
+    {
+        // One small report per fsync, not per command; a replica that lacks the state reports nothing.
+        if (_isSynced)
+        {
+            _ = MulticastQuietlyAsync(new RsmMessage { Durable = new RsmDurable { Replica = _durable!.ReplicaName, Position = position } }.ToByteArray(), MessageOrdering.Atomic);
+        }
+    }
+
+    private void OnStatus(LightMemberId sender, RsmRecoveryStatus status)
+    {
+        List<(LightMemberId To, RsmSnapshotOffer Offer)> offers;
+        lock (_gate)
+        {
+            if (_isSynced || _durable is null || _view is null || _view.Members.Any(m => _synced.Contains(m.Id.ToString())))
+            {
+                return;
+            }
+
+            if (_durable.OnStatus(_view, sender, status) != _member.Self)
+            {
+                return;
+            }
+
+            // This replica's log is the longest of a majority: it holds every acknowledged command. It founds the
+            // state at this point of the order, and serves it to the others in the view like to newcomers.
+            if (_state is IViewAwareReplicatedState aware)
+            {
+                aware.ViewInstalled(_view);
+            }
+
+            _buffered.Clear();
+            _receiver.Dispose();
+            MarkSynced();
+            var self = _member.Self;
+            List<LightMemberId> lacking = [.. _view.Members.Select(m => m.Id).Where(m => m != self)];
+            offers = _server.OnView(_view.Id, lacking, Capture, serves: true, _synced);
+        }
+
+        SendOffers(offers);
     }
 
     private async Task SendQuietlyAsync(LightMemberId to, RsmMessage message)
@@ -427,6 +603,12 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                     _server.OnSynced(message.Synced.Member);
                 }
 
+                break;
+            case RsmMessage.KindOneofCase.Durable:
+                _durable?.OnDurable(message.Durable.Replica, message.Durable.Position);
+                break;
+            case RsmMessage.KindOneofCase.Status:
+                OnStatus(sender, message.Status);
                 break;
             case RsmMessage.KindOneofCase.Command:
                 OnOwnMessageDelivered(message.Command.Origin);
@@ -486,6 +668,14 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             return;
         }
 
+        if (offer.Durable != (_durable is not null))
+        {
+            _ready.TrySetException(new InvalidOperationException(offer.Durable
+                ? $"'{Name}' is durable on the other managers; open it durable here too (the mode is chosen when a structure is first opened in the cluster)."
+                : $"'{Name}' is in memory only on the other managers; open it without durability here too, or under another name (the mode is chosen when a structure is first opened in the cluster)."));
+            return;
+        }
+
         lock (_gate)
         {
             foreach (var member in offer.Synced)
@@ -507,7 +697,22 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         List<(RsmCommand? Command, LightGroupView? View)> replay;
         lock (_gate)
         {
-            _state.RestoreSnapshot(snapshot);
+            if (_durable is null)
+            {
+                _state.RestoreSnapshot(snapshot);
+            }
+            else
+            {
+                var (position, state) = PositionedSnapshot.Split(snapshot);
+                using (state)
+                {
+                    _state.RestoreSnapshot(state);
+                }
+
+                // The local log restarts from the state received: what it held before is covered or superseded.
+                _position = position;
+                _durable.Reset(position, _state.CaptureSnapshot());
+            }
 
             // The snapshot holds the effect of the view it was captured in; later views replay in place among the commands.
             replay = [.. _buffered.Where(b => b.ViewId >= view && (b.View is null || b.ViewId > view)).Select(b => (b.Command, b.View))];
@@ -558,10 +763,16 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         TaskCompletionSource<byte[]>? waiting = null;
         lock (_gate)
         {
+            _position++;
             result = command.Body.IsEmpty ? [] : _state.Apply(command.Body.Span);
             if (command.Origin == _member.Self.ToString())
             {
                 _pending.TryGetValue(command.Request, out waiting);
+            }
+
+            if (_durable is not null)
+            {
+                OnAppliedDurably(command, result, ref waiting);
             }
         }
 
@@ -571,6 +782,21 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
 
         waiting?.TrySetResult(result);
+    }
+
+    /// <summary>Logs the command; its caller's wait completes once a majority holds it on disk, not now (under the lock).</summary>
+    private void OnAppliedDurably(RsmCommand command, byte[] result, ref TaskCompletionSource<byte[]>? waiting)
+    {
+        if (_durable!.Append(_position, command.Body.Memory))
+        {
+            _durable.Snapshot(_position, _state.CaptureSnapshot());
+        }
+
+        if (waiting is not null)
+        {
+            _durable.AwaitDurable(_position, waiting, result);
+            waiting = null;
+        }
     }
 
     private void OnRejoining()
@@ -626,6 +852,7 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         await _server.DisposeAsync();
         await _member.DisposeAsync();
         _receiver.Dispose();
+        _durable?.Dispose();
         _stop.Dispose();
     }
 }

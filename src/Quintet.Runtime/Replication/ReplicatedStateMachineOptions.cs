@@ -46,10 +46,15 @@ public sealed class ReplicatedStateMachineOptions
     /// <value>Default: none.</value>
     public ILogger? Logger { get; set; }
 
+    /// <summary>Makes the machine durable (see <see cref="DurabilityOptions"/>); null keeps it in memory only.</summary>
+    /// <value>Default: null, in memory only.</value>
+    public DurabilityOptions? Durability { get; set; }
+
     /// <summary>Throws an exception naming the first setting out of range.</summary>
     /// <exception cref="ArgumentOutOfRangeException">A setting is out of range.</exception>
     public void Validate()
     {
+        Durability?.Validate();
         if (StallTimeout <= TimeSpan.Zero)
         {
             throw new ArgumentOutOfRangeException(nameof(StallTimeout), StallTimeout, $"{nameof(ReplicatedStateMachineOptions)}.{nameof(StallTimeout)} must be positive.");

@@ -1,0 +1,43 @@
+namespace Quintet.Runtime.Replication;
+
+/// <summary>
+/// Makes a <see cref="ReplicatedStateMachine{TState}"/> durable: each replica writes every command to a log on disk
+/// (group-committed) before it reports it durable, and a command completes at the replica that sent it only once a
+/// majority of the planned replicas hold it on disk. The state survives the loss of any minority of replicas and a stop
+/// of all of them: after a whole-group restart no replica serves before a majority of replicas are back, and they take
+/// the longest log among them.
+/// </summary>
+public sealed class DurabilityOptions
+{
+    /// <summary>The folder of this replica's log and snapshot, one per machine; created if absent.</summary>
+    public required string Directory { get; init; }
+
+    /// <summary>
+    /// This replica's stable name, the same across restarts and distinct from every other replica's (the manager's
+    /// node name): durable reports are counted per name, so a replica that rejoins is not counted twice.
+    /// </summary>
+    public required string ReplicaName { get; init; }
+
+    /// <summary>
+    /// How many replicas the group is planned to have (the cluster's configured size): a majority is more than half of
+    /// the larger of this and the replicas ever seen (remembered on disk). Read at each decision, so it may grow.
+    /// <value>Default: 0, the replicas ever seen.</value>
+    /// </summary>
+    public Func<int> PlannedReplicas { get; init; } = static () => 0;
+
+    /// <summary>
+    /// How many commands the log holds before this replica writes a snapshot and truncates it.
+    /// <value>Default: 100 000.</value>
+    /// </summary>
+    public int SnapshotEveryCommands { get; init; } = 100_000;
+
+    /// <summary>Throws an exception naming the first setting out of range.</summary>
+    /// <exception cref="ArgumentException">A setting is missing or out of range.</exception>
+    public void Validate()
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(Directory, $"{nameof(DurabilityOptions)}.{nameof(Directory)}");
+        ArgumentException.ThrowIfNullOrWhiteSpace(ReplicaName, $"{nameof(DurabilityOptions)}.{nameof(ReplicaName)}");
+        ArgumentNullException.ThrowIfNull(PlannedReplicas, $"{nameof(DurabilityOptions)}.{nameof(PlannedReplicas)}");
+        ArgumentOutOfRangeException.ThrowIfLessThan(SnapshotEveryCommands, 1, $"{nameof(DurabilityOptions)}.{nameof(SnapshotEveryCommands)}");
+    }
+}

@@ -1,0 +1,384 @@
+using System.Buffers.Binary;
+using System.Collections.Concurrent;
+using System.IO.Hashing;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace Quintet.Runtime.Replication;
+
+/// <summary>
+/// One replica's copy on disk of a durable replicated state machine: a snapshot file (the state at one position of the
+/// command order) and a log file of the commands after it, each record with its position and a CRC32. One writer
+/// thread appends every command queued meanwhile and then fsyncs once (group commit), and reports the position that
+/// fsync covers. A snapshot taken every <see cref="DurabilityOptions.SnapshotEveryCommands"/> commands truncates the log.
+/// </summary>
+/// <remarks>
+/// Files, in the machine's directory: <c>snapshot</c> (written as <c>snapshot.tmp</c>, fsync'd, then renamed over the
+/// old one, so a crash leaves the old or the new one whole), <c>log</c> (records of commands after the snapshot's
+/// position; records at or before it are skipped on recovery, which covers a crash between the rename and the
+/// truncation), and <c>replicas</c> (the replicas ever seen, for the majority after a whole-cluster restart).
+/// </remarks>
+internal sealed partial class DurableLog : IDisposable
+{
+    private const int RecordHeaderBytes = sizeof(int) + sizeof(uint) + sizeof(long);
+    private const int MaxBatchItems = 4096;
+    private const long SnapshotMagic = 0x3130_5041_4e53_3551; // "Q5SNAP01", little-endian
+    private const int SnapshotHeaderBytes = sizeof(long) * 3 + sizeof(uint);
+
+    private readonly BlockingCollection<Item> _queue = [];
+    private readonly string _directory;
+    private readonly string _name;
+    private readonly ILogger _logger;
+    private readonly Action<long> _durable;
+    private readonly FileStream _log;
+    private readonly Task _loop;
+    private long _fsyncs;
+    private long _records;
+    private int _disposed;
+    private bool _broken;
+
+    private DurableLog(string directory, string name, FileStream log, Action<long> durable, ILogger logger)
+    {
+        _directory = directory;
+        _name = name;
+        _log = log;
+        _durable = durable;
+        _logger = logger;
+        _loop = Task.Factory.StartNew(Run, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+    }
+
+    /// <summary>How many fsyncs of the log have completed since it opened.</summary>
+    public long Fsyncs => Interlocked.Read(ref _fsyncs);
+
+    /// <summary>How many commands the log has written since it opened: <see cref="Records"/> / <see cref="Fsyncs"/> is the commands per fsync.</summary>
+    public long Records => Interlocked.Read(ref _records);
+
+    /// <summary>
+    /// Reads what <paramref name="directory"/> holds (creating it if need be): the snapshot and the commands after it up
+    /// to the first torn or corrupt record, which is cut off with everything after it (it was never reported durable:
+    /// the report follows the fsync that completes a record), and opens the log for appending after the last good record.
+    /// </summary>
+    /// <param name="directory">The machine's folder.</param>
+    /// <param name="name">The machine's name, for logs and metrics.</param>
+    /// <param name="durable">Called on the writer thread after each fsync, with the position it covers.</param>
+    /// <param name="logger">Where recovery and failures are reported.</param>
+    /// <exception cref="InvalidDataException">The snapshot file fails its check: the replica's state cannot be trusted; the message says which file to move aside.</exception>
+    public static (DurableLog Log, RecoveredLog Recovered) Open(string directory, string name, Action<long> durable, ILogger? logger)
+    {
+        logger ??= NullLogger.Instance;
+        Directory.CreateDirectory(directory);
+        var (snapshotPosition, snapshot) = ReadSnapshot(Path.Combine(directory, "snapshot"));
+        var logPath = Path.Combine(directory, "log");
+        var log = new FileStream(logPath, FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.Read, 64 * 1024);
+        List<(long Position, byte[] Command)> commands = [];
+        try
+        {
+            var (good, torn) = ReadRecords(log, snapshotPosition, commands);
+            if (torn > 0)
+            {
+                LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
+                DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
+                log.SetLength(good);
+                log.Flush(flushToDisk: true);
+            }
+
+            log.Position = good;
+        }
+        catch
+        {
+            log.Dispose();
+            throw;
+        }
+
+        var replicas = ReadReplicas(Path.Combine(directory, "replicas"));
+        var position = commands.Count > 0 ? commands[^1].Position : snapshotPosition;
+        return (new DurableLog(directory, name, log, durable, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
+    }
+
+    /// <summary>Queues the command at <paramref name="position"/>; called in the order of the positions.</summary>
+    public void Append(long position, ReadOnlyMemory<byte> command) => Add(new Item(ItemKind.Append, position, command, null, null));
+
+    /// <summary>
+    /// Queues a snapshot of the state at <paramref name="position"/>, after which the log restarts: the commands queued
+    /// before it are at or before that position. The writer disposes <paramref name="snapshot"/>.
+    /// </summary>
+    public void Snapshot(long position, IStateSnapshot snapshot) => Add(new Item(ItemKind.Snapshot, position, default, snapshot, null));
+
+    /// <summary>Queues recording the replicas of the group, for the majority after a restart.</summary>
+    public void RecordReplicas(IReadOnlyCollection<string> replicas) => Add(new Item(ItemKind.Replicas, 0, default, null, [.. replicas]));
+
+    /// <summary>Writes and fsyncs what is queued, then closes the files.</summary>
+    public void Dispose()
+    {
+        if (Interlocked.Exchange(ref _disposed, 1) != 0)
+        {
+            return;
+        }
+
+        _queue.CompleteAdding();
+        _loop.GetAwaiter().GetResult();
+        _log.Dispose();
+        _queue.Dispose();
+    }
+
+    private void Add(Item item)
+    {
+        try
+        {
+            _queue.Add(item);
+        }
+        catch (InvalidOperationException)
+        {
+            // Closing: the command was applied in memory but will not be reported durable, so its caller is never acknowledged.
+            item.Snapshot?.Dispose();
+        }
+    }
+
+    private void Run()
+    {
+        var header = new byte[RecordHeaderBytes];
+        foreach (var first in _queue.GetConsumingEnumerable())
+        {
+            var last = -1L;
+            try
+            {
+                var item = first;
+                var taken = 0;
+                while (true)
+                {
+                    last = Write(item, header, last);
+                    if (++taken >= MaxBatchItems || !_queue.TryTake(out item!))
+                    {
+                        break;
+                    }
+                }
+
+                _log.Flush(flushToDisk: true);
+                Interlocked.Increment(ref _fsyncs);
+                DurableLogMetrics.Batch.Record(taken, new KeyValuePair<string, object?>("quintet.machine", _name));
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException or InvalidDataException)
+            {
+                // The log may now have a hole: this replica never again reports anything durable (the others' reports
+                // still acknowledge commands while they are a majority). A restart recovers it from its good prefix.
+                if (!_broken)
+                {
+                    LogWriteFailed(_logger, e, _name);
+                }
+
+                _broken = true;
+                continue;
+            }
+
+            if (last >= 0 && !_broken)
+            {
+                _durable(last);
+            }
+        }
+    }
+
+    private long Write(Item item, byte[] header, long last)
+    {
+        switch (item.Kind)
+        {
+            case ItemKind.Append:
+                var crc = new Crc32();
+                BinaryPrimitives.WriteInt32LittleEndian(header, item.Command.Length);
+                BinaryPrimitives.WriteInt64LittleEndian(header.AsSpan(sizeof(int) + sizeof(uint)), item.Position);
+                crc.Append(header.AsSpan(sizeof(int) + sizeof(uint)));
+                crc.Append(item.Command.Span);
+                BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(sizeof(int)), crc.GetCurrentHashAsUInt32());
+                _log.Write(header);
+                _log.Write(item.Command.Span);
+                Interlocked.Increment(ref _records);
+                return item.Position;
+            case ItemKind.Snapshot:
+                using (item.Snapshot)
+                {
+                    // The commands before the snapshot reach the disk first: the log stays whole up to the rename.
+                    _log.Flush(flushToDisk: true);
+                    WriteSnapshot(item.Position, item.Snapshot!);
+                    _log.SetLength(0);
+                    _log.Position = 0;
+                    _log.Flush(flushToDisk: true);
+                }
+
+                return Math.Max(last, item.Position);
+            case ItemKind.Replicas:
+                WriteAtomically(Path.Combine(_directory, "replicas"), stream =>
+                {
+                    using var writer = new StreamWriter(stream, leaveOpen: true);
+                    foreach (var replica in item.Replicas!)
+                    {
+                        writer.WriteLine(replica);
+                    }
+                });
+                return last;
+            default:
+                throw new InvalidOperationException($"Unknown item {item.Kind}.");
+        }
+    }
+
+    private void WriteSnapshot(long position, IStateSnapshot snapshot)
+    {
+        WriteAtomically(Path.Combine(_directory, "snapshot"), stream =>
+        {
+            var crc = new Crc32();
+            var buffer = new byte[1024 * 1024];
+            stream.Position = SnapshotHeaderBytes;
+            for (long offset = 0; offset < snapshot.Length;)
+            {
+                var read = snapshot.Read(offset, buffer);
+                if (read == 0)
+                {
+                    throw new InvalidDataException($"The capture of '{_name}' ended at {offset} of {snapshot.Length} bytes.");
+                }
+
+                crc.Append(buffer.AsSpan(0, read));
+                stream.Write(buffer, 0, read);
+                offset += read;
+            }
+
+            var header = new byte[SnapshotHeaderBytes];
+            BinaryPrimitives.WriteInt64LittleEndian(header, SnapshotMagic);
+            BinaryPrimitives.WriteInt64LittleEndian(header.AsSpan(8), position);
+            BinaryPrimitives.WriteInt64LittleEndian(header.AsSpan(16), snapshot.Length);
+            BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(24), crc.GetCurrentHashAsUInt32());
+            stream.Position = 0;
+            stream.Write(header);
+        });
+    }
+
+    private static void WriteAtomically(string path, Action<FileStream> write)
+    {
+        var temporary = path + ".tmp";
+        using (var stream = new FileStream(temporary, FileMode.Create, FileAccess.ReadWrite, FileShare.None, 64 * 1024))
+        {
+            write(stream);
+            stream.Flush(flushToDisk: true);
+        }
+
+        File.Move(temporary, path, overwrite: true);
+        DirectorySync.Flush(Path.GetDirectoryName(path)!);
+    }
+
+    private static (long Position, Stream? Snapshot) ReadSnapshot(string path)
+    {
+        if (!File.Exists(path))
+        {
+            return (0, null);
+        }
+
+        var stream = new FileStream(path, FileMode.Open, FileAccess.Read, FileShare.Read, 1024 * 1024);
+        try
+        {
+            var header = new byte[SnapshotHeaderBytes];
+            if (stream.Length < SnapshotHeaderBytes || stream.Read(header) != SnapshotHeaderBytes || BinaryPrimitives.ReadInt64LittleEndian(header) != SnapshotMagic)
+            {
+                throw Corrupt(path, "its header is not a snapshot's");
+            }
+
+            var position = BinaryPrimitives.ReadInt64LittleEndian(header.AsSpan(8));
+            var length = BinaryPrimitives.ReadInt64LittleEndian(header.AsSpan(16));
+            var expected = BinaryPrimitives.ReadUInt32LittleEndian(header.AsSpan(24));
+            if (length != stream.Length - SnapshotHeaderBytes)
+            {
+                throw Corrupt(path, $"it holds {stream.Length - SnapshotHeaderBytes} bytes of state where its header says {length}");
+            }
+
+            var crc = new Crc32();
+            var buffer = new byte[1024 * 1024];
+            int read;
+            while ((read = stream.Read(buffer)) > 0)
+            {
+                crc.Append(buffer.AsSpan(0, read));
+            }
+
+            if (crc.GetCurrentHashAsUInt32() != expected)
+            {
+                throw Corrupt(path, "its CRC32 does not match its bytes");
+            }
+
+            // The state reads from here to the end, as from a transfer.
+            stream.Position = SnapshotHeaderBytes;
+            return (position, new StreamSlice(stream, SnapshotHeaderBytes, ownsInner: true));
+        }
+        catch
+        {
+            stream.Dispose();
+            throw;
+        }
+    }
+
+    private static InvalidDataException Corrupt(string path, string why) =>
+        new($"The durable snapshot {path} is damaged ({why}). The replica cannot vouch for its state: move the machine's folder aside and restart the manager; it then takes the state from the other replicas.");
+
+    private static (long Good, long Torn) ReadRecords(FileStream log, long after, List<(long Position, byte[] Command)> commands)
+    {
+        var header = new byte[RecordHeaderBytes];
+        var good = 0L;
+        var expectedPosition = -1L;
+        log.Position = 0;
+        while (true)
+        {
+            if (log.Length - good < RecordHeaderBytes)
+            {
+                break;
+            }
+
+            log.ReadExactly(header);
+            var length = BinaryPrimitives.ReadInt32LittleEndian(header);
+            var crc = BinaryPrimitives.ReadUInt32LittleEndian(header.AsSpan(sizeof(int)));
+            var position = BinaryPrimitives.ReadInt64LittleEndian(header.AsSpan(sizeof(int) + sizeof(uint)));
+            if (length < 0 || length > log.Length - good - RecordHeaderBytes)
+            {
+                break;
+            }
+
+            var command = new byte[length];
+            log.ReadExactly(command);
+            var check = new Crc32();
+            check.Append(header.AsSpan(sizeof(int) + sizeof(uint)));
+            check.Append(command);
+            if (check.GetCurrentHashAsUInt32() != crc || (expectedPosition >= 0 && position != expectedPosition))
+            {
+                break;
+            }
+
+            good += RecordHeaderBytes + length;
+            expectedPosition = position + 1;
+            if (position > after)
+            {
+                commands.Add((position, command));
+            }
+        }
+
+        return (good, log.Length - good);
+    }
+
+    private static HashSet<string> ReadReplicas(string path) =>
+        File.Exists(path) ? new HashSet<string>(File.ReadAllLines(path).Where(l => l.Length > 0), StringComparer.Ordinal) : new HashSet<string>(StringComparer.Ordinal);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "The durable log of '{Machine}' ended in a torn or corrupt record: {Bytes} bytes after offset {Offset} dropped (never acknowledged by this replica); it resumes after position {Position}")]
+    private static partial void LogTornTail(ILogger logger, string machine, long bytes, long offset, long position);
+
+    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the durable log of '{Machine}' failed; this replica reports nothing durable any more until it restarts")]
+    private static partial void LogWriteFailed(ILogger logger, Exception exception, string machine);
+
+    private enum ItemKind
+    {
+        Append,
+        Snapshot,
+        Replicas,
+    }
+
+    private sealed record Item(ItemKind Kind, long Position, ReadOnlyMemory<byte> Command, IStateSnapshot? Snapshot, string[]? Replicas);
+}
+
+/// <summary>What a replica's durable log held when it opened.</summary>
+/// <param name="SnapshotPosition">The snapshot's position (0 without one).</param>
+/// <param name="Snapshot">The snapshot's state, positioned at its start; null without one. The caller disposes it.</param>
+/// <param name="Commands">The commands after the snapshot, in order, with their positions.</param>
+/// <param name="Position">The last position the log holds.</param>
+/// <param name="Replicas">The replicas recorded as members of the group.</param>
+internal sealed record RecoveredLog(long SnapshotPosition, Stream? Snapshot, IReadOnlyList<(long Position, byte[] Command)> Commands, long Position, IReadOnlySet<string> Replicas);
