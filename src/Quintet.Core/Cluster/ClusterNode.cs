@@ -105,6 +105,9 @@ public sealed partial class ClusterNode : IAsyncDisposable
             LogUp(_logger, SelfAddress, _cluster.SelfUniqueAddress.Uid);
             _up.TrySetResult();
         });
+        // Removal is known before the actor system has shut down; other services may fail meanwhile (their groups end
+        // with the membership) and stop the host first, which must still exit as removed.
+        _cluster.RegisterOnMemberRemoved(OnTerminated);
         _ = _system.WhenTerminated.ContinueWith(_ => OnTerminated(), TaskScheduler.Default);
 
         var seeds = _options.Seeds
@@ -177,8 +180,10 @@ public sealed partial class ClusterNode : IAsyncDisposable
             return;
         }
 
-        LogRemoved(_logger, _cluster?.SelfAddress);
-        _removed.TrySetResult();
+        if (_removed.TrySetResult())
+        {
+            LogRemoved(_logger, _cluster?.SelfAddress);
+        }
     }
 
     private static bool IsAddressInUse(Exception ex)

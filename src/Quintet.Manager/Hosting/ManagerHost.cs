@@ -38,6 +38,7 @@ public static class ManagerHost
         }
 
         var exitStatus = app.Services.GetRequiredService<ManagerExitStatus>();
+        var node = app.Services.GetRequiredService<ClusterNode>();
         try
         {
             await app.RunAsync();
@@ -55,7 +56,8 @@ public static class ManagerHost
             return Fail(ManagerExitCode.PortUnavailable, "cannot start", [$"{ManagerOptions.SectionName}:GrpcPort: {ex.Message}"]);
         }
 
-        return exitStatus.ExitCode;
+        // The cluster may have removed this manager while something else stopped the host first.
+        return node.Removed.IsCompleted ? ManagerExitCode.RemovedFromCluster : exitStatus.ExitCode;
     }
 
     private static int Fail(int exitCode, string what, IEnumerable<string> failures)
