@@ -6,6 +6,44 @@ namespace Quintet.Benchmarks;
 internal readonly record struct LoadFigures(double Rate, double P50, double P99, long Calls, long Errors, string? FirstError)
 {
     public static readonly LoadFigures None = new(double.NaN, double.NaN, double.NaN, 0, 0, null);
+
+    /// <summary>
+    /// CPU time the serving processes (not the benchmark's own) spent per successful call, in microseconds: unlike the
+    /// rate, it barely moves with what else the shared machine runs, so it is what to compare between code changes.
+    /// </summary>
+    public double CpuMicrosPerCall { get; init; } = double.NaN;
+}
+
+/// <summary>The CPU time (user + system) processes have used so far, read from <c>/proc</c>.</summary>
+internal static class ProcessCpu
+{
+    public static TimeSpan Of(IEnumerable<int> processIds)
+    {
+        var total = TimeSpan.Zero;
+        foreach (var id in processIds)
+        {
+            try
+            {
+                using var process = Process.GetProcessById(id);
+                total += process.TotalProcessorTime;
+            }
+            catch (ArgumentException)
+            {
+                // The process has exited: it spends nothing more.
+            }
+        }
+
+        return total;
+    }
+
+    /// <summary>Runs <paramref name="measure"/> and charges the CPU <paramref name="processIds"/> spent meanwhile to its calls.</summary>
+    public static async Task<LoadFigures> ChargeAsync(IReadOnlyCollection<int> processIds, Func<Task<LoadFigures>> measure)
+    {
+        var before = Of(processIds);
+        var figures = await measure();
+        var spent = Of(processIds) - before;
+        return figures with { CpuMicrosPerCall = figures.Calls > 0 ? spent.TotalMicroseconds / figures.Calls : double.NaN };
+    }
 }
 
 /// <summary>

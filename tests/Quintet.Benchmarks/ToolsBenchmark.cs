@@ -93,7 +93,7 @@ internal static class ToolsBenchmark
             Progress($"redis-server (pid {redis.ProcessId}): SET with {writers} writers");
             Func<int, long, Task> set = (worker, n) => db.StringSetAsync(Key(worker, n), value);
             await LoadRun.MeasureAsync(writers, Warmup, set);
-            figures[writers] = await LoadRun.MeasureAsync(writers, window, set);
+            figures[writers] = await ProcessCpu.ChargeAsync([redis.ProcessId], () => LoadRun.MeasureAsync(writers, window, set));
         }
 
         return new PeerFigures($"redis-server {version}", figures, []);
@@ -111,7 +111,7 @@ internal static class ToolsBenchmark
             Func<int, long, Task> put = (worker, n) => etcd.PutAsync(Key(worker, n), value);
             await LoadRun.MeasureAsync(writers, Warmup, put);
             var before = await etcd.WalSyncsAsync();
-            figures[writers] = await LoadRun.MeasureAsync(writers, window, put);
+            figures[writers] = await ProcessCpu.ChargeAsync([.. etcd.ProcessIds], () => LoadRun.MeasureAsync(writers, window, put));
             syncs[writers] = await etcd.WalSyncsAsync() - before;
         }
 
@@ -139,6 +139,7 @@ internal static class ToolsBenchmark
             probes.TryAdd((await ActivateAsync(probe)).Manager, probe);
         }
 
+        int[] pids = [.. cluster.Managers.Select(m => m.ProcessId)];
         Console.WriteLine($"  managers {string.Join(", ", cluster.Managers.Select(m => $"{m.Name} (pid {m.ProcessId})"))}; dictionary replicas on {probes.Count}");
         var noop = new Dictionary<int, LoadFigures>();
         var set = new Dictionary<int, LoadFigures>();
@@ -156,28 +157,28 @@ internal static class ToolsBenchmark
             Progress($"quintet: {writers} writers on instances at {string.Join(", ", hosts.GroupBy(h => h.Manager).OrderBy(g => g.Key).Select(g => $"{g.Key} ×{g.Count()}"))}");
 
             var noopRequest = new NoopRequest();
-            noop[writers] = await WarmAndMeasureAsync(writers, window, (worker, _) => instances[worker].NoopAsync(noopRequest, CancellationToken.None));
-            set[writers] = await WarmAndMeasureAsync(writers, window, (worker, n) => instances[worker].SetAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None));
+            noop[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, _) => instances[worker].NoopAsync(noopRequest, CancellationToken.None));
+            set[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, n) => instances[worker].SetAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None));
 
             var record = new AppendRequest { Record = value };
             Func<int, long, Task> appendCall = (worker, _) => instances[worker].AppendAsync(record, CancellationToken.None);
             await LoadRun.MeasureAsync(writers, Warmup, appendCall);
             var before = await CountersAsync(probes.Values);
-            append[writers] = await LoadRun.MeasureAsync(writers, window, appendCall);
+            append[writers] = await ProcessCpu.ChargeAsync(pids, () => LoadRun.MeasureAsync(writers, window, appendCall));
             var after = await CountersAsync(probes.Values);
             syncs[writers] = new StoreCounters { Writes = after.Writes - before.Writes, Commits = after.Commits - before.Commits, Published = after.Published, StoreType = after.StoreType };
 
             var durableSet = (Func<int, long, Task>)((worker, n) => instances[worker].SetDurableAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None));
             await LoadRun.MeasureAsync(writers, Warmup, durableSet);
             var durableBefore = await CountersAsync(probes.Values);
-            durable[writers] = await LoadRun.MeasureAsync(writers, window, durableSet);
+            durable[writers] = await ProcessCpu.ChargeAsync(pids, () => LoadRun.MeasureAsync(writers, window, durableSet));
             var durableAfter = await CountersAsync(probes.Values);
             durableSyncs[writers] = (durableAfter.DurableWrites - durableBefore.DurableWrites, durableAfter.DurableSyncs - durableBefore.DurableSyncs);
 
             Progress($"quintet: {writers} writers inside one instance, at {hosts[0].Manager}");
-            setInside[writers] = await InsideAsync(instances[0], "set", writers, window, value.Length);
-            appendInside[writers] = await InsideAsync(instances[0], "append", writers, window, value.Length);
-            durableInside[writers] = await InsideAsync(instances[0], "durable-set", writers, window, value.Length);
+            setInside[writers] = await ProcessCpu.ChargeAsync(pids, () => InsideAsync(instances[0], "set", writers, window, value.Length));
+            appendInside[writers] = await ProcessCpu.ChargeAsync(pids, () => InsideAsync(instances[0], "append", writers, window, value.Length));
+            durableInside[writers] = await ProcessCpu.ChargeAsync(pids, () => InsideAsync(instances[0], "durable-set", writers, window, value.Length));
         }
 
         var routes = client.Statistics;
@@ -193,10 +194,10 @@ internal static class ToolsBenchmark
         return new LoadFigures(reply.Rate, reply.P50, reply.P99, reply.Count, 0, null);
     }
 
-    private static async Task<LoadFigures> WarmAndMeasureAsync(int writers, TimeSpan window, Func<int, long, Task> call)
+    private static async Task<LoadFigures> WarmAndMeasureAsync(IReadOnlyCollection<int> processIds, int writers, TimeSpan window, Func<int, long, Task> call)
     {
         await LoadRun.MeasureAsync(writers, Warmup, call);
-        return await LoadRun.MeasureAsync(writers, window, call);
+        return await ProcessCpu.ChargeAsync(processIds, () => LoadRun.MeasureAsync(writers, window, call));
     }
 
     /// <summary>The first call activates the instance; the package may still be on its way to the instance's manager.</summary>
@@ -332,13 +333,13 @@ internal static class ToolsBenchmark
     }
 
     private static void Header(string ours, string peer) =>
-        Console.WriteLine($"   {"writers",7} {"operation",-13} {ours + "/s",10} {"p50 ms",8} {"p99 ms",8} {peer + "/s",10} {"p50 ms",8} {"p99 ms",8} {"rate ratio",10} {"p50 ratio",9} {"p99 ratio",9}");
+        Console.WriteLine($"   {"writers",7} {"operation",-13} {ours + "/s",10} {"p50 ms",8} {"p99 ms",8} {peer + "/s",10} {"p50 ms",8} {"p99 ms",8} {"rate ratio",10} {"p50 ratio",9} {"p99 ratio",9} {"cpu µs/op",9} {"peer",6}");
 
     private static void Row(int writers, string operation, LoadFigures ours, LoadFigures? peer)
     {
         var p = peer ?? LoadFigures.None;
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"   {writers,7} {operation,-13} {ours.Rate,10:F0} {ours.P50,8:F3} {ours.P99,8:F3} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3} {ours.Rate / p.Rate,10:F2} {ours.P50 / p.P50,9:F2} {ours.P99 / p.P99,9:F2}"));
+            $"   {writers,7} {operation,-13} {ours.Rate,10:F0} {ours.P50,8:F3} {ours.P99,8:F3} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3} {ours.Rate / p.Rate,10:F2} {ours.P50 / p.P50,9:F2} {ours.P99 / p.P99,9:F2} {ours.CpuMicrosPerCall,9:F1} {p.CpuMicrosPerCall,6:F1}"));
         foreach (var (who, figures) in new[] { ("quintet", ours), ("peer", p) }.Where(f => f.Item2.Errors > 0))
         {
             Console.WriteLine($"   {"",7} {who} failed calls: {figures.Errors} (first: {figures.FirstError})");
