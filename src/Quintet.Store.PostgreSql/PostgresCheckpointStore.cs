@@ -1,6 +1,7 @@
 using System.Data;
 using Microsoft.Extensions.Logging;
 using Npgsql;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Persistence.PostgreSql;
 
@@ -150,7 +151,7 @@ public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, I
         }
 
         // The caller keeps the buffer unchanged until the task completes (the contract), so it is sent without a copy.
-        return Enqueue(new PostgresWrite(kind, stream, data, RowChecksum.OfData(data.Span), cancellationToken));
+        return Enqueue(new PostgresWrite(kind, stream, data, StorageChecksum.OfData(data.Span), cancellationToken));
     }
 
     private Task ChangeAsync(PostgresWriteKind kind, string stream, CancellationToken cancellationToken) =>
@@ -186,7 +187,7 @@ public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, I
             $"""
             SELECT position, kind, crc, data FROM {PostgresSchema.Table}
             WHERE stream = $1
-              AND position >= COALESCE((SELECT MAX(position) FROM {PostgresSchema.Table} WHERE stream = $1 AND kind = {(short)RowKind.Checkpoint}), 1)
+              AND position >= COALESCE((SELECT MAX(position) FROM {PostgresSchema.Table} WHERE stream = $1 AND kind = {(short)EntryKind.Checkpoint}), 1)
             ORDER BY position
             """,
             connection);
@@ -200,15 +201,15 @@ public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, I
         while (await reader.ReadAsync(cancellationToken).ConfigureAwait(false))
         {
             var position = reader.GetInt64(0);
-            var kind = (RowKind)reader.GetInt16(1);
+            var kind = (EntryKind)reader.GetInt16(1);
             var crc = reader.GetInt64(2);
             var data = await reader.GetFieldValueAsync<byte[]>(3, cancellationToken).ConfigureAwait(false);
-            if (kind is not (RowKind.Record or RowKind.Checkpoint) || RowChecksum.Of(data, stream, position, kind) != crc)
+            if (kind is not (EntryKind.Record or EntryKind.Checkpoint) || StorageChecksum.Of(data, stream, position, kind) != crc)
             {
                 throw Corrupt(stream, position, "stored data fails its CRC32 check");
             }
 
-            if (checkpoint is null && log.Count == 0 && kind == RowKind.Checkpoint)
+            if (checkpoint is null && log.Count == 0 && kind == EntryKind.Checkpoint)
             {
                 checkpoint = data;
                 checkpointPosition = position;
@@ -218,7 +219,7 @@ public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, I
                 // Truncation only drops rows before the last checkpoint, so a gap after it means lost rows.
                 throw Corrupt(stream, expected, "this position is missing");
             }
-            else if (kind == RowKind.Record)
+            else if (kind == EntryKind.Record)
             {
                 log.Add(new LogRecord(position, data));
             }

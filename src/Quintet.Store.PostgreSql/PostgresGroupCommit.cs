@@ -1,6 +1,7 @@
 using System.Threading.Channels;
 using Microsoft.Extensions.Logging;
 using Npgsql;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Persistence.PostgreSql;
 
@@ -23,7 +24,7 @@ internal sealed partial class PostgresGroupCommit : IAsyncDisposable
         $"INSERT INTO {PostgresSchema.Table} (stream, position, kind, crc, data) VALUES ($1, $2, $3, $4, $5)";
 
     private static readonly string Truncate =
-        $"DELETE FROM {PostgresSchema.Table} WHERE stream = $1 AND position < (SELECT MAX(position) FROM {PostgresSchema.Table} WHERE stream = $1 AND kind = {(short)RowKind.Checkpoint})";
+        $"DELETE FROM {PostgresSchema.Table} WHERE stream = $1 AND position < (SELECT MAX(position) FROM {PostgresSchema.Table} WHERE stream = $1 AND kind = {(short)EntryKind.Checkpoint})";
 
     private static readonly string Delete = $"DELETE FROM {PostgresSchema.Table} WHERE stream = $1";
 
@@ -174,14 +175,14 @@ internal sealed partial class PostgresGroupCommit : IAsyncDisposable
             switch (write.Kind)
             {
                 case PostgresWriteKind.Checkpoint or PostgresWriteKind.Record:
-                    var kind = write.Kind == PostgresWriteKind.Checkpoint ? RowKind.Checkpoint : RowKind.Record;
+                    var kind = write.Kind == PostgresWriteKind.Checkpoint ? EntryKind.Checkpoint : EntryKind.Record;
                     var position = next.GetValueOrDefault(write.Stream) + 1;
                     next[write.Stream] = position;
                     positions[i] = position;
                     command.CommandText = Insert;
                     command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = position });
                     command.Parameters.Add(new NpgsqlParameter<short> { TypedValue = (short)kind });
-                    command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = RowChecksum.Complete(write.DataCrc!, write.Stream, position, kind) });
+                    command.Parameters.Add(new NpgsqlParameter<long> { TypedValue = StorageChecksum.Complete(write.DataCrc!, write.Stream, position, kind) });
                     command.Parameters.Add(new NpgsqlParameter<ReadOnlyMemory<byte>> { TypedValue = write.Data });
                     break;
                 case PostgresWriteKind.Truncate:

@@ -1,4 +1,5 @@
 using Npgsql;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Persistence.PostgreSql;
 
@@ -38,7 +39,7 @@ internal static class PostgresSchema
                 crc bigint NOT NULL,
                 data bytea NOT NULL,
                 PRIMARY KEY (stream, position));
-            CREATE INDEX IF NOT EXISTS {Table}_checkpoints ON {Table} (stream, position) WHERE kind = {(short)RowKind.Checkpoint};
+            CREATE INDEX IF NOT EXISTS {Table}_checkpoints ON {Table} (stream, position) WHERE kind = {(short)EntryKind.Checkpoint};
             """,
             connection,
             transaction))

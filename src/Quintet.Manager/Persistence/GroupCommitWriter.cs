@@ -1,12 +1,13 @@
-using System.Collections.Concurrent;
 using Microsoft.Data.Sqlite;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence;
 
 /// <summary>
-/// The store's one writer: a dedicated thread that takes every write queued meanwhile and commits them in one
-/// transaction, so that concurrent writers share one fsync (group commit). Each write's task completes only after the
-/// commit that holds it.
+/// The store's one writer: a <see cref="GroupCommitQueue{T}"/> whose thread commits every write queued meanwhile in one
+/// SQLite transaction, so that concurrent writers share one fsync (group commit). Each write's task completes only
+/// after the commit that holds it; a batch whose transaction fails is committed again one write at a time, so that one
+/// bad write fails alone.
 /// </summary>
 internal sealed partial class GroupCommitWriter : IDisposable
 {
@@ -14,14 +15,13 @@ internal sealed partial class GroupCommitWriter : IDisposable
     private const int MaxBatchOperations = 1024;
     private const long MaxBatchBytes = 64L * 1024 * 1024;
 
-    private readonly BlockingCollection<WriteOperation> _queue = [];
+    private readonly GroupCommitQueue<WriteOperation> _queue;
     private readonly SqliteConnection _connection;
     private readonly SqliteCommand _nextPosition;
     private readonly SqliteCommand _insert;
     private readonly SqliteCommand _truncate;
     private readonly SqliteCommand _delete;
     private readonly ILogger _logger;
-    private readonly Task _loop;
     private long _transactions;
 
     /// <param name="connection">An open connection in WAL mode with synchronous=FULL; the writer owns it from now on.</param>
@@ -38,7 +38,7 @@ internal sealed partial class GroupCommitWriter : IDisposable
             "DELETE FROM entries WHERE stream = $stream AND position < (SELECT MAX(position) FROM entries WHERE stream = $stream AND kind = 1)",
             "$stream");
         _delete = Command("DELETE FROM entries WHERE stream = $stream", "$stream");
-        _loop = Task.Factory.StartNew(Run, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        _queue = new GroupCommitQueue<WriteOperation>(CommitBatch, MaxBatchOperations, MaxBatchBytes, o => o.Bytes, o => o.TryStart());
     }
 
     /// <summary>How many transactions have committed: fewer than the writes when group commit batches them.</summary>
@@ -47,11 +47,7 @@ internal sealed partial class GroupCommitWriter : IDisposable
     /// <summary>Queues a write; its task completes once it is committed.</summary>
     public Task<long> Enqueue(WriteOperation operation)
     {
-        try
-        {
-            _queue.Add(operation);
-        }
-        catch (InvalidOperationException)
+        if (!_queue.TryAdd(operation))
         {
             operation.Fail(new ObjectDisposedException(nameof(LocalCheckpointStore)));
         }
@@ -62,16 +58,13 @@ internal sealed partial class GroupCommitWriter : IDisposable
     /// <summary>Commits what is queued, then stops the writer and closes its connection.</summary>
     public void Dispose()
     {
-        _queue.CompleteAdding();
-        // The loop runs on its own thread and ends once the queue is drained: waiting here cannot deadlock.
-        _loop.GetAwaiter().GetResult();
+        _queue.Dispose();
         foreach (var command in new[] { _nextPosition, _insert, _truncate, _delete })
         {
             command.Dispose();
         }
 
         _connection.Dispose();
-        _queue.Dispose();
     }
 
     private SqliteCommand Command(string text, params string[] parameters)
@@ -86,37 +79,7 @@ internal sealed partial class GroupCommitWriter : IDisposable
         return command;
     }
 
-    private void Run()
-    {
-        var batch = new List<WriteOperation>();
-        long bytes = 0;
-        foreach (var first in _queue.GetConsumingEnumerable())
-        {
-            Take(first);
-            while (batch.Count < MaxBatchOperations && bytes < MaxBatchBytes && _queue.TryTake(out var next))
-            {
-                Take(next);
-            }
-
-            if (batch.Count > 0)
-            {
-                CommitBatch(batch);
-                batch.Clear();
-                bytes = 0;
-            }
-        }
-
-        void Take(WriteOperation operation)
-        {
-            if (operation.TryStart())
-            {
-                batch.Add(operation);
-                bytes += operation.Bytes;
-            }
-        }
-    }
-
-    private void CommitBatch(List<WriteOperation> batch)
+    private void CommitBatch(IReadOnlyList<WriteOperation> batch)
     {
         long[] positions;
         try
@@ -162,7 +125,7 @@ internal sealed partial class GroupCommitWriter : IDisposable
         operation.Succeed(position);
     }
 
-    private long[] Commit(List<WriteOperation> operations)
+    private long[] Commit(IReadOnlyList<WriteOperation> operations)
     {
         var positions = new long[operations.Count];
         using var transaction = _connection.BeginTransaction();
@@ -189,7 +152,7 @@ internal sealed partial class GroupCommitWriter : IDisposable
                 _insert.Parameters[0].Value = operation.Stream;
                 _insert.Parameters[1].Value = position;
                 _insert.Parameters[2].Value = (long)kind;
-                _insert.Parameters[3].Value = (long)EntryChecksum.Complete(operation.DataCrc!, operation.Stream, position, kind);
+                _insert.Parameters[3].Value = (long)StorageChecksum.Complete(operation.DataCrc!, operation.Stream, position, kind);
                 _insert.Parameters[4].Value = operation.Data!;
                 _insert.ExecuteNonQuery();
                 // The parameter would otherwise keep the last record's bytes alive until the next insert.

@@ -1,6 +1,7 @@
 using System.Runtime.InteropServices;
 using Microsoft.Data.Sqlite;
 using Quintet.Persistence;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence;
 
@@ -153,7 +154,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
         var bytes = MemoryMarshal.TryGetArray(data, out var segment) && segment.Offset == 0 && segment.Count == segment.Array!.Length
             ? segment.Array
             : data.ToArray();
-        return Enqueue(new WriteOperation(kind, stream, bytes, EntryChecksum.OfData(bytes), cancellationToken));
+        return Enqueue(new WriteOperation(kind, stream, bytes, StorageChecksum.OfData(bytes), cancellationToken));
     }
 
     private Task<long> Enqueue(WriteOperation operation)
@@ -210,7 +211,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
                 var kind = (EntryKind)reader.GetInt64(1);
                 var crc = (uint)reader.GetInt64(2);
                 var data = reader.GetFieldValue<byte[]>(3);
-                if (EntryChecksum.Of(data, stream, position, kind) != crc)
+                if (StorageChecksum.Of(data, stream, position, kind) != crc)
                 {
                     throw Corrupt(stream, position, "stored data fails its CRC32 check");
                 }

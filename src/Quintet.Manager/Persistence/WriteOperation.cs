@@ -1,4 +1,5 @@
 using System.IO.Hashing;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence;
 
@@ -11,30 +12,16 @@ internal enum WriteKind
     Delete,
 }
 
-/// <summary>
-/// One write waiting for the writer thread. Its caller may cancel it only until the writer takes it: after that it is
-/// committed or fails, so that a cancelled task always means "not written".
-/// </summary>
-internal sealed class WriteOperation
+/// <summary>One write waiting for the <see cref="GroupCommitWriter"/>'s thread.</summary>
+internal sealed class WriteOperation : PendingWrite
 {
-    private const int Queued = 0;
-    private const int Started = 1;
-    private const int Cancelled = 2;
-
-    // Continuations run off the writer thread, which must go on to the next batch.
-    private readonly TaskCompletionSource<long> _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
-    private readonly CancellationToken _cancellationToken;
-    private readonly CancellationTokenRegistration _registration;
-    private int _state;
-
     public WriteOperation(WriteKind kind, string stream, byte[]? data, Crc32? dataCrc, CancellationToken cancellationToken)
+        : base(cancellationToken)
     {
         Kind = kind;
         Stream = stream;
         Data = data;
         DataCrc = dataCrc;
-        _cancellationToken = cancellationToken;
-        _registration = cancellationToken.Register(static state => ((WriteOperation)state!).Cancel(), this);
     }
 
     public WriteKind Kind { get; }
@@ -48,30 +35,4 @@ internal sealed class WriteOperation
     public Crc32? DataCrc { get; }
 
     public long Bytes => Data?.LongLength ?? 0;
-
-    /// <summary>The position written (checkpoint, record), or 0.</summary>
-    public Task<long> Completion => _completion.Task;
-
-    /// <summary>Claims the operation for the writer; false if its caller cancelled it first.</summary>
-    public bool TryStart() => Interlocked.CompareExchange(ref _state, Started, Queued) == Queued;
-
-    public void Succeed(long position)
-    {
-        _registration.Unregister();
-        _completion.TrySetResult(position);
-    }
-
-    public void Fail(Exception exception)
-    {
-        _registration.Unregister();
-        _completion.TrySetException(exception);
-    }
-
-    private void Cancel()
-    {
-        if (Interlocked.CompareExchange(ref _state, Cancelled, Queued) == Queued)
-        {
-            _completion.TrySetCanceled(_cancellationToken);
-        }
-    }
 }

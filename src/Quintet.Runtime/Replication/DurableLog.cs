@@ -1,16 +1,17 @@
 using System.Buffers.Binary;
-using System.Collections.Concurrent;
 using System.IO.Hashing;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Runtime.Replication;
 
 /// <summary>
 /// One replica's copy on disk of a durable replicated state machine: a snapshot file (the state at one position of the
 /// command order) and a log file of the commands after it, each record with its position and a CRC32. One writer
-/// thread appends every command queued meanwhile and then fsyncs once (group commit), and reports the position that
-/// fsync covers. A snapshot taken every <see cref="DurabilityOptions.SnapshotEveryCommands"/> commands truncates the log.
+/// thread (a <see cref="GroupCommitQueue{T}"/>) appends every command queued meanwhile and then fsyncs once (group
+/// commit), and reports the position that fsync covers. A snapshot taken every
+/// <see cref="DurabilityOptions.SnapshotEveryCommands"/> commands truncates the log.
 /// </summary>
 /// <remarks>
 /// Files, in the machine's directory: <c>snapshot</c> (written as <c>snapshot.tmp</c>, fsync'd, then renamed over the
@@ -25,13 +26,13 @@ internal sealed partial class DurableLog : IDisposable
     private const long SnapshotMagic = 0x3130_5041_4e53_3551; // "Q5SNAP01", little-endian
     private const int SnapshotHeaderBytes = sizeof(long) * 3 + sizeof(uint);
 
-    private readonly BlockingCollection<Item> _queue = [];
+    private readonly byte[] _header = new byte[RecordHeaderBytes];
+    private readonly GroupCommitQueue<Item> _queue;
     private readonly string _directory;
     private readonly string _name;
     private readonly ILogger _logger;
     private readonly Action<long> _durable;
     private readonly FileStream _log;
-    private readonly Task _loop;
     private long _fsyncs;
     private long _records;
     private int _disposed;
@@ -44,7 +45,7 @@ internal sealed partial class DurableLog : IDisposable
         _log = log;
         _durable = durable;
         _logger = logger;
-        _loop = Task.Factory.StartNew(Run, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        _queue = new GroupCommitQueue<Item>(Commit, MaxBatchItems);
     }
 
     /// <summary>How many fsyncs of the log have completed since it opened.</summary>
@@ -115,58 +116,50 @@ internal sealed partial class DurableLog : IDisposable
             return;
         }
 
-        _queue.CompleteAdding();
-        _loop.GetAwaiter().GetResult();
-        _log.Dispose();
         _queue.Dispose();
+        _log.Dispose();
     }
 
     private void Add(Item item)
     {
-        try
-        {
-            _queue.Add(item);
-        }
-        catch (InvalidOperationException)
+        if (!_queue.TryAdd(item))
         {
             // Closing: the command was applied in memory but will not be reported durable, so its caller is never acknowledged.
             item.Snapshot?.Dispose();
         }
     }
 
-    private void Run()
+    /// <summary>Writes a batch and fsyncs once, then reports the last position it covers.</summary>
+    private void Commit(IReadOnlyList<Item> batch)
     {
-        var header = new byte[RecordHeaderBytes];
-        foreach (var first in _queue.GetConsumingEnumerable())
+        var from = 0;
+        while (from < batch.Count)
         {
             var last = -1L;
+            var next = from;
             try
             {
-                var item = first;
-                var taken = 0;
-                while (true)
+                for (; next < batch.Count; next++)
                 {
-                    last = Write(item, header, last);
-                    if (++taken >= MaxBatchItems || !_queue.TryTake(out item!))
-                    {
-                        break;
-                    }
+                    last = Write(batch[next], last);
                 }
 
                 _log.Flush(flushToDisk: true);
                 Interlocked.Increment(ref _fsyncs);
-                DurableLogMetrics.Batch.Record(taken, new KeyValuePair<string, object?>("quintet.machine", _name));
+                DurableLogMetrics.Batch.Record(batch.Count - from, new KeyValuePair<string, object?>("quintet.machine", _name));
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException or InvalidDataException)
             {
                 // The log may now have a hole: this replica never again reports anything durable (the others' reports
                 // still acknowledge commands while they are a majority). A restart recovers it from its good prefix.
+                // The items after the one that failed are still written, as a batch of their own.
                 if (!_broken)
                 {
                     LogWriteFailed(_logger, e, _name);
                 }
 
                 _broken = true;
+                from = next + 1;
                 continue;
             }
 
@@ -174,21 +167,20 @@ internal sealed partial class DurableLog : IDisposable
             {
                 _durable(last);
             }
+
+            return;
         }
     }
 
-    private long Write(Item item, byte[] header, long last)
+    private long Write(Item item, long last)
     {
         switch (item.Kind)
         {
             case ItemKind.Append:
-                var crc = new Crc32();
-                BinaryPrimitives.WriteInt32LittleEndian(header, item.Command.Length);
-                BinaryPrimitives.WriteInt64LittleEndian(header.AsSpan(sizeof(int) + sizeof(uint)), item.Position);
-                crc.Append(header.AsSpan(sizeof(int) + sizeof(uint)));
-                crc.Append(item.Command.Span);
-                BinaryPrimitives.WriteUInt32LittleEndian(header.AsSpan(sizeof(int)), crc.GetCurrentHashAsUInt32());
-                _log.Write(header);
+                BinaryPrimitives.WriteInt32LittleEndian(_header, item.Command.Length);
+                BinaryPrimitives.WriteUInt32LittleEndian(_header.AsSpan(sizeof(int)), StorageChecksum.OfLogRecord(item.Position, item.Command.Span));
+                BinaryPrimitives.WriteInt64LittleEndian(_header.AsSpan(sizeof(int) + sizeof(uint)), item.Position);
+                _log.Write(_header);
                 _log.Write(item.Command.Span);
                 Interlocked.Increment(ref _records);
                 return item.Position;
@@ -337,10 +329,7 @@ internal sealed partial class DurableLog : IDisposable
 
             var command = new byte[length];
             log.ReadExactly(command);
-            var check = new Crc32();
-            check.Append(header.AsSpan(sizeof(int) + sizeof(uint)));
-            check.Append(command);
-            if (check.GetCurrentHashAsUInt32() != crc || (expectedPosition >= 0 && position != expectedPosition))
+            if (StorageChecksum.OfLogRecord(position, command) != crc || (expectedPosition >= 0 && position != expectedPosition))
             {
                 break;
             }

@@ -49,19 +49,11 @@ public static class ReplicatedStateMachine
 /// the transfer starts over only if no replica holding that capture remains, or their bytes differ.
 /// </remarks>
 /// <typeparam name="TState">The state.</typeparam>
-public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
+public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     where TState : class, IReplicatedState
 {
     private static readonly TimeSpan FirstOfferWait = TimeSpan.FromSeconds(60);
-    private const int MaxBatchCommands = 1024;
-    private const int MaxBatchBytes = 64 * 1024;
     private readonly Lock _gate = new();
-    private readonly Lock _sendGate = new();
-    private readonly Queue<WaitingCommand> _waiting = new();
-    private const int MaxMessagesInFlight = 2;
-    private bool _sending;
-    private int _inFlight;
-    private long _messagesSent;
     private readonly TState _state;
     private readonly LightGroupMember _member;
     private readonly ReplicatedStateMachineOptions _options;
@@ -99,15 +91,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     /// <summary>Raised on the replica's loop after each command is applied, in the order of application.</summary>
     public event Action<ReadOnlyMemory<byte>, byte[]>? Applied;
-
-    /// <summary>Total-order messages that carried this replica's commands (one per batch), for diagnostics and tests.</summary>
-    internal long CommandMessagesSent => Interlocked.Read(ref _messagesSent);
-
-    /// <summary>True when the machine is durable (<see cref="ReplicatedStateMachineOptions.Durability"/>).</summary>
-    public bool IsDurable => _durable is not null;
-
-    /// <summary>The durable side, when durable (for diagnostics and tests).</summary>
-    internal DurableReplication? Durable => _durable;
 
     /// <summary>The position in the command order of the last command applied here (every command counts, a sync too).</summary>
     internal long Position
@@ -175,146 +158,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         return machine;
     }
 
-    /// <summary>
-    /// Orders <paramref name="command"/> and returns its result once this replica applied it. Commands that callers on
-    /// this replica issue while an earlier one is going out travel together in one total-order message, each applied
-    /// at its own place and with its own result; a command refused by the state (a result saying so) affects no other.
-    /// </summary>
-    /// <exception cref="GroupUnavailableException">This replica lost its membership, or was disposed, before the command was applied; it may or may not have been.</exception>
-    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled: the command may or may not be applied (never, if it had not gone out yet).</exception>
-    public async Task<byte[]> ExecuteAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken = default)
-    {
-        var request = Interlocked.Increment(ref _nextRequest);
-        var done = new TaskCompletionSource<byte[]>(TaskCreationOptions.RunContinuationsAsynchronously);
-        lock (_gate)
-        {
-            _pending[request] = done;
-        }
-
-        try
-        {
-            bool start;
-            lock (_sendGate)
-            {
-                _waiting.Enqueue(new WaitingCommand(new RsmCommand { Request = request, Body = ByteString.CopyFrom(command.Span) }, done, cancellationToken));
-                start = TryStartSending();
-            }
-
-            if (start)
-            {
-                _ = SendWaitingAsync();
-            }
-
-            return await done.Task.WaitAsync(cancellationToken);
-        }
-        finally
-        {
-            lock (_gate)
-            {
-                _pending.Remove(request);
-            }
-        }
-    }
-
-    /// <summary>Under <see cref="_sendGate"/>: true when the caller is to start <see cref="SendWaitingAsync"/>.</summary>
-    private bool TryStartSending()
-    {
-        if (_sending || _inFlight >= MaxMessagesInFlight || _waiting.Count == 0)
-        {
-            return false;
-        }
-
-        _sending = true;
-        return true;
-    }
-
-    /// <summary>
-    /// Multicasts the commands waiting at this replica, one total-order message at a time and with at most
-    /// <see cref="MaxMessagesInFlight"/> of them not yet delivered back here: commands that arrive meanwhile leave
-    /// together in the next message (a batch), so that under load one message, one order slot and one delivery carry
-    /// many commands, while a lone command goes out at once. Commands keep the order in which they were queued.
-    /// </summary>
-    private async Task SendWaitingAsync()
-    {
-        while (true)
-        {
-            List<WaitingCommand> batch = [];
-            lock (_sendGate)
-            {
-                if (_inFlight >= MaxMessagesInFlight)
-                {
-                    // Delivery of an earlier message starts sending again (OnOwnMessageDelivered).
-                    _sending = false;
-                    return;
-                }
-
-                var bytes = 0;
-                while (_waiting.TryPeek(out var next) && batch.Count < MaxBatchCommands && (batch.Count == 0 || bytes + next.Command.Body.Length <= MaxBatchBytes))
-                {
-                    _waiting.Dequeue();
-                    if (next.Cancellation.IsCancellationRequested || next.Done.Task.IsCompleted)
-                    {
-                        // Its caller stopped waiting, or was told the replica lost its membership, before it went out:
-                        // it is never applied.
-                        next.Done.TrySetCanceled(next.Cancellation);
-                        continue;
-                    }
-
-                    batch.Add(next);
-                    bytes += next.Command.Body.Length;
-                }
-
-                if (batch.Count == 0)
-                {
-                    if (_waiting.Count == 0)
-                    {
-                        _sending = false;
-                        return;
-                    }
-
-                    continue;
-                }
-
-                // Counted before it goes out: its delivery here can come before MulticastAsync returns.
-                _inFlight++;
-            }
-
-            var origin = _member.Self.ToString();
-            RsmMessage message;
-            if (batch.Count == 1)
-            {
-                batch[0].Command.Origin = origin;
-                message = new RsmMessage { Command = batch[0].Command };
-            }
-            else
-            {
-                var commands = new RsmCommandBatch { Origin = origin };
-                commands.Commands.AddRange(batch.Select(c => c.Command));
-                message = new RsmMessage { Batch = commands };
-            }
-
-            try
-            {
-                await _member.MulticastAsync(message.ToByteArray(), MessageOrdering.Total, cancellationToken: _stop.Token);
-                Interlocked.Increment(ref _messagesSent);
-            }
-            catch (Exception e) when (e is GroupUnavailableException or OperationCanceledException or ObjectDisposedException)
-            {
-                lock (_sendGate)
-                {
-                    _inFlight = Math.Max(0, _inFlight - 1);
-                }
-
-                var failure = e as GroupUnavailableException
-                    ?? new GroupUnavailableException($"The replica of '{Name}' was disposed before the command went out; it was not applied.");
-                foreach (var waiting in batch)
-                {
-                    waiting.Done.TrySetException(failure);
-                }
-            }
-        }
-    }
-
     /// <summary>Completes once every command ordered before this call is applied here: a read after it is linearizable.</summary>
     public Task SyncAsync(CancellationToken cancellationToken = default) => ExecuteAsync(ReadOnlyMemory<byte>.Empty, cancellationToken);
 
@@ -326,27 +169,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         {
             return read(_state);
         }
-    }
-
-    private static long Recover(TState state, RecoveredLog recovered)
-    {
-        using (recovered.Snapshot)
-        {
-            if (recovered.Snapshot is not null)
-            {
-                state.RestoreSnapshot(recovered.Snapshot);
-            }
-        }
-
-        foreach (var (_, command) in recovered.Commands)
-        {
-            if (command.Length > 0)
-            {
-                state.Apply(command);
-            }
-        }
-
-        return recovered.Position;
     }
 
     private async Task WaitUntilSyncedAsync(CancellationToken cancellationToken)
@@ -495,74 +317,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
     /// <summary>The state for a transfer (under the lock): a durable machine's carries its position.</summary>
     private IStateSnapshot Capture() => _durable is null ? _state.CaptureSnapshot() : new PositionedSnapshot(_position, _state.CaptureSnapshot());
 
-    private void SendStatus(long view)
-    {
-        var status = new RsmMessage { Status = _durable!.Status(view, _position, _isSynced) }.ToByteArray();
-        _ = MulticastQuietlyAsync(status, MessageOrdering.Total);
-    }
-
-    private async Task MulticastQuietlyAsync(byte[] message, MessageOrdering ordering)
-    {
-        try
-        {
-            await _member.MulticastAsync(message, ordering, cancellationToken: _stop.Token);
-        }
-        catch (GroupUnavailableException)
-        {
-            // Rejoining: the next view settles it.
-        }
-        catch (OperationCanceledException) when (_stop.IsCancellationRequested)
-        {
-            // Leaving.
-        }
-        catch (ObjectDisposedException)
-        {
-            // Leaving.
-        }
-    }
-
-    private void OnFsynced(long position)
-    {
-        // One small report per fsync, not per command; a replica that lacks the state reports nothing.
-        if (_isSynced)
-        {
-            _ = MulticastQuietlyAsync(new RsmMessage { Durable = new RsmDurable { Replica = _durable!.ReplicaName, Position = position } }.ToByteArray(), MessageOrdering.Atomic);
-        }
-    }
-
-    private void OnStatus(LightMemberId sender, RsmRecoveryStatus status)
-    {
-        List<(LightMemberId To, RsmSnapshotOffer Offer)> offers;
-        lock (_gate)
-        {
-            if (_isSynced || _durable is null || _view is null || _view.Members.Any(m => _synced.Contains(m.Id.ToString())))
-            {
-                return;
-            }
-
-            if (_durable.OnStatus(_view, sender, status) != _member.Self)
-            {
-                return;
-            }
-
-            // This replica's log is the longest of a majority: it holds every acknowledged command. It founds the
-            // state at this point of the order, and serves it to the others in the view like to newcomers.
-            if (_state is IViewAwareReplicatedState aware)
-            {
-                aware.ViewInstalled(_view);
-            }
-
-            _buffered.Clear();
-            _receiver.Dispose();
-            MarkSynced();
-            var self = _member.Self;
-            List<LightMemberId> lacking = [.. _view.Members.Select(m => m.Id).Where(m => m != self)];
-            offers = _server.OnView(_view.Id, lacking, Capture, serves: true, _synced);
-        }
-
-        SendOffers(offers);
-    }
-
     private async Task SendQuietlyAsync(LightMemberId to, RsmMessage message)
     {
         try
@@ -623,27 +377,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
                 }
 
                 break;
-        }
-    }
-
-    /// <summary>A message this replica sent is delivered: the next batch may go out.</summary>
-    private void OnOwnMessageDelivered(string origin)
-    {
-        if (origin != _member.Self.ToString())
-        {
-            return;
-        }
-
-        bool start;
-        lock (_sendGate)
-        {
-            _inFlight = Math.Max(0, _inFlight - 1);
-            start = TryStartSending();
-        }
-
-        if (start)
-        {
-            _ = SendWaitingAsync();
         }
     }
 
@@ -784,21 +517,6 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
         waiting?.TrySetResult(result);
     }
 
-    /// <summary>Logs the command; its caller's wait completes once a majority holds it on disk, not now (under the lock).</summary>
-    private void OnAppliedDurably(RsmCommand command, byte[] result, ref TaskCompletionSource<byte[]>? waiting)
-    {
-        if (_durable!.Append(_position, command.Body.Memory))
-        {
-            _durable.Snapshot(_position, _state.CaptureSnapshot());
-        }
-
-        if (waiting is not null)
-        {
-            _durable.AwaitDurable(_position, waiting, result);
-            waiting = null;
-        }
-    }
-
     private void OnRejoining()
     {
         List<TaskCompletionSource<byte[]>> failed;
@@ -814,26 +532,13 @@ public sealed class ReplicatedStateMachine<TState> : IAsyncDisposable
             failed = [.. _pending.Values];
         }
 
-        bool start;
-        lock (_sendGate)
-        {
-            // What it sent under its former identity will never be delivered as its own.
-            _inFlight = 0;
-            start = TryStartSending();
-        }
-
-        if (start)
-        {
-            _ = SendWaitingAsync();
-        }
+        ResumeSendingAfterRejoin();
 
         foreach (var waiting in failed)
         {
             waiting.TrySetException(new GroupUnavailableException($"The replica of '{Name}' lost its membership before the command was applied; it may or may not have been."));
         }
     }
-
-    private sealed record WaitingCommand(RsmCommand Command, TaskCompletionSource<byte[]> Done, CancellationToken Cancellation);
 
     /// <inheritdoc />
     public async ValueTask DisposeAsync()

@@ -4,6 +4,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Manager.Persistence;
 using Quintet.Manager.Persistence.Replication;
 using Quintet.Persistence;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Tests.Persistence;
 

@@ -1,3 +1,5 @@
+using Quintet.Runtime.Storage;
+
 namespace Quintet.Manager.Persistence.Replication;
 
 /// <summary>One checkpoint or log record of a stream, as replicas hold and exchange it.</summary>

@@ -1,8 +1,8 @@
 using System.Buffers.Binary;
-using System.Collections.Concurrent;
 using System.IO.Hashing;
 using System.Text;
 using Microsoft.Data.Sqlite;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence.Replication;
 
@@ -21,10 +21,9 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     private const int MaxBatchOperations = 1024;
     private const long MaxBatchBytes = 64L * 1024 * 1024;
 
-    private readonly BlockingCollection<Work> _queue = [];
+    private readonly GroupCommitQueue<Work> _queue;
     private readonly SqliteConnection _connection;
     private readonly ILogger _logger;
-    private readonly Task _loop;
     private int _disposed;
     private long _transactions;
 
@@ -41,7 +40,8 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         Path = System.IO.Path.GetFullPath(System.IO.Path.Combine(directory, FileName));
         _connection = OpenChecked();
         KnownManagers = ReadKnownManagers();
-        _loop = Task.Factory.StartNew(Run, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
+        var db = new Db(_connection, this);
+        _queue = new GroupCommitQueue<Work>(batch => CommitBatch(db, batch), MaxBatchOperations, MaxBatchBytes, work => work.Bytes);
     }
 
     /// <inheritdoc />
@@ -78,25 +78,14 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
             return;
         }
 
-        _queue.CompleteAdding();
-        _loop.GetAwaiter().GetResult();
-        _connection.Dispose();
         _queue.Dispose();
+        _connection.Dispose();
     }
 
     private Task<T> Enqueue<T>(Func<Db, T> body, long bytes)
     {
         var work = new Work<T>(body, bytes);
-        try
-        {
-            _queue.Add(work);
-        }
-        catch (InvalidOperationException)
-        {
-            return Task.FromException<T>(new ObjectDisposedException(nameof(ReplicaStore)));
-        }
-
-        return work.Task;
+        return _queue.TryAdd(work) ? work.Task : Task.FromException<T>(new ObjectDisposedException(nameof(ReplicaStore)));
     }
 
     private SqliteConnection OpenChecked()
@@ -198,55 +187,40 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         return command.ExecuteScalar();
     }
 
-    private void Run()
+    private void CommitBatch(Db db, IReadOnlyList<Work> batch)
     {
-        var db = new Db(_connection, this);
-        var batch = new List<Work>();
-        foreach (var first in _queue.GetConsumingEnumerable())
+        try
         {
-            batch.Add(first);
-            var bytes = first.Bytes;
-            while (batch.Count < MaxBatchOperations && bytes < MaxBatchBytes && _queue.TryTake(out var next))
+            Commit(db, batch);
+            foreach (var work in batch)
             {
-                batch.Add(next);
-                bytes += next.Bytes;
+                work.Complete();
             }
-
-            try
+        }
+        catch (Exception e) when (batch.Count > 1)
+        {
+            // One bad operation must not fail the others that shared its transaction: each gets one of its own.
+            LogBatchFailed(_logger, e, batch.Count);
+            foreach (var work in batch)
             {
-                Commit(db, batch);
-                foreach (var work in batch)
+                try
                 {
+                    Commit(db, [work]);
                     work.Complete();
                 }
-            }
-            catch (Exception e) when (batch.Count > 1)
-            {
-                // One bad operation must not fail the others that shared its transaction: each gets one of its own.
-                LogBatchFailed(_logger, e, batch.Count);
-                foreach (var work in batch)
+                catch (Exception alone)
                 {
-                    try
-                    {
-                        Commit(db, [work]);
-                        work.Complete();
-                    }
-                    catch (Exception alone)
-                    {
-                        work.Fail(alone);
-                    }
+                    work.Fail(alone);
                 }
             }
-            catch (Exception e)
-            {
-                batch[0].Fail(e);
-            }
-
-            batch.Clear();
+        }
+        catch (Exception e)
+        {
+            batch[0].Fail(e);
         }
     }
 
-    private void Commit(Db db, List<Work> batch)
+    private void Commit(Db db, IReadOnlyList<Work> batch)
     {
         using var transaction = _connection.BeginTransaction();
         db.Transaction = transaction;
@@ -467,7 +441,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
                     var position = reader.GetInt64(0);
                     var kind = (EntryKind)reader.GetInt64(1);
                     var data = reader.GetFieldValue<byte[]>(3);
-                    if (EntryChecksum.Of(data, stream, position, kind) != (uint)reader.GetInt64(2))
+                    if (StorageChecksum.Of(data, stream, position, kind) != (uint)reader.GetInt64(2))
                     {
                         return Corrupt(stream, state, $"position {position} fails its CRC32 check");
                     }
@@ -514,7 +488,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         private void Insert(string stream, StoredEntry entry) =>
             Execute(
                 "INSERT OR REPLACE INTO entries (stream, position, kind, crc, data) VALUES ($s, $p, $k, $c, $d)",
-                ("$s", stream), ("$p", entry.Position), ("$k", (long)entry.Kind), ("$c", (long)EntryChecksum.Of(entry.Data, stream, entry.Position, entry.Kind)), ("$d", entry.Data));
+                ("$s", stream), ("$p", entry.Position), ("$k", (long)entry.Kind), ("$c", (long)StorageChecksum.Of(entry.Data, stream, entry.Position, entry.Kind)), ("$d", entry.Data));
 
         private void Execute(string text, params (string Name, object Value)[] parameters)
         {

@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Runtime.InteropServices;
 using Quintet.Persistence;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence.Replication;
 

@@ -1,5 +1,6 @@
 using Google.Protobuf;
 using Quintet.Protocol.Internal;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence.Replication;
 

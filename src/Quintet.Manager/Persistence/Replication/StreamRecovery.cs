@@ -1,4 +1,5 @@
 using Quintet.Persistence;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence.Replication;
 

@@ -1,0 +1,121 @@
+using Google.Protobuf;
+using Quintet.Core.Groups;
+using Quintet.Core.Groups.Light;
+using Quintet.Runtime.Wire;
+
+namespace Quintet.Runtime.Replication;
+
+// The durable side: recovery from the local log, recovery status among the replicas, fsync reports, logging applied commands.
+public sealed partial class ReplicatedStateMachine<TState>
+    where TState : class, IReplicatedState
+{
+    /// <summary>True when the machine is durable (<see cref="ReplicatedStateMachineOptions.Durability"/>).</summary>
+    public bool IsDurable => _durable is not null;
+
+    /// <summary>The durable side, when durable (for diagnostics and tests).</summary>
+    internal DurableReplication? Durable => _durable;
+
+    private static long Recover(TState state, RecoveredLog recovered)
+    {
+        using (recovered.Snapshot)
+        {
+            if (recovered.Snapshot is not null)
+            {
+                state.RestoreSnapshot(recovered.Snapshot);
+            }
+        }
+
+        foreach (var (_, command) in recovered.Commands)
+        {
+            if (command.Length > 0)
+            {
+                state.Apply(command);
+            }
+        }
+
+        return recovered.Position;
+    }
+
+    private void SendStatus(long view)
+    {
+        var status = new RsmMessage { Status = _durable!.Status(view, _position, _isSynced) }.ToByteArray();
+        _ = MulticastQuietlyAsync(status, MessageOrdering.Total);
+    }
+
+    private async Task MulticastQuietlyAsync(byte[] message, MessageOrdering ordering)
+    {
+        try
+        {
+            await _member.MulticastAsync(message, ordering, cancellationToken: _stop.Token);
+        }
+        catch (GroupUnavailableException)
+        {
+            // Rejoining: the next view settles it.
+        }
+        catch (OperationCanceledException) when (_stop.IsCancellationRequested)
+        {
+            // Leaving.
+        }
+        catch (ObjectDisposedException)
+        {
+            // Leaving.
+        }
+    }
+
+    private void OnFsynced(long position)
+    {
+        // One small report per fsync, not per command; a replica that lacks the state reports nothing.
+        if (_isSynced)
+        {
+            _ = MulticastQuietlyAsync(new RsmMessage { Durable = new RsmDurable { Replica = _durable!.ReplicaName, Position = position } }.ToByteArray(), MessageOrdering.Atomic);
+        }
+    }
+
+    private void OnStatus(LightMemberId sender, RsmRecoveryStatus status)
+    {
+        List<(LightMemberId To, RsmSnapshotOffer Offer)> offers;
+        lock (_gate)
+        {
+            if (_isSynced || _durable is null || _view is null || _view.Members.Any(m => _synced.Contains(m.Id.ToString())))
+            {
+                return;
+            }
+
+            if (_durable.OnStatus(_view, sender, status) != _member.Self)
+            {
+                return;
+            }
+
+            // This replica's log is the longest of a majority: it holds every acknowledged command. It founds the
+            // state at this point of the order, and serves it to the others in the view like to newcomers.
+            if (_state is IViewAwareReplicatedState aware)
+            {
+                aware.ViewInstalled(_view);
+            }
+
+            _buffered.Clear();
+            _receiver.Dispose();
+            MarkSynced();
+            var self = _member.Self;
+            List<LightMemberId> lacking = [.. _view.Members.Select(m => m.Id).Where(m => m != self)];
+            offers = _server.OnView(_view.Id, lacking, Capture, serves: true, _synced);
+        }
+
+        SendOffers(offers);
+    }
+
+    /// <summary>Logs the command; its caller's wait completes once a majority holds it on disk, not now (under the lock).</summary>
+    private void OnAppliedDurably(RsmCommand command, byte[] result, ref TaskCompletionSource<byte[]>? waiting)
+    {
+        if (_durable!.Append(_position, command.Body.Memory))
+        {
+            _durable.Snapshot(_position, _state.CaptureSnapshot());
+        }
+
+        if (waiting is not null)
+        {
+            _durable.AwaitDurable(_position, waiting, result);
+            waiting = null;
+        }
+    }
+}
