@@ -1,5 +1,7 @@
+using System.Globalization;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Manager.Persistence;
+using Quintet.Runtime.Replication;
 
 namespace Quintet.Benchmarks;
 
@@ -11,6 +13,102 @@ namespace Quintet.Benchmarks;
 /// </summary>
 internal static class LogCommit
 {
+    /// <summary>The floor, the log's commit at each writer count, and the floor again, in a work folder removed at the end.</summary>
+    public static async Task RunAsync(int seconds, int[] concurrencies, int valueBytes)
+    {
+        var window = TimeSpan.FromSeconds(seconds);
+        var warmup = TimeSpan.FromSeconds(1);
+        var work = Path.Combine(Path.GetTempPath(), "quintet-bench-log", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture));
+        Directory.CreateDirectory(work);
+        var record = new byte[valueBytes];
+        Random.Shared.NextBytes(record);
+        try
+        {
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"The log's commit beside the fdatasync floor: {seconds} s windows, {valueBytes} B records, {Environment.ProcessorCount} cores, load average {LoadAverage()}, {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC."));
+            var floors = new List<LoadFigures> { FsyncFloor.Measure(work, window) };
+            var rows = new List<(string Log, int Writers, LoadFigures Figures, long Writes, long Commits)>();
+            foreach (var writers in concurrencies)
+            {
+                var (figures, writes, commits) = await MeasureAsync(work, writers, warmup, window, record);
+                rows.Add(("store", writers, figures, writes, commits));
+            }
+
+            foreach (var writers in concurrencies)
+            {
+                var (figures, writes, commits) = await MeasureDurableLogAsync(work, writers, warmup, window, record);
+                rows.Add(("durable", writers, figures, writes, commits));
+            }
+
+            floors.Add(FsyncFloor.Measure(work, window));
+            foreach (var (floorSample, when) in floors.Zip(["before", "after"]))
+            {
+                Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                    $"  floor {when,-6} {floorSample.Rate,8:F0} syncs/s, p50 {floorSample.P50,7:F3} ms, p99 {floorSample.P99,7:F3} ms"));
+            }
+
+            var floorP50 = floors.Average(f => f.P50);
+            var floorP99 = floors.Average(f => f.P99);
+            Console.WriteLine("  store: a manager's local checkpoint store (SQLite WAL, a stream per writer); durable: a durable shared structure's log (appends in order, one file).");
+            Console.WriteLine($"  {"log",-8} {"writers",7} {"commits/s",10} {"writes/commit",13} {"p50 ms",8} {"p99 ms",8} {"p50÷floor",9} {"p99÷floor",9}   (target: several writes per commit, p99 ≤ 2× the floor's)");
+            foreach (var (log, writers, figures, writes, commits) in rows)
+            {
+                Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                    $"  {log,-8} {writers,7} {commits / window.TotalSeconds,10:F0} {(commits > 0 ? writes / (double)commits : double.NaN),13:F2} {figures.P50,8:F3} {figures.P99,8:F3} {figures.P50 / floorP50,9:F2} {figures.P99 / floorP99,9:F2}"));
+            }
+        }
+        finally
+        {
+            Directory.Delete(work, recursive: true);
+        }
+    }
+
+    /// <summary>
+    /// Writers appending to one durable log, as the replicas of a durable structure do: a lock hands out positions in
+    /// order (the total order does in the product), and each writer waits until an fsync covers its position.
+    /// </summary>
+    public static async Task<(LoadFigures Figures, long Writes, long Commits)> MeasureDurableLogAsync(string folder, int writers, TimeSpan warmup, TimeSpan window, byte[] record)
+    {
+        var gate = new Lock();
+        var waiting = new SortedDictionary<long, TaskCompletionSource>();
+        long next = 0;
+        void Durable(long position)
+        {
+            lock (gate)
+            {
+                while (waiting.Count > 0 && waiting.First() is var first && first.Key <= position)
+                {
+                    waiting.Remove(first.Key);
+                    first.Value.TrySetResult();
+                }
+            }
+        }
+
+        var (log, _) = DurableLog.Open(Path.Combine(folder, $"durable-log-{writers}"), "bench", Durable, NullLogger.Instance);
+        using (log)
+        {
+            Func<int, long, Task> append = (_, _) =>
+            {
+                var done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+                lock (gate)
+                {
+                    var position = ++next;
+                    waiting.Add(position, done);
+                    log.Append(position, record);
+                }
+
+                return done.Task;
+            };
+            await LoadRun.MeasureAsync(writers, warmup, append);
+            var (recordsBefore, fsyncsBefore) = (log.Records, log.Fsyncs);
+            var figures = await LoadRun.MeasureAsync(writers, window, append);
+            return (figures, log.Records - recordsBefore, log.Fsyncs - fsyncsBefore);
+        }
+    }
+
+    private static string LoadAverage() =>
+        File.Exists("/proc/loadavg") ? string.Join(' ', File.ReadAllText("/proc/loadavg").Split(' ').Take(3)) : "unknown";
+
     public static async Task<(LoadFigures Figures, long Writes, long Commits)> MeasureAsync(string folder, int writers, TimeSpan warmup, TimeSpan window, byte[] record)
     {
         var directory = Path.Combine(folder, $"log-commit-{writers}");

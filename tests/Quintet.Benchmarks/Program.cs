@@ -10,6 +10,8 @@ using Quintet.Benchmarks;
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- tools [--seconds 5 --writers 1,32 --value-bytes 64 --managers 3 --no-peers]
 //   (--no-peers: Quintet alone, without redis-server and etcd, for a quick look)
 //   (tools: shared dictionary beside redis-server, checkpoint log beside a 3-member etcd, the fdatasync floor; docs/benchmarks.md)
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- log [--seconds 5 --writers 1,8,32 --value-bytes 64]
+//   (log: the local log's commit alone beside the fdatasync floor, in a few seconds, without a cluster)
 if (args.Length > 0 && args[0] == "calls")
 {
     await CallBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--concurrency", [1, 64]), Arguments.Int(args, "--instances", 100_000));
@@ -24,6 +26,12 @@ if (args.Length > 0 && args[0] == "tools")
         Arguments.Int(args, "--value-bytes", 64),
         Arguments.Int(args, "--managers", 3),
         peers: !args.Contains("--no-peers"));
+    return;
+}
+
+if (args.Length > 0 && args[0] == "log")
+{
+    await LogCommit.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--writers", [1, 8, 32]), Arguments.Int(args, "--value-bytes", 64));
     return;
 }
 

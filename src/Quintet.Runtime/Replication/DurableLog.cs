@@ -26,6 +26,10 @@ internal sealed partial class DurableLog : IDisposable
     private const long SnapshotMagic = 0x3130_5041_4e53_3551; // "Q5SNAP01", little-endian
     private const int SnapshotHeaderBytes = sizeof(long) * 3 + sizeof(uint);
 
+    // The log grows by zero-filled steps made durable once, so that a commit writes in place and syncs its data alone:
+    // an fsync of a file that grew also commits the file system's journal, which costs more than the write itself.
+    private const int PreallocationBytes = 1024 * 1024;
+
     private readonly byte[] _header = new byte[RecordHeaderBytes];
     private readonly GroupCommitQueue<Item> _queue;
     private readonly string _directory;
@@ -35,6 +39,7 @@ internal sealed partial class DurableLog : IDisposable
     private readonly FileStream _log;
     private long _fsyncs;
     private long _records;
+    private long _allocated;
     private int _disposed;
     private bool _broken;
 
@@ -43,6 +48,7 @@ internal sealed partial class DurableLog : IDisposable
         _directory = directory;
         _name = name;
         _log = log;
+        _allocated = log.Length;
         _durable = durable;
         _logger = logger;
         _queue = new GroupCommitQueue<Item>(Commit, MaxBatchItems);
@@ -75,7 +81,7 @@ internal sealed partial class DurableLog : IDisposable
         try
         {
             var (good, torn) = ReadRecords(log, snapshotPosition, commands);
-            if (torn > 0)
+            if (torn > 0 && !ZeroFrom(log, good))
             {
                 LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
                 DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
@@ -84,6 +90,7 @@ internal sealed partial class DurableLog : IDisposable
             }
 
             log.Position = good;
+            Preallocate(log, good);
         }
         catch
         {
@@ -139,12 +146,13 @@ internal sealed partial class DurableLog : IDisposable
             var next = from;
             try
             {
+                EnsureRoom(batch, from);
                 for (; next < batch.Count; next++)
                 {
                     last = Write(batch[next], last);
                 }
 
-                _log.Flush(flushToDisk: true);
+                DiskSync.FlushData(_log);
                 Interlocked.Increment(ref _fsyncs);
                 DurableLogMetrics.Batch.Record(batch.Count - from, new KeyValuePair<string, object?>("quintet.machine", _name));
             }
@@ -188,11 +196,12 @@ internal sealed partial class DurableLog : IDisposable
                 using (item.Snapshot)
                 {
                     // The commands before the snapshot reach the disk first: the log stays whole up to the rename.
-                    _log.Flush(flushToDisk: true);
+                    DiskSync.FlushData(_log);
                     WriteSnapshot(item.Position, item.Snapshot!);
                     _log.SetLength(0);
                     _log.Position = 0;
                     _log.Flush(flushToDisk: true);
+                    _allocated = Preallocate(_log, 0);
                 }
 
                 return Math.Max(last, item.Position);
@@ -209,6 +218,68 @@ internal sealed partial class DurableLog : IDisposable
             default:
                 throw new InvalidOperationException($"Unknown item {item.Kind}.");
         }
+    }
+
+    /// <summary>Grows the preallocated space when the appends of <paramref name="batch"/> (from <paramref name="from"/>) would pass its end.</summary>
+    private void EnsureRoom(IReadOnlyList<Item> batch, int from)
+    {
+        var needed = 0L;
+        for (var i = from; i < batch.Count; i++)
+        {
+            if (batch[i].Kind == ItemKind.Append)
+            {
+                needed += RecordHeaderBytes + batch[i].Command.Length;
+            }
+        }
+
+        if (_log.Position + needed > _allocated)
+        {
+            _allocated = Preallocate(_log, _log.Position + needed);
+        }
+    }
+
+    /// <summary>
+    /// Makes the file at least <paramref name="end"/> plus one step long, zero-filled past its current length, and the
+    /// new size durable (a full fsync, once per step). Zeros end the records on recovery: a zero header never checks.
+    /// Returns the new length; the stream's position is kept.
+    /// </summary>
+    private static long Preallocate(FileStream log, long end)
+    {
+        var length = log.Length;
+        if (length >= end + (PreallocationBytes / 2))
+        {
+            return length;
+        }
+
+        var target = end + PreallocationBytes;
+        var position = log.Position;
+        log.Position = length;
+        var zeros = new byte[64 * 1024];
+        for (var at = length; at < target; at += zeros.Length)
+        {
+            log.Write(zeros, 0, (int)Math.Min(zeros.Length, target - at));
+        }
+
+        log.Flush(flushToDisk: true);
+        log.Position = position;
+        return target;
+    }
+
+    /// <summary>True when everything from <paramref name="offset"/> to the end is zero: space preallocated, not a torn record.</summary>
+    private static bool ZeroFrom(FileStream log, long offset)
+    {
+        var buffer = new byte[64 * 1024];
+        log.Position = offset;
+        int read;
+        while ((read = log.Read(buffer)) > 0)
+        {
+            if (buffer.AsSpan(0, read).ContainsAnyExcept((byte)0))
+            {
+                return false;
+            }
+        }
+
+        return true;
     }
 
     private void WriteSnapshot(long position, IStateSnapshot snapshot)
@@ -251,7 +322,7 @@ internal sealed partial class DurableLog : IDisposable
         }
 
         File.Move(temporary, path, overwrite: true);
-        DirectorySync.Flush(Path.GetDirectoryName(path)!);
+        DiskSync.FlushDirectory(Path.GetDirectoryName(path)!);
     }
 
     private static (long Position, Stream? Snapshot) ReadSnapshot(string path)

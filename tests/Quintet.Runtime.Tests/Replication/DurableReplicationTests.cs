@@ -75,11 +75,13 @@ public sealed class DurableReplicationTests(SingleManagerHost manager) : IClassF
         }
 
         var log = Path.Combine(Folder("r1"), "log");
-        var length = new FileInfo(log).Length;
+        var end = EndOfRecords(await File.ReadAllBytesAsync(log, timeout.Token));
 
-        // A record cut short by a crash: its header promises more bytes than follow.
-        await using (var file = new FileStream(log, FileMode.Append))
+        // A record cut short by a crash, where the next append went (the log is preallocated: zeros follow the records):
+        // its header promises more bytes than were written.
+        await using (var file = new FileStream(log, FileMode.Open, FileAccess.Write))
         {
+            file.Position = end;
             file.Write([40, 0, 0, 0, 1, 2, 3, 4, 5, 6]);
         }
 
@@ -89,16 +91,61 @@ public sealed class DurableReplicationTests(SingleManagerHost manager) : IClassF
             Assert.Equal([1, 2, 3, 4, 5], restarted.Read(s => s.Values.ToArray()));
         }
 
-        Assert.Equal(length, new FileInfo(log).Length);
+        // The torn bytes are gone, not merely skipped: a later append there could not be read back past them.
+        var recovered = await File.ReadAllBytesAsync(log, timeout.Token);
+        Assert.Equal(end, EndOfRecords(recovered));
+        Assert.False(recovered.AsSpan((int)end).ContainsAnyExcept((byte)0), "bytes of the torn record stayed in the log");
         Assert.True(torn.Count >= 1, "the torn tail was not counted");
 
         // A flipped byte in the last record's command: its CRC fails, and it goes (it was never reported durable).
-        var bytes = await File.ReadAllBytesAsync(log, timeout.Token);
-        bytes[^1] ^= 0xFF;
-        await File.WriteAllBytesAsync(log, bytes, timeout.Token);
+        recovered[end - 1] ^= 0xFF;
+        await File.WriteAllBytesAsync(log, recovered, timeout.Token);
         await using var again = await JoinAsync(name, "r1", planned: 1, timeout.Token);
         Assert.Equal([1, 2, 3, 4], again.Read(s => s.Values.ToArray()));
         Assert.True(torn.Count >= 2);
+    }
+
+    [Fact]
+    public async Task Preallocated_space_after_the_records_is_not_taken_for_a_torn_tail()
+    {
+        using var timeout = new CancellationTokenSource(Bound);
+        var name = Name();
+        await using (var alone = await JoinAsync(name, "r1", planned: 1, timeout.Token))
+        {
+            for (var i = 1; i <= 3; i++)
+            {
+                await alone.ExecuteAsync(Numbers.Command(i), timeout.Token);
+            }
+        }
+
+        var log = Path.Combine(Folder("r1"), "log");
+        var before = await File.ReadAllBytesAsync(log, timeout.Token);
+        var end = EndOfRecords(before);
+        Assert.True(before.Length > end, "the log was not preallocated past its records");
+
+        using var torn = new TornTailCounter();
+        await using (var restarted = await JoinAsync(name, "r1", planned: 1, timeout.Token))
+        {
+            Assert.Equal([1, 2, 3], restarted.Read(s => s.Values.ToArray()));
+            await restarted.ExecuteAsync(Numbers.Command(4), timeout.Token);
+        }
+
+        Assert.Equal(0, torn.Count);
+        await using var again = await JoinAsync(name, "r1", planned: 1, timeout.Token);
+        Assert.Equal([1, 2, 3, 4], again.Read(s => s.Values.ToArray()));
+    }
+
+    /// <summary>The offset after the last record: records are length, CRC32, position, command; zeros follow them.</summary>
+    private static long EndOfRecords(byte[] log)
+    {
+        const int header = sizeof(int) + sizeof(uint) + sizeof(long);
+        var offset = 0;
+        while (offset + header <= log.Length && log.AsSpan(offset, header).ContainsAnyExcept((byte)0))
+        {
+            offset += header + BinaryPrimitives.ReadInt32LittleEndian(log.AsSpan(offset));
+        }
+
+        return offset;
     }
 
     [Fact]
