@@ -93,9 +93,15 @@ internal sealed partial class GroupEngine
 
     private bool IsLeader => _view is not null && _view.Members.First(m => !_suspects.Contains(m)) == _self;
 
-    private void OnJoinRequest(MemberId joiner)
+    private void OnJoinRequest(MemberId joiner, long round)
     {
-        if (_view is null || _view.Contains(joiner) || _joiners.Contains(joiner))
+        if (_view is null)
+        {
+            AnswerNoView(joiner, round);
+            return;
+        }
+
+        if (_view.Contains(joiner) || _joiners.Contains(joiner))
         {
             return;
         }
@@ -112,6 +118,7 @@ internal sealed partial class GroupEngine
 
     private void OnStale(Envelope envelope)
     {
+        NoteViewId(envelope.Stale.CurrentViewId);
         if (_view is not null && envelope.Stale.CurrentViewId > _view.Id)
         {
             Exclude();
@@ -182,6 +189,7 @@ internal sealed partial class GroupEngine
         }
 
         _self = _self.NextIncarnation();
+        _completeRounds = 0;
         _observer.Excluded(_self);
         SendJoinRequest();
     }
@@ -586,6 +594,7 @@ internal sealed partial class GroupEngine
     {
         var commit = envelope.Commit;
         var nextId = commit.Next.Id;
+        NoteViewId(nextId);
         if (_view is null)
         {
             var next = GroupView.FromWire(commit.Next);
