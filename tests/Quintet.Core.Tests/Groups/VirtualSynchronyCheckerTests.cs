@@ -94,7 +94,7 @@ public class VirtualSynchronyCheckerTests
     public void A_view_founded_alone_after_the_primary_history_ended_starts_it_anew()
     {
         // c sat on a minority of view 2 while a and b died; it rejoined as c2 and founded view 3, which a2 then joined.
-        List<GroupTraceEvent> trace = [.. Valid().Where(e => e.ViewId == 1), Install("a", 2, Abc), Install("b", 2, Abc), Install("c", 2, Abc),
+        List<GroupTraceEvent> trace = [.. Valid().Where(e => e.ViewId == 1), Deliver("c", "a", 1, 2, MessageOrdering.Total), Install("a", 2, Abc), Install("b", 2, Abc), Install("c", 2, Abc),
             Install("c2", 3, "c2") with { Founded = true }, Install("c2", 4, "c2", "a2"), Install("a2", 4, "c2", "a2")];
         Assert.True(VirtualSynchronyChecker.Check(trace).Passed, VirtualSynchronyChecker.Check(trace).ToString());
 
