@@ -190,7 +190,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.FirstSuspicionTimestamp = 0;
         _handle.View = view;
         _handle.InPrimary = true;
-        _handle.Publish(new ViewInstalled(view));
+        _handle.Publish(new ViewInstalled(view) { Founded = _engine.LastInstallFounded });
     }
 
     public void PrimaryLost(GroupView view)

@@ -68,6 +68,9 @@ internal sealed partial class GroupEngine
 
     public MemberId Self => _self;
 
+    /// <summary>True when the current view was founded by this member alone (read while the observer hears of it).</summary>
+    public bool LastInstallFounded { get; private set; }
+
     public GroupView? View => _view;
 
     /// <summary>True while a view change (or a lost majority) holds deliveries and sends.</summary>
@@ -680,6 +683,7 @@ internal sealed partial class GroupEngine
     private void Install(GroupView view, bool founded = false)
     {
         _view = view;
+        LastInstallFounded = founded;
         NoteViewId(view.Id);
         _rank = view.RankOf(_self);
         var n = view.Members.Length;
