@@ -23,9 +23,6 @@ internal sealed partial class GroupEngine
     private long _highestViewId;
     private bool _mayFound;
 
-    /// <summary>The highest view id this member has installed or heard of.</summary>
-    public long HighestViewId => _highestViewId;
-
     /// <summary>
     /// Updates the members a joining member asks (the managers it currently knows) and whether it may found the group
     /// again when all of them answer that they hold no view: the host allows it only for the oldest manager, and only
@@ -66,7 +63,6 @@ internal sealed partial class GroupEngine
         _joinRound++;
         _joinRoundComplete = false;
         _noViewAnswers.Clear();
-        CheckJoinRound();
     }
 
     private void OnNoView(MemberId from, NoView answer)

@@ -98,7 +98,6 @@ internal sealed partial class GroupEngine
         SendJoinRequest();
     }
 
-
     /// <summary>
     /// Multicasts <paramref name="payload"/>, or sends it to the one member <paramref name="to"/> with the same
     /// guarantees (delivered in the view it was sent in, FIFO with the sender's other messages, and for total order at
