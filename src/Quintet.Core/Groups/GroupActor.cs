@@ -153,12 +153,16 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
     /// <summary>
     /// Admits a join request only from a manager this manager's failure detector finds available: a manager coming back
-    /// from a partition would otherwise be let in and suspected at once, again and again, until heartbeats resume.
+    /// from a partition would otherwise be let in and suspected at once, again and again, until heartbeats resume. And
+    /// only from a manager incarnation the cluster still lists: one it removed is ending, and once a new incarnation
+    /// answers at the same address nothing would suspect it in a view (a fault workload found such a ghost in a view).
     /// </summary>
     private void OnEnvelope(Envelope envelope)
     {
         if (envelope.KindCase == Envelope.KindOneofCase.JoinRequest
-            && _addresses.TryGetValue(envelope.Sender.Node, out var address) && !_cluster.FailureDetector.IsAvailable(address))
+            && ((_addresses.TryGetValue(envelope.Sender.Node, out var address) && !_cluster.FailureDetector.IsAvailable(address))
+                || !_cluster.State.Members.Any(m => m.UniqueAddress.Uid == envelope.Sender.Uid && m.Address.ToString() == envelope.Sender.Node
+                    && m.Status is not (MemberStatus.Down or MemberStatus.Removed))))
         {
             return;
         }

@@ -43,6 +43,10 @@ internal sealed partial class GroupEngine
     public void SuspectNode(string node, long uid, TimeSpan now)
     {
         _now = now;
+
+        // A joiner on that manager incarnation asks again if it lives; one that died must not enter the next view, where
+        // nothing would suspect it once a new incarnation answers at its address (a fault workload found such a ghost).
+        _joiners.RemoveAll(j => j.Node == node && j.Uid == uid);
         if (_view is null)
         {
             return;
@@ -190,6 +194,9 @@ internal sealed partial class GroupEngine
 
         _self = _self.NextIncarnation();
         _completeRounds = 0;
+
+        // Joiners asked the view this member was in; if they live they ask again, and whoever holds a view admits them.
+        _joiners.Clear();
         _observer.Excluded(_self);
         SendJoinRequest();
     }
