@@ -149,6 +149,69 @@ public class GroupFaultTests(ITestOutputHelper output)
     }
 
     /// <summary>
+    /// One manager ends up alone on a minority view: another is killed and removed, then the third, which leaves the
+    /// survivor holding a view of two (the split-brain resolver keeps it, its address being the lower). Both come back
+    /// as new incarnations while it still holds that view; once its minority timeout runs out it excludes itself, every
+    /// manager is joining and none holds a view, and the survivor, now the oldest Up manager, must found the group again (a fault
+    /// workload found the group never coming back: FaultWorkloadTests.Durable_set_keeps_…). Light groups churn on every
+    /// manager throughout, and every trace is checked.
+    /// </summary>
+    [Fact]
+    public Task Group_is_founded_again_when_the_only_survivor_held_a_minority_view()
+    {
+        var options = Options(3, out var traces);
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await SetWorkloadAsync(cluster.Managers, 50);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+
+            // Keep-majority breaks the 1 | 1 tie for the side with the lowest address: that manager is the survivor. Once
+            // the others come back as new incarnations it is the oldest Up manager, whichever it was before.
+            var survivor = cluster.Managers.Aggregate((a, b) => CompareAddresses(a, b) <= 0 ? a : b);
+            var (first, last) = (cluster.Managers.First(m => m != survivor), cluster.Managers.Last(m => m != survivor));
+            await cluster.KillAsync(first);
+            await cluster.WaitForGroupViewAsync([survivor, last]);
+
+            // Only once the cluster removed the first is the survivor's side the lower half of a 1 | 1 tie.
+            await cluster.WaitForViewAsync([survivor, last]);
+            await cluster.KillAsync(last);
+            var waited = Stopwatch.StartNew();
+            GroupStatus status;
+            while ((status = await cluster.GroupStatusAsync(survivor)).InPrimary)
+            {
+                Assert.True(waited.Elapsed < options.Timeout, $"{survivor.Name} never lost its primary view: {status}");
+                await Task.Delay(TimeSpan.FromMilliseconds(100));
+            }
+
+            var minorityView = status.ViewId;
+            output.WriteLine($"{survivor.Name} holds view {minorityView} as a minority");
+
+            await cluster.RestartAsync(first);
+            await cluster.RestartAsync(last);
+            var regrouped = Stopwatch.StartNew();
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            output.WriteLine($"one view of all three again {regrouped.ElapsedMilliseconds} ms after both were restarted");
+            await SetWorkloadAsync([first, last], 50);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+            await StopAndCheckAsync(cluster, traces);
+
+            var founded = Directory.GetFiles(traces, "*.jsonl").Where(f => !Path.GetFileName(f).StartsWith("light-", StringComparison.Ordinal))
+                .SelectMany(JsonLinesTraceSink.Read).Where(e => e.Kind == GroupTraceKind.Install && e.Founded && e.ViewId > 1).ToList();
+            var refounding = Assert.Single(founded);
+            Assert.True(refounding.ViewId > minorityView, $"view {refounding.ViewId} was founded again, not above the minority view {minorityView}");
+        });
+    }
+
+    /// <summary>Akka's address order: host, then port.</summary>
+    private static int CompareAddresses(ManagerProcess a, ManagerProcess b)
+    {
+        var (ua, ub) = (new Uri(a.ClusterAddress.Replace("akka.tcp://", "tcp://", StringComparison.Ordinal)), new Uri(b.ClusterAddress.Replace("akka.tcp://", "tcp://", StringComparison.Ordinal)));
+        var byHost = string.CompareOrdinal(ua.Host, ub.Host);
+        return byHost != 0 ? byHost : ua.Port.CompareTo(ub.Port);
+    }
+
+    /// <summary>
     /// Kills a member, waits until the coordinator suspects it (the view change it leads starts within the batching
     /// window), then kills the coordinator in the middle of that flush: a new leader must finish it.
     /// </summary>

@@ -153,12 +153,16 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
     /// <summary>
     /// Admits a join request only from a manager this manager's failure detector finds available: a manager coming back
-    /// from a partition would otherwise be let in and suspected at once, again and again, until heartbeats resume.
+    /// from a partition would otherwise be let in and suspected at once, again and again, until heartbeats resume. And
+    /// only from a manager incarnation the cluster still lists: one it removed is ending, and once a new incarnation
+    /// answers at the same address nothing would suspect it in a view (a fault workload found such a ghost in a view).
     /// </summary>
     private void OnEnvelope(Envelope envelope)
     {
         if (envelope.KindCase == Envelope.KindOneofCase.JoinRequest
-            && _addresses.TryGetValue(envelope.Sender.Node, out var address) && !_cluster.FailureDetector.IsAvailable(address))
+            && ((_addresses.TryGetValue(envelope.Sender.Node, out var address) && !_cluster.FailureDetector.IsAvailable(address))
+                || !_cluster.State.Members.Any(m => m.UniqueAddress.Uid == envelope.Sender.Uid && m.Address.ToString() == envelope.Sender.Node
+                    && m.Status is not (MemberStatus.Down or MemberStatus.Removed))))
         {
             return;
         }
@@ -190,7 +194,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.FirstSuspicionTimestamp = 0;
         _handle.View = view;
         _handle.InPrimary = true;
-        _handle.Publish(new ViewInstalled(view));
+        _handle.Publish(new ViewInstalled(view) { Founded = _engine.LastInstallFounded });
     }
 
     public void PrimaryLost(GroupView view)
@@ -214,7 +218,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.View = null;
         _handle.InPrimary = false;
         _handle.Self = next;
-        _engine.UpdateJoinContacts(Contacts());
+        _engine.UpdateJoinContacts(Contacts(), MayFound());
         _handle.Publish(new MemberExcluded(next));
     }
 
@@ -231,10 +235,19 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         }
 
         _lastTickAt = now;
-        if (now >= _trustSuspicionFrom && now - _lastReachabilityCheck >= ReachabilityCheckInterval)
+        if (now - _lastReachabilityCheck >= ReachabilityCheckInterval)
         {
             _lastReachabilityCheck = now;
-            SuspectLocallyUnreachable();
+            if (now >= _trustSuspicionFrom)
+            {
+                SuspectLocallyUnreachable();
+            }
+
+            if (_started && _engine.View is null)
+            {
+                // Reachability changes without a membership event: whether this manager may found the group follows it.
+                _engine.UpdateJoinContacts(Contacts(), MayFound());
+            }
         }
 
         if (!_started)
@@ -340,13 +353,16 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     }
 
     /// <summary>
-    /// Starts this member once its manager is Up: the oldest Up manager founds the group, the others join it (and keep
-    /// asking, through every Up manager, until a view includes them).
+    /// Starts this member once its manager is Up: the oldest Up manager, alone in the cluster, founds the group; every
+    /// other joins it, asking every manager until a view includes it. A joining manager that is the oldest Up and
+    /// reaches every manager founds the group again once all of them answer that they hold no view (see
+    /// <c>GroupEngine.Founding.cs</c>): so the group comes back after every member of its primary view failed, and is
+    /// never founded twice while some manager holds a view (an actor restarted on the oldest manager joins).
     /// </summary>
     private void OnMembershipChanged()
     {
         var contacts = Contacts();
-        _engine.UpdateJoinContacts(contacts);
+        _engine.UpdateJoinContacts(contacts, MayFound());
         if (_started || _cluster.SelfMember.Status != MemberStatus.Up)
         {
             return;
@@ -362,7 +378,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
         _started = true;
         var oldest = up.OrderBy(m => m, Member.AgeOrdering).FirstOrDefault();
-        if (oldest is not null && oldest.UniqueAddress == _cluster.SelfUniqueAddress)
+        if (oldest is not null && oldest.UniqueAddress == _cluster.SelfUniqueAddress && contacts.Count == 0)
         {
             _engine.Bootstrap(Now);
         }
@@ -382,10 +398,36 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         return ContactList();
     }
 
+    /// <summary>
+    /// The managers a joining member asks: those that may hold a view (Up, or leaving and not yet gone). Joining and
+    /// WeaklyUp managers have not started their members yet.
+    /// </summary>
     private List<MemberId> ContactList() =>
         [.. _cluster.State.Members
-            .Where(m => m.Status == MemberStatus.Up && m.UniqueAddress != _cluster.SelfUniqueAddress)
+            .Where(m => MayHoldView(m) && m.UniqueAddress != _cluster.SelfUniqueAddress)
             .Select(m => new MemberId(m.Address.ToString(), m.UniqueAddress.Uid, 0))];
+
+    private static bool MayHoldView(Member member) =>
+        member.Status is MemberStatus.Up or MemberStatus.Leaving or MemberStatus.Exiting;
+
+    /// <summary>
+    /// True when this manager may found the group again if every contact says it holds no view: it is the oldest Up
+    /// manager (as the first founder is), and no manager that may hold a view is unreachable, by the cluster's account
+    /// or by this manager's own failure detector (a manager it cannot hear from could hold a view it cannot learn of).
+    /// </summary>
+    private bool MayFound()
+    {
+        var state = _cluster.State;
+        var up = state.Members.Where(m => m.Status == MemberStatus.Up).ToList();
+        var oldest = up.OrderBy(m => m, Member.AgeOrdering).FirstOrDefault();
+        if (oldest is null || oldest.UniqueAddress != _cluster.SelfUniqueAddress)
+        {
+            return false;
+        }
+
+        var others = state.Members.Where(m => m.UniqueAddress != _cluster.SelfUniqueAddress && (MayHoldView(m) || m.Status is MemberStatus.Joining or MemberStatus.WeaklyUp));
+        return others.All(m => !state.Unreachable.Any(u => u.UniqueAddress == m.UniqueAddress) && _cluster.FailureDetector.IsAvailable(m.Address));
+    }
 
     private void Suspect(Member member) => _engine.SuspectNode(member.Address.ToString(), member.UniqueAddress.Uid, Now);
 

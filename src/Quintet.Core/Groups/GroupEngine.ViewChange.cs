@@ -43,6 +43,10 @@ internal sealed partial class GroupEngine
     public void SuspectNode(string node, long uid, TimeSpan now)
     {
         _now = now;
+
+        // A joiner on that manager incarnation asks again if it lives; one that died must not enter the next view, where
+        // nothing would suspect it once a new incarnation answers at its address (a fault workload found such a ghost).
+        _joiners.RemoveAll(j => j.Node == node && j.Uid == uid);
         if (_view is null)
         {
             return;
@@ -93,9 +97,15 @@ internal sealed partial class GroupEngine
 
     private bool IsLeader => _view is not null && _view.Members.First(m => !_suspects.Contains(m)) == _self;
 
-    private void OnJoinRequest(MemberId joiner)
+    private void OnJoinRequest(MemberId joiner, long round)
     {
-        if (_view is null || _view.Contains(joiner) || _joiners.Contains(joiner))
+        if (_view is null)
+        {
+            AnswerNoView(joiner, round);
+            return;
+        }
+
+        if (_view.Contains(joiner) || _joiners.Contains(joiner))
         {
             return;
         }
@@ -112,6 +122,7 @@ internal sealed partial class GroupEngine
 
     private void OnStale(Envelope envelope)
     {
+        NoteViewId(envelope.Stale.CurrentViewId);
         if (_view is not null && envelope.Stale.CurrentViewId > _view.Id)
         {
             Exclude();
@@ -182,6 +193,10 @@ internal sealed partial class GroupEngine
         }
 
         _self = _self.NextIncarnation();
+        _completeRounds = 0;
+
+        // Joiners asked the view this member was in; if they live they ask again, and whoever holds a view admits them.
+        _joiners.Clear();
         _observer.Excluded(_self);
         SendJoinRequest();
     }
@@ -586,6 +601,7 @@ internal sealed partial class GroupEngine
     {
         var commit = envelope.Commit;
         var nextId = commit.Next.Id;
+        NoteViewId(nextId);
         if (_view is null)
         {
             var next = GroupView.FromWire(commit.Next);

@@ -68,6 +68,9 @@ internal sealed partial class GroupEngine
 
     public MemberId Self => _self;
 
+    /// <summary>True when the current view was founded by this member alone (read while the observer hears of it).</summary>
+    public bool LastInstallFounded { get; private set; }
+
     public GroupView? View => _view;
 
     /// <summary>True while a view change (or a lost majority) holds deliveries and sends.</summary>
@@ -79,11 +82,11 @@ internal sealed partial class GroupEngine
     /// <summary>Payload bytes held for all senders.</summary>
     public long HeldBytes => _streams.Sum(s => s.HeldBytes);
 
-    /// <summary>Starts a new group with this member alone in view 1.</summary>
+    /// <summary>Starts a new group with this member alone, in view 1 (or above every view id it has known).</summary>
     public void Bootstrap(TimeSpan now)
     {
         _now = now;
-        Install(new GroupView(1, [_self]));
+        Install(new GroupView(_highestViewId + 1, [_self]), founded: true);
     }
 
     /// <summary>Asks to join the group through <paramref name="contacts"/>, again every <see cref="GroupProtocolOptions.JoinRetryInterval"/> until in a view.</summary>
@@ -91,11 +94,9 @@ internal sealed partial class GroupEngine
     {
         _now = now;
         _joinContacts = contacts;
+        _completeRounds = 0;
         SendJoinRequest();
     }
-
-    /// <summary>Updates the members a joining member asks (the managers it currently knows).</summary>
-    public void UpdateJoinContacts(IReadOnlyCollection<MemberId> contacts) => _joinContacts = contacts;
 
     /// <summary>
     /// Multicasts <paramref name="payload"/>, or sends it to the one member <paramref name="to"/> with the same
@@ -139,10 +140,14 @@ internal sealed partial class GroupEngine
     {
         _now = now;
         var from = MemberId.FromWire(envelope.Sender);
+        NoteViewId(envelope.ViewId);
         switch (envelope.KindCase)
         {
             case Envelope.KindOneofCase.JoinRequest:
-                OnJoinRequest(MemberId.FromWire(envelope.JoinRequest.Joiner));
+                OnJoinRequest(MemberId.FromWire(envelope.JoinRequest.Joiner), envelope.JoinRequest.Round);
+                break;
+            case Envelope.KindOneofCase.NoView:
+                OnNoView(from, envelope.NoView);
                 break;
             case Envelope.KindOneofCase.Commit:
                 OnCommit(from, envelope);
@@ -660,19 +665,25 @@ internal sealed partial class GroupEngine
     private void SendJoinRequest()
     {
         _lastJoinRequestAt = _now;
+        StartJoinRound();
         foreach (var contact in _joinContacts)
         {
             if (contact.Node != _self.Node || contact.Uid != _self.Uid)
             {
-                Post(contact, new Envelope { JoinRequest = new JoinRequest { Joiner = _self.ToWire() } });
+                Post(contact, new Envelope { JoinRequest = new JoinRequest { Joiner = _self.ToWire(), Round = _joinRound } });
             }
         }
+
+        // With nobody to ask, the round is complete at once.
+        CheckJoinRound();
     }
 
     /// <summary>Makes <paramref name="view"/> current: fresh streams, order and digests; queued sends go out in it.</summary>
-    private void Install(GroupView view)
+    private void Install(GroupView view, bool founded = false)
     {
         _view = view;
+        LastInstallFounded = founded;
+        NoteViewId(view.Id);
         _rank = view.RankOf(_self);
         var n = view.Members.Length;
         _streams = [.. Enumerable.Range(0, n).Select(_ => new SenderStream())];
@@ -686,7 +697,10 @@ internal sealed partial class GroupEngine
         _lastSent = 0;
         _lastTotalIndex = 0;
         ResetViewChange();
-        _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Install, view.Id, [.. view.Members.Select(m => m.ToString())], null, 0, null, _group));
+        _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Install, view.Id, [.. view.Members.Select(m => m.ToString())], null, 0, null, _group)
+        {
+            Founded = founded,
+        });
         _observer.ViewInstalled(view);
 
         var queued = _queuedSends.ToList();

@@ -9,7 +9,14 @@ public sealed record MessageDelivered(Delivery Delivery) : GroupEvent;
 
 /// <summary>A new view was installed: every message of the previous view that will ever be delivered here has been.</summary>
 /// <param name="View">The new view.</param>
-public sealed record ViewInstalled(GroupView View) : GroupEvent;
+public sealed record ViewInstalled(GroupView View) : GroupEvent
+{
+    /// <summary>
+    /// True when this member founded the view alone: the group's first view, or the group founded again because no
+    /// manager held a view any more (what earlier views held only in memory is gone, as after a whole-cluster restart).
+    /// </summary>
+    public bool Founded { get; init; }
+}
 
 /// <summary>
 /// This member is on a minority side of a partition or failure: it delivers nothing more and cannot send until it

@@ -68,10 +68,15 @@ internal sealed partial class ManagersGroupMonitor(GroupService groups, ILogger<
                         }
 
                         break;
-                    case ViewInstalled { View: var view }:
+                    case ViewInstalled { View: var view } installed:
                         Interlocked.Increment(ref _views);
                         Views.Add(1);
                         LogView(logger, view.Id, view.Members.Length, string.Join(", ", view.Members));
+                        if (installed.Founded && view.Id > 1)
+                        {
+                            LogFoundedAgain(logger, view.Id);
+                        }
+
                         break;
                     case PrimaryComponentLost { LastView: var view }:
                         LogPrimaryLost(logger, view.Id);
@@ -93,6 +98,9 @@ internal sealed partial class ManagersGroupMonitor(GroupService groups, ILogger<
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Managers group: this manager is on a minority side of view {ViewId}; it stops delivering until it rejoins")]
     private static partial void LogPrimaryLost(ILogger logger, long viewId);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Managers group: no manager held a view, so this manager, the oldest, founded the group again as view {ViewId}; what the managers held only in memory is gone, durable structures recover from their logs")]
+    private static partial void LogFoundedAgain(ILogger logger, long viewId);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Managers group: the group went on without this manager; rejoining as incarnation {Incarnation}")]
     private static partial void LogExcluded(ILogger logger, int incarnation);

@@ -19,7 +19,9 @@ public sealed record CheckResult(string? Violation, IReadOnlyList<GroupTraceEven
 
 /// <summary>
 /// Checks merged group traces (see <see cref="GroupTraceEvent"/>) against the virtual-synchrony properties:
-/// (1) view ids unique and increasing, one member list per id, each view a majority of its predecessor;
+/// (1) view ids unique and increasing, one member list per id, each view a majority of its predecessor (a view founded
+/// alone, when no member held a view any more, starts the history anew: it holds its founder alone, and its id is above
+/// every earlier one);
 /// (2) self-inclusion; (3) at most one delivery per member, only in the sending view, only of sent messages;
 /// (4) members that install V and then the same V' delivered the same set in V; (5) one total order;
 /// (6) FIFO and no gaps per sender; (7) a message sent in V by a member that installs V's successor is delivered by
@@ -64,11 +66,22 @@ public static class VirtualSynchronyChecker
     private static CheckResult? CheckViews(List<GroupTraceEvent> all, Dictionary<string, List<GroupTraceEvent>> byMember, bool primaryViews)
     {
         var lists = new Dictionary<long, GroupTraceEvent>();
+        var founded = new HashSet<long>();
         foreach (var install in all.Where(e => e.Kind == GroupTraceKind.Install))
         {
             if (install.Members is null || !install.Members.Contains(install.Member))
             {
                 return Fail($"{install.Member} installed view {install.ViewId} without being in it (self-inclusion).", install);
+            }
+
+            if (install.Founded)
+            {
+                if (install.Members.Count != 1)
+                {
+                    return Fail($"{install.Member} founded view {install.ViewId} with others in it: a founder starts alone.", install);
+                }
+
+                founded.Add(install.ViewId);
             }
 
             if (lists.TryGetValue(install.ViewId, out var first) && !first.Members!.SequenceEqual(install.Members))
@@ -100,6 +113,13 @@ public static class VirtualSynchronyChecker
         {
             var before = lists[history[i - 1]];
             var after = lists[history[i]];
+            if (founded.Contains(after.ViewId))
+            {
+                // Founded again after every member of the primary history failed or excluded itself: the new history
+                // owes the old one nothing but ids above its own, which the founder chose so (a reused id fails above).
+                continue;
+            }
+
             var kept = after.Members!.Count(before.Members!.Contains) + leftAt[before.ViewId].Count(m => before.Members!.Contains(m) && !after.Members!.Contains(m));
             if (kept * 2 <= before.Members!.Count)
             {

@@ -366,6 +366,101 @@ public class GroupProtocolTests(ITestOutputHelper output)
         AssertProperties(simulation);
     }
 
+    /// <summary>
+    /// The case a fault test found on real managers: two of three members die (the split-brain resolver downed them)
+    /// while the third, the oldest, sits on what is now a minority view; the two come back as new incarnations and ask
+    /// to join. Nobody founds anything while the survivor holds its view; once it excludes itself, every member is a
+    /// joiner and answers "no view", and the oldest founds the group again, above every view id it knew, which the
+    /// others join.
+    /// </summary>
+    [Fact]
+    public void Group_whose_primary_view_died_is_founded_again_by_the_oldest_when_no_member_holds_a_view()
+    {
+        var simulation = Start(3);
+        var survivor = simulation.Members[0];
+        simulation.WorkloadOn = true;
+        simulation.RunFor(Second);
+        var lastPrimary = survivor.Engine.View!.Id;
+        simulation.Crash(simulation.Members[1]);
+        simulation.Crash(simulation.Members[2]);
+        simulation.RunFor(2 * Second);
+        Assert.True(survivor.Engine.IsBlocked, "the survivor should sit on a minority view");
+        Assert.Equal(1, survivor.PrimaryLosses);
+
+        var returning = new[] { simulation.AddMember(), simulation.AddMember() };
+        simulation.RunFor(5 * Second);
+
+        // The survivor still holds its view (its minority timeout has not run out): nobody may found meanwhile.
+        Assert.Equal(lastPrimary, survivor.Engine.View?.Id);
+        Assert.All(returning, m => Assert.Empty(m.Views));
+
+        simulation.RunFor(10 * Second);
+        simulation.Quiesce();
+
+        Assert.Equal(1, survivor.Exclusions);
+        Assert.Equal(2, survivor.Engine.Self.Incarnation);
+        AssertOneFinalView(simulation, 3);
+        var founded = Assert.Single(simulation.Trace, e => e.Kind == Quintet.Core.Groups.Tracing.GroupTraceKind.Install && e.Founded && e.ViewId > 1);
+        Assert.Equal(survivor.Engine.Self.ToString(), founded.Member);
+        Assert.True(founded.ViewId > lastPrimary, $"view {founded.ViewId} was founded, not above the last primary view {lastPrimary}");
+        AssertProperties(simulation);
+    }
+
+    /// <summary>
+    /// The negative case: the oldest member is paused past detection, the two others go on in a primary view without
+    /// it, and it comes back stale. It may found (oldest, reaching everyone), but the others hold a view and never say
+    /// they hold none: it joins them as a new incarnation, and no second group is founded.
+    /// </summary>
+    [Fact]
+    public void Oldest_member_that_comes_back_stale_joins_the_primary_view_instead_of_founding_a_second_group()
+    {
+        var simulation = Start(3);
+        var oldest = simulation.Members[0];
+        simulation.WorkloadOn = true;
+        simulation.RunFor(Second);
+        simulation.Pause(oldest);
+        simulation.RunFor(3 * Second);
+        Assert.All(simulation.Members.Skip(1), m => Assert.Equal(2, m.Engine.View!.Members.Length));
+
+        simulation.Resume(oldest);
+        Assert.True(simulation.MayFound(oldest));
+        simulation.RunFor(5 * Second);
+        simulation.Quiesce();
+
+        Assert.Equal(1, oldest.Exclusions);
+        AssertOneFinalView(simulation, 3);
+        Assert.DoesNotContain(simulation.Trace, e => e.Kind == Quintet.Core.Groups.Tracing.GroupTraceKind.Install && e.Founded && e.ViewId > 1);
+        AssertProperties(simulation);
+    }
+
+    /// <summary>
+    /// Also negative: the oldest member is cut off past its minority timeout, so it excludes itself and joins while the
+    /// majority holds a primary view it cannot reach. It must not found (it cannot reach every member); after the
+    /// partition heals it joins the majority's view.
+    /// </summary>
+    [Fact]
+    public void Oldest_member_cut_off_past_its_minority_timeout_does_not_found_a_second_group()
+    {
+        var simulation = Start(3);
+        simulation.MinorityTimeout = null;
+        var oldest = simulation.Members[0];
+        oldest.Engine.MinorityTimeout = 2 * Second;
+        simulation.WorkloadOn = true;
+        simulation.RunFor(Second);
+        simulation.Partition([oldest], [.. simulation.Members.Skip(1)]);
+        simulation.RunFor(6 * Second);
+        Assert.Equal(1, oldest.Exclusions);
+        Assert.Null(oldest.Engine.View);
+
+        simulation.Heal();
+        simulation.RunFor(5 * Second);
+        simulation.Quiesce();
+
+        AssertOneFinalView(simulation, 3);
+        Assert.DoesNotContain(simulation.Trace, e => e.Kind == Quintet.Core.Groups.Tracing.GroupTraceKind.Install && e.Founded && e.ViewId > 1);
+        AssertProperties(simulation);
+    }
+
     [Theory]
     [MemberData(nameof(Seeds))]
     public void Random_fault_schedules_keep_every_property(int seed)

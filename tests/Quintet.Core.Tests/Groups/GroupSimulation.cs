@@ -66,15 +66,43 @@ internal sealed class GroupSimulation
 
     public IEnumerable<SimMember> Live => Members.Where(m => m.Alive && !m.Paused && !m.HasLeft);
 
-    /// <summary>Adds a member: the first starts the group, later ones join through the live members.</summary>
+    /// <summary>
+    /// The members a joiner asks, as the cluster's membership would list them to a manager: every member that is up,
+    /// paused ones included (the cluster has not removed them), on whichever side of a partition.
+    /// </summary>
+    internal List<MemberId> ContactsOf(SimMember member) =>
+        [.. Members.Where(m => m != member && m.Alive && !m.HasLeft).Select(m => m.Engine.Self)];
+
+    /// <summary>
+    /// As a manager decides it: the oldest member that is up may found the group again, and only while it reaches every
+    /// other member that is up (none paused, none across a partition).
+    /// </summary>
+    internal bool MayFound(SimMember member)
+    {
+        var up = Members.Where(m => m.Alive && !m.HasLeft).ToList();
+        return up.FirstOrDefault() == member && up.All(m => m == member || (!m.Paused && m.Side == member.Side));
+    }
+
+    /// <summary>How long a member on a minority side waits before it rejoins (the engine's default unless set).</summary>
+    public TimeSpan? MinorityTimeout { get; set; }
+
+    /// <summary>
+    /// Adds a member: the first starts the group, later ones join through the members that are up. Members are as old as
+    /// the order they were added in; a member added later is a manager coming back as a new incarnation.
+    /// </summary>
     public SimMember AddMember()
     {
         var id = _nextNode++;
         var member = new SimMember(this, $"sim://n{id}", id);
         member.Light = new LightGroupEngine(member, new TraceList(LightTrace), _options.MaxUnstableBytes, _options.MaxPendingDeliveries);
         member.Engine = new GroupEngine("test", new MemberId(member.Node, id, 1), _options, member, member.Light, member);
+        if (MinorityTimeout is { } timeout)
+        {
+            member.Engine.MinorityTimeout = timeout;
+        }
+
         member.Light.Attach(member.Engine);
-        var contacts = Live.Select(m => m.Engine.Self).ToList();
+        var contacts = ContactsOf(member);
         Members.Add(member);
         if (contacts.Count == 0)
         {
@@ -82,6 +110,7 @@ internal sealed class GroupSimulation
         }
         else
         {
+            member.Engine.UpdateJoinContacts(contacts, MayFound(member));
             member.Engine.Join(contacts, Now);
         }
 
@@ -290,6 +319,11 @@ internal sealed class GroupSimulation
 
         if (!member.Paused)
         {
+            if (member.Engine.View is null)
+            {
+                member.Engine.UpdateJoinContacts(ContactsOf(member), MayFound(member));
+            }
+
             member.Engine.Tick(Now);
             if (WorkloadOn && member.Engine.View is not null && _random.NextDouble() < SendRate * TickInterval.TotalSeconds)
             {
@@ -409,7 +443,7 @@ internal sealed class SimMember(GroupSimulation simulation, string node, long ui
     public void Excluded(MemberId next)
     {
         Exclusions++;
-        Engine.UpdateJoinContacts([.. simulation.Live.Where(m => m != this).Select(m => m.Engine.Self)]);
+        Engine.UpdateJoinContacts(simulation.ContactsOf(this), simulation.MayFound(this));
     }
 
     public void Record(GroupTraceEvent traceEvent) => simulation.Trace.Add(traceEvent);

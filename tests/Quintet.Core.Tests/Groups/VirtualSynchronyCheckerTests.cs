@@ -91,6 +91,23 @@ public class VirtualSynchronyCheckerTests
     }
 
     [Fact]
+    public void A_view_founded_alone_after_the_primary_history_ended_starts_it_anew()
+    {
+        // c sat on a minority of view 2 while a and b died; it rejoined as c2 and founded view 3, which a2 then joined.
+        List<GroupTraceEvent> trace = [.. Valid().Where(e => e.ViewId == 1), Deliver("c", "a", 1, 2, MessageOrdering.Total), Install("a", 2, Abc), Install("b", 2, Abc), Install("c", 2, Abc),
+            Install("c2", 3, "c2") with { Founded = true }, Install("c2", 4, "c2", "a2"), Install("a2", 4, "c2", "a2")];
+        Assert.True(VirtualSynchronyChecker.Check(trace).Passed, VirtualSynchronyChecker.Check(trace).ToString());
+
+        // The same view, not marked as founded, keeps no majority of view 2.
+        trace[trace.FindIndex(e => e.ViewId == 3)] = Install("c2", 3, "c2");
+        AssertViolation(trace, "not a majority");
+    }
+
+    [Fact]
+    public void A_founded_view_with_more_than_its_founder_is_caught() =>
+        AssertViolation([.. Valid(), Install("c2", 3, "c2", "d") with { Founded = true }], "a founder starts alone");
+
+    [Fact]
     public void Install_without_self_is_caught() =>
         AssertViolation([.. Valid(), Install("c", 3, "a", "b")], "self-inclusion");
 

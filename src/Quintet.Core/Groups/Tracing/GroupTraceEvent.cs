@@ -44,6 +44,12 @@ public sealed record GroupTraceEvent(
     /// </summary>
     public IReadOnlyList<string>? To { get; init; }
 
+    /// <summary>
+    /// For an install: the member founded this view alone, as the group's first view or because no manager held a view
+    /// any more. A founded view starts a new primary history: it need not keep a majority of the view before it.
+    /// </summary>
+    public bool Founded { get; init; }
+
     /// <summary>The message's identity: sender, view and sequence.</summary>
     public string MessageId => $"{Sender}@{ViewId}:{Sequence}";
 }

@@ -88,6 +88,11 @@ public sealed class JsonLinesTraceSink : IGroupTraceSink, IDisposable
                 _writer.WriteEndArray();
             }
 
+            if (traceEvent.Founded)
+            {
+                _writer.WriteBoolean("founded", true);
+            }
+
             if (traceEvent.Ordering is { } ordering)
             {
                 _writer.WriteString("ordering", ordering == MessageOrdering.Total ? "total" : "atomic");
