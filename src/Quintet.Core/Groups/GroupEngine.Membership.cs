@@ -1,0 +1,173 @@
+using Quintet.Core.Groups.Tracing;
+using Quintet.Core.Groups.Wire;
+
+namespace Quintet.Core.Groups;
+
+// Who is in the next view: suspicions, join and leave requests, the stale member told to rejoin, and exclusion.
+internal sealed partial class GroupEngine
+{
+    /// <summary>
+    /// Marks the members of the current view that run on the given manager incarnation as suspected. Within a view,
+    /// suspicion only grows: a suspected member never enters the next view (it may rejoin as a new incarnation).
+    /// </summary>
+    public void SuspectNode(string node, long uid, TimeSpan now)
+    {
+        _now = now;
+
+        // A joiner on that manager incarnation asks again if it lives; one that died must not enter the next view, where
+        // nothing would suspect it once a new incarnation answers at its address (a fault workload found such a ghost).
+        _joiners.RemoveAll(j => j.Node == node && j.Uid == uid);
+        if (_view is null)
+        {
+            return;
+        }
+
+        foreach (var member in _view.Members.Where(m => m.Node == node && m.Uid == uid && m != _self))
+        {
+            Suspect(member);
+        }
+
+        AfterInput();
+    }
+
+    private void Suspect(MemberId member)
+    {
+        if (_view is null || !_view.Contains(member) || member == _self || !_suspects.Add(member))
+        {
+            return;
+        }
+
+        _changeWantedSince ??= _now;
+        if (Needed().Count < _view.Majority)
+        {
+            // Every member, not only the leader, stops on a minority side: none of them may deliver or send on.
+            LosePrimary();
+            return;
+        }
+
+        if (_round is not null && IsLeader)
+        {
+            // The round's next view would hold a suspect: start over without it, now rather than at the phase timeout.
+            StartRound();
+        }
+        else if (!IsLeader)
+        {
+            ReportSuspects();
+        }
+    }
+
+    /// <summary>Tells the leader (as this member sees it) whom this member suspects.</summary>
+    private void ReportSuspects()
+    {
+        var leader = _view!.Members.First(m => !_suspects.Contains(m));
+        var report = new SuspectReport();
+        report.Suspects.AddRange(_suspects.Select(s => s.ToWire()));
+        Post(leader, new Envelope { SuspectReport = report });
+    }
+
+    private bool IsLeader => _view is not null && _view.Members.First(m => !_suspects.Contains(m)) == _self;
+
+    private void OnJoinRequest(MemberId joiner, long round)
+    {
+        if (_view is null)
+        {
+            AnswerNoView(joiner, round);
+            return;
+        }
+
+        if (_view.Contains(joiner) || _joiners.Contains(joiner))
+        {
+            return;
+        }
+
+        // A new incarnation of a member supersedes the old one, which can no longer be alive in the group.
+        foreach (var older in _view.Members.Where(m => m.Node == joiner.Node && m != joiner))
+        {
+            Suspect(older);
+        }
+
+        _joiners.Add(joiner);
+        _changeWantedSince ??= _now;
+    }
+
+    private void OnStale(Envelope envelope)
+    {
+        NoteViewId(envelope.Stale.CurrentViewId);
+        if (_view is not null && envelope.Stale.CurrentViewId > _view.Id)
+        {
+            Exclude();
+        }
+    }
+
+    /// <summary>
+    /// Leaves the group: the leader runs a view change in which this member still takes part, so that its messages
+    /// are flushed, and which installs a view without it. <see cref="IGroupObserver.Left"/> tells when it is done.
+    /// </summary>
+    public void Leave(TimeSpan now)
+    {
+        _now = now;
+        if (_leaving)
+        {
+            return;
+        }
+
+        _leaving = true;
+        if (_view is null || _view.Members.Length == 1)
+        {
+            Exclude();
+            return;
+        }
+
+        RequestLeave();
+    }
+
+    private void RequestLeave()
+    {
+        _leaveRequestedAt = _now;
+        var leader = _view!.Members.First(m => !_suspects.Contains(m));
+        if (leader == _self)
+        {
+            OnLeaveRequest(_self);
+        }
+        else
+        {
+            Post(leader, new Envelope { LeaveRequest = new LeaveRequest() });
+        }
+    }
+
+    private void OnLeaveRequest(MemberId from)
+    {
+        if (_view is not null && _view.Contains(from) && _leavers.Add(from))
+        {
+            _changeWantedSince ??= _now;
+        }
+    }
+
+    /// <summary>This incarnation is out of the group: forget everything and rejoin as the next incarnation (or, when it
+    /// asked to leave, stop).</summary>
+    private void Exclude()
+    {
+        var leftView = _view?.Id ?? 0;
+        _view = null;
+        _rank = -1;
+        _streams = [];
+        _queuedSends.Clear();
+        _futureEnvelopes.Clear();
+        ResetViewChange();
+        _lastCommit = null;
+        if (_leaving)
+        {
+            _trace?.Record(new GroupTraceEvent(_self.ToString(), GroupTraceKind.Leave, leftView, null, null, 0, null, _group));
+            _observer.Left();
+            return;
+        }
+
+        _self = _self.NextIncarnation();
+        _completeRounds = 0;
+
+        // Joiners asked the view this member was in; if they live they ask again, and whoever holds a view admits them.
+        _joiners.Clear();
+        _observer.Excluded(_self);
+        SendJoinRequest();
+    }
+}
