@@ -34,8 +34,11 @@ public sealed class StateTransferTests(SingleManagerHost manager, ITestOutputHel
         var commands = Task.Run(async () =>
         {
             await transferStarted.Task.WaitAsync(stopCommands.Token);
-            for (var i = 0; !stopCommands.IsCancellationRequested; i++)
+            // The loop ends only by the stop's exception: a loop condition would let a stop that lands between two
+            // commands end it quietly, and the test then finds the commands "not stopped".
+            for (var i = 0; ; i++)
             {
+                stopCommands.Token.ThrowIfCancellationRequested();
                 var started = Stopwatch.GetTimestamp();
                 await founder.ExecuteAsync(PagedBlobState.Command(i, i), stopCommands.Token);
                 during.Add(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
