@@ -30,7 +30,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private readonly GroupEngine _engine;
     private readonly LightGroupEngine _light;
     private readonly Akka.Cluster.Cluster _cluster;
-    private readonly Dictionary<string, ActorSelection> _peers = [];
+    private readonly Dictionary<string, IActorRef> _peers = [];
     private readonly Stopwatch _clock = Stopwatch.StartNew();
     private readonly long _clockStartedAt = Stopwatch.GetTimestamp();
     private readonly Dictionary<string, Akka.Actor.Address> _addresses = [];
@@ -136,11 +136,16 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         envelopes.Add(envelope);
     }
 
-    private ActorSelection Peer(string node)
+    /// <summary>
+    /// The group's actor on <paramref name="node"/>, resolved once: a remote reference by path is routed by address, so
+    /// it serves a restarted manager at the same address too, and unlike an actor selection it is not looked up again,
+    /// path element by path element, for every message the receiver gets.
+    /// </summary>
+    private IActorRef Peer(string node)
     {
         if (!_peers.TryGetValue(node, out var peer))
         {
-            peer = Context.ActorSelection($"{node}/user/{ActorName(_group)}");
+            peer = ((ExtendedActorSystem)Context.System).Provider.ResolveActorRef($"{node}/user/{ActorName(_group)}");
             _peers[node] = peer;
         }
 
