@@ -35,6 +35,30 @@ public class ClusterShowCommandTests
         Assert.Empty(output);
     }
 
+    [Fact]
+    public async Task A_problem_a_manager_reports_is_counted_in_its_row_and_printed_below_the_table()
+    {
+        await using var manager = await FakeManager.StartAsync("manager-1");
+        var self = manager.Cluster[0];
+        self.Report.Problems.Add("The durable log of 'dict/orders' could not be written (No space left on device).");
+        var healthy = manager.Describe();
+        healthy.Address = "akka.tcp://quintet@manager-2:4053";
+        healthy.Report.NodeName = "manager-2";
+        manager.Cluster.Add(healthy);
+
+        var (code, output, error) = await RunAsync("cluster", "show", "--endpoint", manager.Endpoint);
+
+        Assert.Equal(0, code);
+        Assert.Empty(error);
+        Assert.Contains("1 problem(s), listed below", output, StringComparison.Ordinal);
+        Assert.Contains("manager-1: The durable log of 'dict/orders' could not be written (No space left on device).", output, StringComparison.Ordinal);
+        Assert.DoesNotContain("manager-2: ", output, StringComparison.Ordinal);
+
+        var (jsonCode, json, _) = await RunAsync("cluster", "show", "--endpoint", manager.Endpoint, "--output", "json");
+        Assert.Equal(0, jsonCode);
+        Assert.Contains("No space left on device", json, StringComparison.Ordinal);
+    }
+
     [Theory]
     [InlineData("not a url")]
     [InlineData("ftp://127.0.0.1:5053")]

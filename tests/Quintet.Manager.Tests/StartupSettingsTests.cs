@@ -39,6 +39,19 @@ public class StartupSettingsTests
     }
 
     [Fact]
+    public void The_durable_structures_snapshot_interval_is_read_and_checked()
+    {
+        Assert.Equal(100_000, StartupSettings.Load(Config()).SharedStructures.DurableSnapshotEveryCommands);
+        Assert.Equal(5_000, StartupSettings.Load(Config(("Quintet:SharedStructures:DurableSnapshotEveryCommands", "5000"))).SharedStructures.DurableSnapshotEveryCommands);
+
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:SharedStructures:DurableSnapshotEveryCommands", "0"))));
+
+        var failure = Assert.Single(error.Failures);
+        Assert.StartsWith("Quintet:SharedStructures:DurableSnapshotEveryCommands: 0 is not a number of commands", failure, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public void Misspelt_setting_is_reported_with_its_full_path()
     {
         var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(

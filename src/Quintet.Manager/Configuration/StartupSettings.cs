@@ -10,7 +10,7 @@ namespace Quintet.Manager.Configuration;
 /// The settings the manager needs before anything starts, read and checked in one pass so that every mistake
 /// in the configuration is reported at once, each with the setting's full name.
 /// </summary>
-internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager, StoreOptions Store)
+internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager, StoreOptions Store, SharedStructuresOptions SharedStructures)
 {
     /// <summary>The gRPC host actually used: <see cref="ManagerOptions.GrpcHost"/>, or the cluster host.</summary>
     public string GrpcHost => Manager.GrpcHost ?? Cluster.Host;
@@ -28,6 +28,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         Bind<Quintet.Core.Groups.GroupsOptions>(configuration, Quintet.Core.Groups.GroupsOptions.SectionName, failures);
         Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
         var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures);
+        var structures = Bind<SharedStructuresOptions>(configuration, SharedStructuresOptions.SectionName, failures);
         if (cluster is not null)
         {
             AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);
@@ -43,12 +44,17 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
             failures.AddRange(store.Validate());
         }
 
-        if (failures.Count > 0 || cluster is null || manager is null || store is null)
+        if (structures is not null)
+        {
+            failures.AddRange(structures.Validate());
+        }
+
+        if (failures.Count > 0 || cluster is null || manager is null || store is null || structures is null)
         {
             throw new ConfigurationErrorException(failures);
         }
 
-        return new StartupSettings(cluster, manager, store);
+        return new StartupSettings(cluster, manager, store, structures);
     }
 
     private static T? Bind<T>(IConfiguration configuration, string sectionName, List<string> failures)

@@ -56,7 +56,8 @@ public static class ManagerHostingExtensions
         var advertisedHost = IPAddress.TryParse(settings.GrpcHost, out var ip) && (ip.Equals(IPAddress.Any) || ip.Equals(IPAddress.IPv6Any))
             ? settings.Cluster.Host
             : settings.GrpcHost;
-        builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<TimeProvider>()));
+        builder.Services.AddSingleton<ManagerProblems>();
+        builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<TimeProvider>(), sp.GetRequiredService<ManagerProblems>()));
         builder.Services.AddSingleton<ManagerExitStatus>();
         builder.Services.AddSingleton<ManagerReports>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerReports>());
@@ -94,6 +95,8 @@ public static class ManagerHostingExtensions
 
                     // The same rule as the replicated store's majority: the configured size, or the managers seen if more.
                     PlannedReplicas = () => Math.Max(store.Managers, sp.GetService<Quintet.Manager.Persistence.Replication.ManagerReplicaSet>()?.Known.Count ?? 0),
+                    WriteFailed = sp.GetRequiredService<ManagerProblems>().DurableLogFailed,
+                    SnapshotEveryCommands = settings.SharedStructures.DurableSnapshotEveryCommands,
                 },
             };
         });

@@ -3,12 +3,13 @@ using System.Reflection;
 using Google.Protobuf.WellKnownTypes;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
+using Quintet.Manager.Health;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Hosting;
 
 /// <summary>Who this manager is and where it listens: what it tells the others and the admin tools about itself.</summary>
-internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IServer server, TimeProvider time)
+internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IServer server, TimeProvider time, ManagerProblems problems)
 {
     private static readonly string ProductVersion =
         typeof(ManagerIdentity).Assembly.GetCustomAttribute<AssemblyInformationalVersionAttribute>()?.InformationalVersion ?? "unknown";
@@ -44,6 +45,7 @@ internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IS
             ManagedHeapBytes = GC.GetTotalMemory(forceFullCollection: false),
             StartedAt = Timestamp.FromDateTimeOffset(_startedAt),
             Version = ProductVersion,
+            Problems = { problems.Current },
         };
     }
 }

@@ -31,6 +31,15 @@ public sealed class DurabilityOptions
     /// </summary>
     public int SnapshotEveryCommands { get; init; } = 100_000;
 
+    /// <summary>
+    /// Called once, on the log's writer thread, when writing or syncing this replica's log fails (a full or failing
+    /// disk): the replica then reports nothing durable until it restarts, while the others acknowledge commands as long
+    /// as they are a majority. Arguments: the machine's name and the failure. For an operator's view of the manager;
+    /// it must not block.
+    /// <value>Default: none.</value>
+    /// </summary>
+    public Action<string, Exception>? WriteFailed { get; init; }
+
     /// <summary>Throws an exception naming the first setting out of range.</summary>
     /// <exception cref="ArgumentException">A setting is missing or out of range.</exception>
     public void Validate()

@@ -36,6 +36,7 @@ internal sealed partial class DurableLog : IDisposable
     private readonly string _name;
     private readonly ILogger _logger;
     private readonly Action<long> _durable;
+    private readonly Action<Exception>? _failed;
     private readonly FileStream _log;
     private long _fsyncs;
     private long _records;
@@ -43,8 +44,9 @@ internal sealed partial class DurableLog : IDisposable
     private int _disposed;
     private bool _broken;
 
-    private DurableLog(string directory, string name, FileStream log, Action<long> durable, ILogger logger)
+    private DurableLog(string directory, string name, FileStream log, Action<long> durable, Action<Exception>? failed, ILogger logger)
     {
+        _failed = failed;
         _directory = directory;
         _name = name;
         _log = log;
@@ -69,8 +71,9 @@ internal sealed partial class DurableLog : IDisposable
     /// <param name="name">The machine's name, for logs and metrics.</param>
     /// <param name="durable">Called on the writer thread after each fsync, with the position it covers.</param>
     /// <param name="logger">Where recovery and failures are reported.</param>
+    /// <param name="failed">Called once, on the writer thread, when a write or sync fails and the log stops reporting.</param>
     /// <exception cref="InvalidDataException">The snapshot file fails its check: the replica's state cannot be trusted; the message says which file to move aside.</exception>
-    public static (DurableLog Log, RecoveredLog Recovered) Open(string directory, string name, Action<long> durable, ILogger? logger)
+    public static (DurableLog Log, RecoveredLog Recovered) Open(string directory, string name, Action<long> durable, ILogger? logger, Action<Exception>? failed = null)
     {
         logger ??= NullLogger.Instance;
         Directory.CreateDirectory(directory);
@@ -100,7 +103,7 @@ internal sealed partial class DurableLog : IDisposable
 
         var replicas = ReadReplicas(Path.Combine(directory, "replicas"));
         var position = commands.Count > 0 ? commands[^1].Position : snapshotPosition;
-        return (new DurableLog(directory, name, log, durable, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
+        return (new DurableLog(directory, name, log, durable, failed, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
     }
 
     /// <summary>Queues the command at <paramref name="position"/>; called in the order of the positions.</summary>
@@ -125,6 +128,10 @@ internal sealed partial class DurableLog : IDisposable
 
         _queue.Dispose();
         _log.Dispose();
+        if (_broken)
+        {
+            DurableLogMetrics.Broken.Add(-1, new KeyValuePair<string, object?>("quintet.machine", _name));
+        }
     }
 
     private void Add(Item item)
@@ -163,10 +170,12 @@ internal sealed partial class DurableLog : IDisposable
                 // The items after the one that failed are still written, as a batch of their own.
                 if (!_broken)
                 {
+                    _broken = true;
                     LogWriteFailed(_logger, e, _name);
+                    DurableLogMetrics.Broken.Add(1, new KeyValuePair<string, object?>("quintet.machine", _name));
+                    _failed?.Invoke(e);
                 }
 
-                _broken = true;
                 from = next + 1;
                 continue;
             }

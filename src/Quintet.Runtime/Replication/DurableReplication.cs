@@ -85,7 +85,8 @@ internal sealed partial class DurableReplication : IDisposable
     {
         logger ??= NullLogger.Instance;
         DurableReplication? replication = null;
-        var (log, recovered) = DurableLog.Open(options.Directory, machine, position => replication!.OnFsync(position), logger);
+        var failed = options.WriteFailed is { } report ? (Action<Exception>)(e => report(machine, e)) : null;
+        var (log, recovered) = DurableLog.Open(options.Directory, machine, position => replication!.OnFsync(position), logger, failed);
         replication = new DurableReplication(machine, options, recovered.Replicas, logger) { _log = log };
         if (!recovered.Replicas.Contains(options.ReplicaName))
         {

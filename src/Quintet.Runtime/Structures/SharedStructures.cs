@@ -188,6 +188,7 @@ public sealed partial class SharedStructures(GroupService groups) : ISharedStruc
                 ReplicaName = Durability.ReplicaName,
                 PlannedReplicas = Durability.PlannedReplicas,
                 SnapshotEveryCommands = Durability.SnapshotEveryCommands,
+                WriteFailed = Durability.WriteFailed,
             }
             : null,
     };

@@ -20,13 +20,20 @@ internal static class ClusterView
         }
 
         console.Write(ToTable(view));
+        foreach (var m in view.Managers.Where(m => m.Report is { Problems.Count: > 0 }).OrderBy(m => m.Report.NodeName, StringComparer.Ordinal))
+        {
+            foreach (var problem in m.Report.Problems)
+            {
+                console.MarkupLine($"[red]{Markup.Escape(m.Report.NodeName)}[/]: {Markup.Escape(problem)}");
+            }
+        }
     }
 
     public static Table ToTable(ListManagersResponse view)
     {
         var table = new Table()
             .Title($"cluster [bold]{Markup.Escape(view.ClusterName)}[/], as seen by {Markup.Escape(view.AnsweredBy)}")
-            .AddColumns("Manager", "Cluster address", "State", "Reachable", "gRPC endpoint", "PID", "Memory", "Up for", "Uid");
+            .AddColumns("Manager", "Cluster address", "State", "Reachable", "gRPC endpoint", "PID", "Memory", "Up for", "Uid", "Problems");
         foreach (var m in view.Managers.OrderBy(m => m.Report?.NodeName ?? m.Address, StringComparer.Ordinal))
         {
             var report = m.Report;
@@ -50,10 +57,13 @@ internal static class ClusterView
                 report is null ? "-" : report.ProcessId.ToString(CultureInfo.InvariantCulture),
                 report is null ? "-" : $"{report.WorkingSetBytes / (1024.0 * 1024.0):F0} MB",
                 report?.StartedAt is { } started ? Uptime(DateTimeOffset.UtcNow - started.ToDateTimeOffset()) : "-",
-                m.Uid.ToString(CultureInfo.InvariantCulture));
+                m.Uid.ToString(CultureInfo.InvariantCulture),
+                report is null ? "-" : report.Problems.Count == 0 ? "none" : $"[red]{report.Problems.Count.ToString(CultureInfo.InvariantCulture)}[/]");
         }
 
-        table.Caption($"{view.Managers.Count(m => m.State == ManagerState.Up)} of {view.Managers.Count} Up · * answered · '-': no report from that manager");
+        var problems = view.Managers.Sum(m => m.Report?.Problems.Count ?? 0);
+        table.Caption($"{view.Managers.Count(m => m.State == ManagerState.Up)} of {view.Managers.Count} Up · * answered · '-': no report from that manager"
+            + (problems > 0 ? $" · [red]{problems.ToString(CultureInfo.InvariantCulture)} problem(s), listed below[/]" : string.Empty));
         return table;
     }
 

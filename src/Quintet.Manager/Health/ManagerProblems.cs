@@ -1,0 +1,31 @@
+using System.Collections.Concurrent;
+
+namespace Quintet.Manager.Health;
+
+/// <summary>
+/// What this manager finds wrong with itself and cannot mend alone: each problem is a sentence an operator can act on,
+/// kept until the manager restarts and shown in its report (<c>quintet cluster</c>, the console).
+/// </summary>
+internal sealed class ManagerProblems
+{
+    private readonly ConcurrentDictionary<string, string> _problems = new(StringComparer.Ordinal);
+
+    /// <summary>The problems, sorted by what they concern.</summary>
+    public IReadOnlyList<string> Current => [.. _problems.OrderBy(p => p.Key, StringComparer.Ordinal).Select(p => p.Value)];
+
+    /// <summary>Records a problem about <paramref name="subject"/>; the first report of a subject stands (it says when trouble began).</summary>
+    public void Report(string subject, string problem)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(subject);
+        ArgumentException.ThrowIfNullOrEmpty(problem);
+        _problems.TryAdd(subject, problem);
+    }
+
+    /// <summary>The durable log of a shared structure could not be written (<see cref="Quintet.Runtime.Replication.DurabilityOptions.WriteFailed"/>).</summary>
+    public void DurableLogFailed(string machine, Exception failure) =>
+        Report(
+            "durable-log/" + machine,
+            $"The durable log of '{machine}' could not be written ({failure.Message}): this manager's replica reports no write durable until "
+            + "the manager restarts, while the other managers acknowledge writes as long as they are a majority. Free or repair the disk "
+            + "of the data directory, then restart this manager; it recovers the log's good prefix and catches up from the others.");
+}

@@ -1,0 +1,153 @@
+using System.Diagnostics;
+using System.Diagnostics.Metrics;
+using Quintet.Runtime.Replication;
+
+namespace Quintet.Runtime.Tests.Replication;
+
+/// <summary>
+/// A durable log whose disk fills up, for real: a tmpfs of 4 MiB, mounted by the test (as root), holds the first records
+/// and their preallocated space, and no more. The log stops reporting positions durable, says so once (log, metric
+/// and the <see cref="DurabilityOptions.WriteFailed"/> callback), and never reports a position it did not sync.
+/// </summary>
+public sealed class DurableLogFailureTests : IDisposable
+{
+    private const string Machine = "dict/full-disk";
+    private static readonly TimeSpan Bound = TimeSpan.FromMinutes(1);
+    private readonly string _mount = Directory.CreateTempSubdirectory("quintet-full-disk-").FullName;
+    private bool _mounted;
+
+    [Fact]
+    public async Task A_full_disk_stops_the_log_reporting_durable_positions_and_is_reported_once()
+    {
+        Assert.True(Environment.UserName == "root", $"This test mounts a small tmpfs to fill it, which needs root; it runs as {Environment.UserName}.");
+        await RunAsync("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", _mount);
+        _mounted = true;
+
+        var durable = new List<long>();
+        var failures = new List<Exception>();
+        var failed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        using var broken = new BrokenLogGauge(Machine);
+        var (log, _) = DurableLog.Open(
+            _mount,
+            Machine,
+            position =>
+            {
+                lock (durable)
+                {
+                    durable.Add(position);
+                }
+            },
+            logger: null,
+            failed: e =>
+            {
+                lock (failures)
+                {
+                    failures.Add(e);
+                }
+
+                failed.TrySetResult();
+            });
+        using (log)
+        {
+            var record = new byte[64 * 1024];
+            Random.Shared.NextBytes(record);
+            for (var position = 1; position <= 10; position++)
+            {
+                log.Append(position, record);
+            }
+
+            var waited = Stopwatch.StartNew();
+            while (Reported(durable) < 10)
+            {
+                Assert.True(waited.Elapsed < Bound, $"The first 10 records were not reported durable within {Bound}; up to {Reported(durable)} were.");
+                await Task.Delay(20);
+            }
+
+            // 70 more: 4.5 MiB, past what the disk holds.
+            for (var position = 11; position <= 80; position++)
+            {
+                log.Append(position, record);
+            }
+
+            await failed.Task.WaitAsync(Bound);
+            Assert.Equal(1, broken.Value);
+
+            // A record small enough for the space left: a broken log reports nothing more until it is opened anew.
+            log.Append(81, new byte[] { 1 });
+        }
+
+        Assert.Equal(0, broken.Value);
+        var failure = Assert.Single(failures);
+        Assert.IsAssignableFrom<IOException>(failure);
+
+        // Every position reported durable is covered by a sync: it is among the records a reopened log recovers.
+        var reported = Reported(durable);
+        Assert.True(reported < 80, $"Positions up to {reported} were reported durable although the disk could not hold 80 records.");
+        var (reopened, recovered) = DurableLog.Open(_mount, Machine, _ => { }, logger: null);
+        using (reopened)
+        {
+            Assert.True(recovered.Position >= reported, $"The log reported position {reported} durable but holds only up to {recovered.Position}.");
+            Assert.Equal(Enumerable.Range(1, (int)recovered.Position).Select(p => (long)p), recovered.Commands.Select(c => c.Position));
+        }
+    }
+
+    private static long Reported(List<long> durable)
+    {
+        lock (durable)
+        {
+            return durable.DefaultIfEmpty(0).Max();
+        }
+    }
+
+    public void Dispose()
+    {
+        if (_mounted)
+        {
+            RunAsync("umount", _mount).GetAwaiter().GetResult();
+        }
+
+        Directory.Delete(_mount, recursive: true);
+    }
+
+    private static async Task RunAsync(string program, params string[] arguments)
+    {
+        using var process = Process.Start(new ProcessStartInfo(program, arguments) { RedirectStandardError = true, RedirectStandardOutput = true })!;
+        using var timeout = new CancellationTokenSource(Bound);
+        var error = await process.StandardError.ReadToEndAsync(timeout.Token);
+        await process.WaitForExitAsync(timeout.Token);
+        Assert.True(process.ExitCode == 0, $"{program} {string.Join(' ', arguments)} failed ({process.ExitCode}): {error}");
+    }
+
+    /// <summary>The broken-logs gauge for one machine, as its metric reports it.</summary>
+    private sealed class BrokenLogGauge : IDisposable
+    {
+        private readonly MeterListener _listener = new();
+        private long _value;
+
+        public BrokenLogGauge(string machine)
+        {
+            _listener.InstrumentPublished = (instrument, listener) =>
+            {
+                if (instrument.Name == "quintet.rsm.durable.broken_logs")
+                {
+                    listener.EnableMeasurementEvents(instrument);
+                }
+            };
+            _listener.SetMeasurementEventCallback<long>((_, value, tags, _) =>
+            {
+                foreach (var tag in tags)
+                {
+                    if (tag.Key == "quintet.machine" && Equals(tag.Value, machine))
+                    {
+                        Interlocked.Add(ref _value, value);
+                    }
+                }
+            });
+            _listener.Start();
+        }
+
+        public long Value => Interlocked.Read(ref _value);
+
+        public void Dispose() => _listener.Dispose();
+    }
+}
