@@ -22,6 +22,9 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
     // In the view but not answering (cut off, paused): a writer sends to them and waits in vain.
     private readonly HashSet<string> _silent = new(StringComparer.Ordinal);
 
+    // In the view, and holding every write sent to them until the writer's bound runs out.
+    private readonly HashSet<string> _hanging = new(StringComparer.Ordinal);
+
     private readonly ITestOutputHelper _output;
 
     public ReplicatedCheckpointStoreTests(ITestOutputHelper output)
@@ -207,6 +210,45 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
     }
 
     [Fact]
+    public async Task Concurrent_writes_to_one_stream_take_consecutive_positions_and_share_operations()
+    {
+        var log = StoreOn("a").Open("one-stream");
+        await log.RecoverAsync();
+        var before = _replicas["a"].Transactions;
+
+        var positions = await Task.WhenAll(Enumerable.Range(0, 64).Select(i => log.AppendAsync(Bytes($"w{i}"))));
+
+        Assert.Equal(Enumerable.Range(1, 64).Select(p => (long)p), positions.Order());
+        var transactions = _replicas["a"].Transactions - before;
+        _output.WriteLine($"64 concurrent writes to one stream in {transactions} transactions on the writer's replica");
+        Assert.True(transactions < 32, $"64 concurrent writes to one stream took {transactions} transactions: they were not combined");
+
+        // Each write is at the position it was told, on a majority.
+        var recovered = await StoreOn("b").Open("one-stream").RecoverAsync();
+        var written = positions.Select((position, i) => $"w{i}@{position}").ToHashSet(StringComparer.Ordinal);
+        Assert.Equal(written.Order(StringComparer.Ordinal), recovered.Log.Select(r => $"{Text(r.Data)}@{r.Position}").Order(StringComparer.Ordinal));
+    }
+
+    [Fact]
+    public async Task A_write_cancelled_while_it_waits_for_its_turn_is_never_written()
+    {
+        var log = new ReplicatedCheckpointStore(new TestReplicaSet(this, "a"), NullLogger.Instance, TimeSpan.FromSeconds(1)).Open("cancelled");
+        await log.RecoverAsync();
+        _hanging.UnionWith(["b", "c"]);
+
+        // The first write holds the turn while it waits in vain for a majority.
+        var first = log.AppendAsync(Bytes("slow"));
+        using var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(100));
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => log.AppendAsync(Bytes("cancelled"), cancel.Token));
+        await Assert.ThrowsAsync<CheckpointStoreException>(() => first);
+
+        _hanging.Clear();
+        var recovered = await StoreOn("b").Open("cancelled").RecoverAsync();
+        Assert.DoesNotContain(recovered.Log, r => Text(r.Data) == "cancelled");
+        Assert.Equal(1, await StoreOn("c").Open("other").AppendAsync(Bytes("the store still writes")));
+    }
+
+    [Fact]
     public async Task A_corrupt_row_is_detected_and_the_copy_repaired_from_the_others()
     {
         var log = StoreOn("a").Open("s");
@@ -332,9 +374,28 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
         public int Majority => 2;
 
         public IReadOnlyList<IStoreReplica> Reachable() =>
-            [test._replicas[self], .. Names.Where(n => n != self && !test._down.Contains(n)).Select(n => test._silent.Contains(n) ? new SilentReplica(n) : (IStoreReplica)test._replicas[n])];
+            [test._replicas[self], .. Names.Where(n => n != self && !test._down.Contains(n)).Select(n =>
+                test._silent.Contains(n) ? new SilentReplica(n) : test._hanging.Contains(n) ? new HangingReplica(n) : (IStoreReplica)test._replicas[n])];
 
         public string? WhyNotWritable() => null;
+    }
+
+    /// <summary>A replica that holds every request until the writer gives up on it.</summary>
+    private sealed class HangingReplica(string name) : IStoreReplica
+    {
+        public string Name => name;
+
+        public async Task<SealReply> SealAsync(string stream, long epoch, CancellationToken cancellationToken)
+        {
+            await Task.Delay(System.Threading.Timeout.InfiniteTimeSpan, cancellationToken);
+            throw new InvalidOperationException("unreachable");
+        }
+
+        public async Task<OpResult> SubmitAsync(ReplicaOp op, CancellationToken cancellationToken)
+        {
+            await Task.Delay(System.Threading.Timeout.InfiniteTimeSpan, cancellationToken);
+            throw new InvalidOperationException("unreachable");
+        }
     }
 
     /// <summary>A replica that never answers within the writer's bound.</summary>

@@ -46,7 +46,12 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
     [System.Diagnostics.CodeAnalysis.SuppressMessage("Reliability", "CA1001", Justification = "The semaphore never allocates a wait handle (only WaitAsync is used), so it holds nothing to dispose; an ICheckpointLog is not disposable.")]
     private sealed class Writer(ReplicatedCheckpointStore store, string stream) : ICheckpointLog
     {
+        // Writes wait here for a turn; whoever gets it replicates every write waiting then, in one operation.
+        private const int MaxCombinedBytes = 1024 * 1024;
+        private const int MaxCombinedWrites = 256;
         private readonly SemaphoreSlim _turn = new(1, 1);
+        private readonly Lock _waitingGate = new();
+        private readonly Queue<WaitingWrite> _waiting = new();
         private long _epoch;
         private long _version;
         private long _highestSeen;
@@ -141,26 +146,110 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             var bytes = MemoryMarshal.TryGetArray(data, out var segment) && segment.Offset == 0 && segment.Count == segment.Array!.Length
                 ? segment.Array
                 : data.ToArray();
-            await _turn.WaitAsync(cancellationToken);
+            var write = new WaitingWrite(kind, bytes);
+            lock (_waitingGate)
+            {
+                _waiting.Enqueue(write);
+            }
+
             try
             {
-                await EnsureSealedAsync(cancellationToken);
+                await _turn.WaitAsync(cancellationToken);
+            }
+            catch (OperationCanceledException) when (write.TryAbandon())
+            {
+                // Nobody took it: it is never written.
+                throw;
+            }
+            catch (OperationCanceledException)
+            {
+                // An earlier turn took it: it completes (acknowledged or failed), whatever the token says.
+                return await write.Position;
+            }
 
-                // From here the write is started: it completes (acknowledged or failed), whatever the token says.
-                var position = _next;
-                await ReplicateAsync(new ReplicaOp(stream, _epoch, ++_version, ReplicaOpKind.Append, [new StoredEntry(position, kind, bytes)]), position, null);
-                _next = position + 1;
-                if (kind == EntryKind.Checkpoint)
+            try
+            {
+                while (!write.Position.IsCompleted)
                 {
-                    _lastCheckpoint = position;
+                    try
+                    {
+                        await EnsureSealedAsync(cancellationToken);
+                    }
+                    catch when (write.TryAbandon())
+                    {
+                        throw;
+                    }
+
+                    await ReplicateWaitingAsync();
                 }
 
-                _sealedState = null;
-                return position;
+                return await write.Position;
             }
             finally
             {
                 _turn.Release();
+            }
+        }
+
+        /// <summary>
+        /// Replicates, as one operation, the writes waiting from the head of the queue (under the turn): concurrent writes
+        /// to one stream share a round to the replicas and their fsyncs. From here each write taken completes,
+        /// acknowledged or failed, whatever its caller's token says.
+        /// </summary>
+        private async Task ReplicateWaitingAsync()
+        {
+            var batch = new List<WaitingWrite>();
+            lock (_waitingGate)
+            {
+                var bytes = 0L;
+                while (_waiting.TryPeek(out var next)
+                    && batch.Count < MaxCombinedWrites
+                    && (batch.Count == 0 || bytes + next.Bytes.Length <= MaxCombinedBytes))
+                {
+                    _waiting.Dequeue();
+                    if (next.TryTake())
+                    {
+                        batch.Add(next);
+                        bytes += next.Bytes.Length;
+                    }
+                }
+            }
+
+            if (batch.Count == 0)
+            {
+                return;
+            }
+
+            var first = _next;
+            var last = first + batch.Count - 1;
+            try
+            {
+                await ReplicateAsync(new ReplicaOp(stream, _epoch, ++_version, ReplicaOpKind.Append, [.. batch.Select((w, i) => new StoredEntry(first + i, w.Kind, w.Bytes))]), last, null);
+            }
+            catch (Exception e)
+            {
+                foreach (var failed in batch)
+                {
+                    failed.Fail(e);
+                }
+
+                return;
+            }
+
+            _next = last + 1;
+            for (var i = batch.Count - 1; i >= 0; i--)
+            {
+                if (batch[i].Kind == EntryKind.Checkpoint)
+                {
+                    _lastCheckpoint = first + i;
+                    break;
+                }
+            }
+
+            _sealedState = null;
+            for (var i = 0; i < batch.Count; i++)
+            {
+                batch[i].Complete(first + i);
             }
         }
 
@@ -401,6 +490,28 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
         private static string Describe(List<SealReply> replies) => replies.Count == 0
             ? "none"
             : string.Join(", ", replies.Select(r => $"{r.Replica} {(r.Copy.Corrupt is not null ? "corrupt" : r.Sealed ? "sealed" : $"refused (promised {r.Copy.Promised})")}"));
+
+        /// <summary>A write waiting for its turn: taken into one operation by whoever holds the turn, or abandoned by its caller first.</summary>
+        private sealed class WaitingWrite(EntryKind kind, byte[] bytes)
+        {
+            private readonly TaskCompletionSource<long> _position = new(TaskCreationOptions.RunContinuationsAsynchronously);
+            private int _state; // 0 waiting, 1 taken, 2 abandoned
+
+            public EntryKind Kind => kind;
+
+            public byte[] Bytes => bytes;
+
+            /// <summary>The position it was written at, once a majority holds it.</summary>
+            public Task<long> Position => _position.Task;
+
+            public bool TryTake() => Interlocked.CompareExchange(ref _state, 1, 0) == 0;
+
+            public bool TryAbandon() => Interlocked.CompareExchange(ref _state, 2, 0) == 0;
+
+            public void Complete(long position) => _position.TrySetResult(position);
+
+            public void Fail(Exception failure) => _position.TrySetException(failure);
+        }
     }
 
     internal IReplicaSet Replicas => replicas;
