@@ -56,6 +56,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _light = new LightGroupEngine(this, lightTrace, options.MaxUnstableBytes, options.MaxPendingDeliveries);
         _engine = new GroupEngine(group, self, options, this, _light, trace);
         _light.Attach(_engine);
+        // A restarted actor's engine starts empty; founding at view 1 again would reuse ids the light groups derive theirs from.
+        _engine.RememberViewId(handle.HighestViewId);
         handle.Self = self;
 
         Receive<Envelope>(OnEnvelope);
@@ -198,6 +200,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.LastChange = (_handle.FirstSuspicionTimestamp, Stopwatch.GetTimestamp());
         _handle.FirstSuspicionTimestamp = 0;
         _handle.View = view;
+        _handle.HighestViewId = Math.Max(_handle.HighestViewId, view.Id);
         _handle.InPrimary = true;
         _handle.Publish(new ViewInstalled(view) { Founded = _engine.LastInstallFounded });
     }
@@ -480,6 +483,9 @@ public sealed class GroupHandle
 
     /// <summary>False on a minority side, until the member rejoins the majority.</summary>
     public bool InPrimary { get; internal set; }
+
+    /// <summary>The highest view id installed here, by any incarnation of the group's actor.</summary>
+    internal long HighestViewId { get; set; }
 
     /// <summary>Deliveries, views and losses, in the order they happened at this member.</summary>
     public ChannelReader<GroupEvent> Events => _events.Reader;

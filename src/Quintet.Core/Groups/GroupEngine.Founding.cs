@@ -41,6 +41,12 @@ internal sealed partial class GroupEngine
         _mayFound = mayFound;
     }
 
+    /// <summary>
+    /// Tells a new engine the highest view id an earlier incarnation of this member installed (its host survived, the
+    /// engine did not): a view it founds or is told of comes after it, so view ids keep increasing at this member.
+    /// </summary>
+    public void RememberViewId(long viewId) => NoteViewId(viewId);
+
     private void NoteViewId(long viewId) => _highestViewId = Math.Max(_highestViewId, viewId);
 
     /// <summary>A member that holds no view tells a joiner so; one that leaves for good stays silent.</summary>
