@@ -17,6 +17,7 @@ namespace Quintet.Benchmarks;
 internal static class ToolsBenchmark
 {
     private static readonly TimeSpan Warmup = TimeSpan.FromSeconds(2);
+    private static readonly TimeSpan JitWarmup = TimeSpan.FromSeconds(3);
     private static readonly TimeSpan StartTimeout = TimeSpan.FromSeconds(90);
 
     public static async Task<int> RunAsync(int seconds, int[] concurrencies, int valueBytes, int managers, bool peers)
@@ -148,6 +149,7 @@ internal static class ToolsBenchmark
 
         int[] pids = [.. cluster.Managers.Select(m => m.ProcessId)];
         Console.WriteLine($"  managers {string.Join(", ", cluster.Managers.Select(m => $"{m.Name} (pid {m.ProcessId})"))}; dictionary replicas on {probes.Count}");
+        await WarmUpAsync(probes.Values.ToArray(), value);
         var noop = new Dictionary<int, LoadFigures>();
         var set = new Dictionary<int, LoadFigures>();
         var append = new Dictionary<int, LoadFigures>();
@@ -191,6 +193,34 @@ internal static class ToolsBenchmark
         var routes = client.Statistics;
         Console.WriteLine($"  client: {routes.Calls} calls, {routes.ForwardedCalls} passed on by a manager that did not own the instance, {routes.Retries} retried");
         return new QuintetFigures(noop, set, append, syncs, setInside, appendInside, durable, durableInside, durableSyncs);
+    }
+
+    /// <summary>
+    /// Runs every measured path once before anything is measured: fresh managers spend their first seconds compiling
+    /// (tiered JIT, a whole core each on this machine), which a phase's own short warm-up does not cover.
+    /// </summary>
+    private static async Task WarmUpAsync(IToolsBench[] probes, byte[] value)
+    {
+        Progress($"quintet: warming up every path ({JitWarmup.TotalSeconds:F0} s each, on {probes.Length} instances)");
+        var set = new SetRequest { Key = "warm-up", Value = value };
+        var record = new AppendRequest { Record = value };
+        var noop = new NoopRequest();
+        Func<int, long, Task>[] calls =
+        [
+            (worker, _) => probes[worker % probes.Length].NoopAsync(noop, CancellationToken.None),
+            (worker, _) => probes[worker % probes.Length].SetAsync(set, CancellationToken.None),
+            (worker, _) => probes[worker % probes.Length].AppendAsync(record, CancellationToken.None),
+            (worker, _) => probes[worker % probes.Length].SetDurableAsync(set, CancellationToken.None),
+        ];
+        foreach (var call in calls)
+        {
+            await LoadRun.MeasureAsync(probes.Length * 4, JitWarmup, call);
+        }
+
+        foreach (var operation in new[] { "set", "append", "durable-set" })
+        {
+            await InsideAsync(probes[0], operation, 8, JitWarmup, value.Length);
+        }
     }
 
     private static async Task<LoadFigures> InsideAsync(IToolsBench instance, string operation, int writers, TimeSpan window, int valueBytes)
