@@ -186,7 +186,7 @@ internal sealed partial class ComponentHost
         {
             try
             {
-                OnView(member, member.View!);
+                OnView(member, member.FirstView!);
                 await foreach (var groupEvent in member.Events.ReadAllAsync(cancellationToken))
                 {
                     switch (groupEvent)

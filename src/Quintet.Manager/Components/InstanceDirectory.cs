@@ -440,7 +440,7 @@ internal sealed partial class InstanceDirectory(
         {
             var member = await groups.JoinLightGroupAsync(GroupName, new LightGroupJoinOptions { Role = "manager", SubscribeToViews = true }, stoppingToken);
             _member.TrySetResult(member);
-            OnView(member, member.View!);
+            OnView(member, member.FirstView!);
             await foreach (var groupEvent in member.Events.ReadAllAsync(stoppingToken))
             {
                 switch (groupEvent)

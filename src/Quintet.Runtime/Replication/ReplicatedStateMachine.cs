@@ -226,7 +226,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     {
         try
         {
-            OnView(_member.View!);
+            OnView(_member.FirstView!);
             await foreach (var groupEvent in _member.Events.ReadAllAsync(_stop.Token))
             {
                 switch (groupEvent)

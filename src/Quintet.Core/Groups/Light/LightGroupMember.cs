@@ -44,6 +44,13 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
     /// <summary>The light view this member is in; null before its first view and after it left or lost its membership.</summary>
     public LightGroupView? View { get; private set; }
 
+    /// <summary>
+    /// The view that first included this member: set before <see cref="GroupHandle.JoinLightGroupAsync"/> completes and
+    /// never cleared. Start from it, then read <see cref="Events"/>: <see cref="View"/> may already be null again (the
+    /// manager lost its membership right after the join), and the events say so in order.
+    /// </summary>
+    public LightGroupView? FirstView { get; private set; }
+
     /// <summary>Deliveries, and (when subscribed) views, in the order they happened at this member.</summary>
     public ChannelReader<LightGroupEvent> Events => _events.Reader;
 
@@ -131,6 +138,7 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
     void ILightMemberObserver.ViewInstalled(LightGroupView view)
     {
         View = view;
+        FirstView ??= view;
         _joined.TrySetResult();
         if (_subscribed)
         {
