@@ -44,4 +44,17 @@ public class ClusterOptionsValidatorTests
             f => Assert.StartsWith("Quintet:Cluster:Downing:StableAfter:", f, StringComparison.Ordinal),
             f => Assert.StartsWith("Quintet:Cluster:Downing:Managers:", f, StringComparison.Ordinal));
     }
+
+    [Fact]
+    public void The_group_port_must_be_a_port_of_its_own()
+    {
+        var outOfRange = Validator.Validate(null, new ClusterOptions { GroupPort = 70000 }).Failures!.ToList();
+        var shared = Validator.Validate(null, new ClusterOptions { Port = 4060, GroupPort = 4060 }).Failures!.ToList();
+        var unknown = Validator.Validate(null, new ClusterOptions { GroupTransport = (GroupTransportKind)7 }).Failures!.ToList();
+
+        Assert.Contains("outside 0-65535", Assert.Single(outOfRange), StringComparison.Ordinal);
+        Assert.StartsWith("Quintet:Cluster:GroupPort: 4060 is also Quintet:Cluster:Port", Assert.Single(shared), StringComparison.Ordinal);
+        Assert.StartsWith("Quintet:Cluster:GroupTransport:", Assert.Single(unknown), StringComparison.Ordinal);
+        Assert.True(Validator.Validate(null, new ClusterOptions { Port = 0, GroupPort = 0 }).Succeeded);
+    }
 }

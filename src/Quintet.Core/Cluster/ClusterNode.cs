@@ -7,6 +7,7 @@ using Google.Protobuf.Reflection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Diagnostics;
+using Quintet.Core.Groups.Direct;
 using Quintet.Core.Serialization;
 
 namespace Quintet.Core.Cluster;
@@ -25,6 +26,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
     private readonly TaskCompletionSource _removed = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly TaskCompletionSource _up = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private ActorSystem? _system;
+    private DirectGroupTransport? _groupTransport;
     private Akka.Cluster.Cluster? _cluster;
     private volatile bool _stopping;
 
@@ -46,6 +48,9 @@ public sealed partial class ClusterNode : IAsyncDisposable
 
     /// <summary>The Akka.NET cluster extension of <see cref="System"/>.</summary>
     public Akka.Cluster.Cluster Cluster => _cluster ?? throw new InvalidOperationException("The cluster node has not started.");
+
+    /// <summary>The group transport's own connections, or null when group messages go through remoting.</summary>
+    internal DirectGroupTransport? GroupTransport => _groupTransport;
 
     /// <summary>The cluster name from <see cref="ClusterOptions.Name"/>.</summary>
     public string ClusterName => _options.Name;
@@ -75,7 +80,27 @@ public sealed partial class ClusterNode : IAsyncDisposable
             throw new InvalidOperationException("The cluster node has already started.");
         }
 
-        var config = AkkaConfig.Build(_options, [AkkaConfig.ManagerRole]);
+        List<string> roles = [AkkaConfig.ManagerRole];
+        if (_options.GroupTransport == GroupTransportKind.Direct)
+        {
+            try
+            {
+                _groupTransport = new DirectGroupTransport(_options.Host, _options.GroupPort, _loggerFactory.CreateLogger<DirectGroupTransport>());
+            }
+            catch (SocketException ex)
+            {
+                throw new ClusterStartException(
+                    ex.SocketErrorCode == SocketError.AddressAlreadyInUse
+                        ? $"{ClusterOptions.SectionName}:GroupPort: port {_options.GroupPort} on {_options.Host} is already in use; choose another port (0 picks a free one) or stop the process that holds it."
+                        : $"The group transport could not listen on {_options.Host}:{_options.GroupPort} ({ex.Message}); check {ClusterOptions.SectionName}:Host and {ClusterOptions.SectionName}:GroupPort.",
+                    ex);
+            }
+
+            // The port travels with the membership: every manager learns it with the member itself.
+            roles.Add(_groupTransport.Role);
+        }
+
+        var config = AkkaConfig.Build(_options, roles);
         var setup = ActorSystemSetup.Create(
             BootstrapSetup.Create().WithConfig(config),
             new LoggerFactorySetup(_loggerFactory),
@@ -87,16 +112,20 @@ public sealed partial class ClusterNode : IAsyncDisposable
         }
         catch (Exception ex) when (IsAddressInUse(ex))
         {
+            DisposeGroupTransport();
             throw new ClusterStartException(
                 $"{ClusterOptions.SectionName}:Port: port {_options.Port} on {_options.Host} is already in use; choose another port or stop the process that holds it.", ex);
         }
         catch (Exception ex) when (ex is not OperationCanceledException)
         {
+            DisposeGroupTransport();
             throw new ClusterStartException(
                 $"The cluster transport could not start on {_options.Host}:{_options.Port} ({ex.GetBaseException().Message}); check {ClusterOptions.SectionName}:Host and {ClusterOptions.SectionName}:Port.", ex);
         }
 
         _cluster = Akka.Cluster.Cluster.Get(_system);
+        var cluster = _cluster;
+        _groupTransport?.Start(cluster.SelfAddress.ToString(), cluster.SelfUniqueAddress.Uid, (node, uid) => DirectGroupTransport.RouteIn(cluster, node, uid));
         _system.ActorOf(Props.Create(() => new MembershipEventsActor(_loggerFactory.CreateLogger<MembershipEventsActor>())), "quintet-membership-events");
         ClusterMetrics.Observe(this);
 
@@ -148,6 +177,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
             await _system.Terminate();
         }
 
+        DisposeGroupTransport();
         LogLeft(_logger, Stopwatch.GetElapsedTime(started).TotalMilliseconds);
     }
 
@@ -171,7 +201,11 @@ public sealed partial class ClusterNode : IAsyncDisposable
         {
             await _system.Terminate();
         }
+
+        DisposeGroupTransport();
     }
+
+    private void DisposeGroupTransport() => _groupTransport?.Dispose();
 
     private void OnTerminated()
     {

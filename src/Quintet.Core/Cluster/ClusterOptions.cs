@@ -34,11 +34,37 @@ public sealed class ClusterOptions
     /// </summary>
     public List<string> Seeds { get; set; } = [];
 
+    /// <summary>
+    /// How group messages travel between managers. <see cref="GroupTransportKind.Direct"/> uses connections of the
+    /// groups' own (on <see cref="GroupPort"/>); <see cref="GroupTransportKind.Remoting"/> sends them through the cluster
+    /// transport, as membership and heartbeats always go. Every manager of a cluster must use the same kind.
+    /// <value>Default: <see cref="GroupTransportKind.Direct"/>.</value>
+    /// </summary>
+    public GroupTransportKind GroupTransport { get; set; } = GroupTransportKind.Direct;
+
+    /// <summary>
+    /// The TCP port, on <see cref="Host"/>, where this manager receives group messages when <see cref="GroupTransport"/>
+    /// is <see cref="GroupTransportKind.Direct"/>; 0 picks a free port at start. Managers tell each other their port
+    /// through the cluster, so only a firewall needs it fixed.
+    /// <value>Default: 0.</value>
+    /// </summary>
+    public int GroupPort { get; set; }
+
     /// <summary>When another manager is suspected of having failed.</summary>
     public FailureDetectorOptions FailureDetector { get; set; } = new();
 
     /// <summary>When a suspected manager is removed for good.</summary>
     public DowningOptions Downing { get; set; } = new();
+}
+
+/// <summary>How group messages travel between managers (<see cref="ClusterOptions.GroupTransport"/>).</summary>
+public enum GroupTransportKind
+{
+    /// <summary>Connections of the groups' own, written to by the group's actor itself: the fewest thread hops.</summary>
+    Direct,
+
+    /// <summary>Akka.NET remoting, beside membership and heartbeats.</summary>
+    Remoting,
 }
 
 /// <summary>

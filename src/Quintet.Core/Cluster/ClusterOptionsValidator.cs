@@ -27,6 +27,20 @@ public sealed class ClusterOptionsValidator : IValidateOptions<ClusterOptions>
             failures.Add($"{S}:Port: {options.Port} is outside 0-65535 (0 picks a free port).");
         }
 
+        if (options.GroupPort is < 0 or > 65535)
+        {
+            failures.Add($"{S}:GroupPort: {options.GroupPort} is outside 0-65535 (0 picks a free port).");
+        }
+        else if (options.GroupPort != 0 && options.GroupPort == options.Port)
+        {
+            failures.Add($"{S}:GroupPort: {options.GroupPort} is also {S}:Port; the group transport needs a port of its own (or 0 for a free one).");
+        }
+
+        if (!Enum.IsDefined(options.GroupTransport))
+        {
+            failures.Add($"{S}:GroupTransport: '{options.GroupTransport}' is not a transport; use Direct or Remoting.");
+        }
+
         for (var i = 0; i < options.Seeds.Count; i++)
         {
             if (!ClusterAddress.TryParseSeed(options.Seeds[i], options.Name ?? string.Empty, out _, out var error))

@@ -3,6 +3,7 @@ using System.Threading.Channels;
 using Akka.Actor;
 using Akka.Cluster;
 using Google.Protobuf;
+using Quintet.Core.Groups.Direct;
 using Quintet.Core.Groups.Light;
 using Quintet.Core.Groups.Tracing;
 using Quintet.Core.Groups.Wire;
@@ -34,7 +35,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private readonly Stopwatch _clock = Stopwatch.StartNew();
     private readonly long _clockStartedAt = Stopwatch.GetTimestamp();
     private readonly Dictionary<string, Akka.Actor.Address> _addresses = [];
-    private readonly Dictionary<string, List<Envelope>> _outbox = [];
+    private readonly Dictionary<(string Node, long Uid), List<Envelope>> _outbox = [];
+    private readonly DirectGroupTransport? _direct;
     private readonly GroupProtocolOptions _options;
     private bool _started;
     private TimeSpan _lastTickAt;
@@ -44,9 +46,10 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private bool _restarting;
     private bool _acknowledgeScheduled;
 
-    public GroupActor(string group, GroupProtocolOptions options, IGroupTraceSink? trace, IGroupTraceSink? lightTrace, GroupHandle handle)
+    public GroupActor(string group, GroupProtocolOptions options, IGroupTraceSink? trace, IGroupTraceSink? lightTrace, GroupHandle handle, DirectGroupTransport? direct = null)
     {
         _group = group;
+        _direct = direct;
         _handle = handle;
         _options = options;
         _cluster = Akka.Cluster.Cluster.Get(Context.System);
@@ -129,10 +132,10 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
     public void Send(MemberId to, Envelope envelope)
     {
-        if (!_outbox.TryGetValue(to.Node, out var envelopes))
+        if (!_outbox.TryGetValue((to.Node, to.Uid), out var envelopes))
         {
             envelopes = [];
-            _outbox[to.Node] = envelopes;
+            _outbox[(to.Node, to.Uid)] = envelopes;
         }
 
         envelopes.Add(envelope);
@@ -295,10 +298,17 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     /// <summary>Sends what the last input produced, one transport message per member (bounded in size).</summary>
     private void FlushOutbox()
     {
-        foreach (var (node, envelopes) in _outbox)
+        foreach (var ((node, uid), envelopes) in _outbox)
         {
             if (envelopes.Count == 0)
             {
+                continue;
+            }
+
+            if (_direct is not null)
+            {
+                SendDirect(node, uid, envelopes);
+                envelopes.Clear();
                 continue;
             }
 
@@ -329,6 +339,39 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             }
 
             envelopes.Clear();
+        }
+    }
+
+    /// <summary>
+    /// Sends through the group transport's own connection, in batches bounded like remoting's; through remoting to a
+    /// manager that announced no group port.
+    /// </summary>
+    private void SendDirect(string node, long uid, List<Envelope> envelopes)
+    {
+        var batch = new EnvelopeBatch();
+        var size = 0;
+        foreach (var envelope in envelopes)
+        {
+            var envelopeSize = envelope.CalculateSize();
+            if (size > 0 && size + envelopeSize > MaxBatchBytes)
+            {
+                SendDirect(node, uid, batch);
+                batch = new EnvelopeBatch();
+                size = 0;
+            }
+
+            batch.Envelopes.Add(envelope);
+            size += envelopeSize;
+        }
+
+        SendDirect(node, uid, batch);
+    }
+
+    private void SendDirect(string node, long uid, EnvelopeBatch batch)
+    {
+        if (!_direct!.Send(node, uid, batch))
+        {
+            Peer(node).Tell(batch.Envelopes.Count == 1 ? batch.Envelopes[0] : batch);
         }
     }
 

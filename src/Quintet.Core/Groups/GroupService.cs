@@ -75,9 +75,10 @@ public sealed class GroupService : IDisposable
             }
 
             var actor = _node.System.ActorOf(
-                Props.Create(() => new GroupActor(name, _options.Protocol, trace, lightTrace, handle)),
+                Props.Create(() => new GroupActor(name, _options.Protocol, trace, lightTrace, handle, _node.GroupTransport)),
                 GroupActor.ActorName(name));
             handle.Attach(actor);
+            _node.GroupTransport?.Register(name, actor);
             _groups[name] = handle;
             return handle;
         }
@@ -101,6 +102,7 @@ public sealed class GroupService : IDisposable
 
         // The actor's name is the group's: it must be gone before the group can be joined again.
         await handle.Actor.GracefulStop(TimeSpan.FromSeconds(10));
+        _node.GroupTransport?.Unregister(name, handle.Actor);
         lock (_gate)
         {
             _groups.Remove(name);
