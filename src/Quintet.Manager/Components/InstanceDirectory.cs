@@ -461,6 +461,13 @@ internal sealed partial class InstanceDirectory(
         {
             // Stopping.
         }
+        catch (GroupUnavailableException e)
+        {
+            // The managers group ended under the join: this incarnation is leaving or was removed, and its process ends.
+            // Failing the host for it would only bury the reason the process gives.
+            _member.TrySetException(e);
+            LogLeftBeforeView(logger, e.Message);
+        }
     }
 
     private void OnView(LightGroupMember member, LightGroupView view)
@@ -686,4 +693,7 @@ internal sealed partial class InstanceDirectory(
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Could not announce this manager in the instance directory")]
     private static partial void LogAnnounceFailed(ILogger logger, Exception exception);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Instance directory: not joined, since this manager is leaving the cluster ({Reason})")]
+    private static partial void LogLeftBeforeView(ILogger logger, string reason);
 }
