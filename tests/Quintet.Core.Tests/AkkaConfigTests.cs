@@ -34,6 +34,24 @@ public class AkkaConfigTests
     }
 
     [Theory]
+    [InlineData(2000, 3, 10)]
+    [InlineData(2000, 30, 37)]
+    [InlineData(500, 0, 5.5)]
+    [InlineData(100, 0, 5.1)]
+    public void A_failed_address_stays_closed_until_the_dead_manager_would_be_removed(int pauseMs, int stableAfterSeconds, double gateSeconds)
+    {
+        var options = new ClusterOptions
+        {
+            FailureDetector = new FailureDetectorOptions { AcceptableHeartbeatPause = TimeSpan.FromMilliseconds(pauseMs) },
+            Downing = new DowningOptions { StableAfter = TimeSpan.FromSeconds(stableAfterSeconds) },
+        };
+
+        var config = AkkaConfig.Build(options, [AkkaConfig.ManagerRole]);
+
+        Assert.Equal(TimeSpan.FromSeconds(gateSeconds), config.GetTimeSpan("akka.remote.retry-gate-closed-for"));
+    }
+
+    [Theory]
     [InlineData(3, 2)]
     [InlineData(4, 3)]
     [InlineData(5, 3)]

@@ -63,6 +63,42 @@ public class FailureTests(ITestOutputHelper output)
                 m => m.Address == paused.ClusterAddress && m.Uid == paused.Uid && m.State == ManagerState.Up);
         });
 
+    /// <summary>
+    /// A killed manager is restarted on the same address before the cluster has removed its former incarnation, 4 to
+    /// 4.6 s after the kill: it listens again about when Akka's default 5 s gate on the dead address would open while the
+    /// others still address the former incarnation (that lost every message between a peer and the new incarnation: it
+    /// never joined, or joined and was downed together with a healthy peer). The new incarnation
+    /// must join and stay reachable from every manager, and none of the others may be downed for it; each round checks
+    /// the view again once the failure detector has had the time to suspect a manager it never heard from.
+    /// </summary>
+    [Fact]
+    public Task Manager_restarted_before_its_former_incarnation_is_removed_joins_and_every_manager_stays_up() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            TimeSpan[] restartAfter = [TimeSpan.FromSeconds(4), TimeSpan.FromSeconds(4.3), TimeSpan.FromSeconds(4.6)];
+            for (var round = 0; round < restartAfter.Length; round++)
+            {
+                var victim = cluster.Managers[round % cluster.Managers.Count];
+                var others = cluster.Managers.Where(m => m != victim).Select(m => (Manager: m, m.Uid, m.ProcessId)).ToList();
+
+                await cluster.KillAsync(victim);
+                await Task.Delay(restartAfter[round]);
+                await cluster.RestartAsync(victim);
+                var rejoined = await cluster.WaitForViewAsync(cluster.Managers);
+                output.WriteLine($"round {round}: {victim.Name} restarted {restartAfter[round].TotalSeconds:F1} s after kill -9; one view of all three {rejoined.TotalMilliseconds:F0} ms later");
+
+                // A member never heard from is suspected about 4.5 s after it is Up (1 s for the first heartbeat,
+                // then the 2 s acceptable pause and the threshold): wait past that, then the view must still hold.
+                await Task.Delay(TimeSpan.FromSeconds(6));
+                await cluster.WaitForViewAsync(cluster.Managers);
+                foreach (var (manager, uid, processId) in others)
+                {
+                    Assert.True(manager.IsRunning, $"round {round}: {manager.Name} exited with code {manager.ExitCode} after {victim.Name} was restarted");
+                    Assert.Equal((uid, processId), (manager.Uid, manager.ProcessId));
+                }
+            }
+        });
+
     [Fact]
     public Task Stopped_manager_leaves_the_cluster_cleanly() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
