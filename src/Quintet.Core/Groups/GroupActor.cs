@@ -305,71 +305,34 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
                 continue;
             }
 
-            if (_direct is not null)
+            var batch = new EnvelopeBatch();
+            var size = 0;
+            foreach (var envelope in envelopes)
             {
-                SendDirect(node, uid, envelopes);
-                envelopes.Clear();
-                continue;
-            }
-
-            var peer = Peer(node);
-            if (envelopes.Count == 1)
-            {
-                peer.Tell(envelopes[0]);
-            }
-            else
-            {
-                var batch = new EnvelopeBatch();
-                var size = 0;
-                foreach (var envelope in envelopes)
+                var envelopeSize = envelope.CalculateSize();
+                if (size > 0 && size + envelopeSize > MaxBatchBytes)
                 {
-                    var envelopeSize = envelope.CalculateSize();
-                    if (size > 0 && size + envelopeSize > MaxBatchBytes)
-                    {
-                        peer.Tell(batch);
-                        batch = new EnvelopeBatch();
-                        size = 0;
-                    }
-
-                    batch.Envelopes.Add(envelope);
-                    size += envelopeSize;
+                    Deliver(node, uid, batch);
+                    batch = new EnvelopeBatch();
+                    size = 0;
                 }
 
-                peer.Tell(batch);
+                batch.Envelopes.Add(envelope);
+                size += envelopeSize;
             }
 
+            Deliver(node, uid, batch);
             envelopes.Clear();
         }
     }
 
     /// <summary>
-    /// Sends through the group transport's own connection, in batches bounded like remoting's; through remoting to a
-    /// manager that announced no group port.
+    /// Through the group transport's own connection when there is one; through remoting otherwise, and to a manager
+    /// that announced no group port.
     /// </summary>
-    private void SendDirect(string node, long uid, List<Envelope> envelopes)
+    private void Deliver(string node, long uid, EnvelopeBatch batch)
     {
-        var batch = new EnvelopeBatch();
-        var size = 0;
-        foreach (var envelope in envelopes)
-        {
-            var envelopeSize = envelope.CalculateSize();
-            if (size > 0 && size + envelopeSize > MaxBatchBytes)
-            {
-                SendDirect(node, uid, batch);
-                batch = new EnvelopeBatch();
-                size = 0;
-            }
-
-            batch.Envelopes.Add(envelope);
-            size += envelopeSize;
-        }
-
-        SendDirect(node, uid, batch);
-    }
-
-    private void SendDirect(string node, long uid, EnvelopeBatch batch)
-    {
-        if (!_direct!.Send(node, uid, batch))
+        if (_direct?.Send(node, uid, batch) != true)
         {
             Peer(node).Tell(batch.Envelopes.Count == 1 ? batch.Envelopes[0] : batch);
         }
