@@ -52,6 +52,26 @@ public class StartupSettingsTests
     }
 
     [Fact]
+    public void The_shared_structure_limits_are_read_and_checked()
+    {
+        var defaults = StartupSettings.Load(Config()).SharedStructures.ToLimits();
+        Assert.Equal((1_000_000, 256L * 1024 * 1024, 1024), (defaults.MaxEntries, defaults.MaxBytes, defaults.WatchBuffer));
+        var set = StartupSettings.Load(Config(
+            ("Quintet:SharedStructures:MaxEntries", "10"),
+            ("Quintet:SharedStructures:MaxBytes", "4096"),
+            ("Quintet:SharedStructures:WatchBuffer", "8"))).SharedStructures.ToLimits();
+        Assert.Equal((10, 4096L, 8), (set.MaxEntries, set.MaxBytes, set.WatchBuffer));
+
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:SharedStructures:MaxEntries", "0"),
+            ("Quintet:SharedStructures:MaxBytes", "-1"),
+            ("Quintet:SharedStructures:WatchBuffer", "0"))));
+        Assert.Equal(
+            ["Quintet:SharedStructures:MaxBytes: -1 is not a number of bytes", "Quintet:SharedStructures:MaxEntries: 0 is not a number of entries", "Quintet:SharedStructures:WatchBuffer: 0 is not a number of changes"],
+            error.Failures.Select(f => f[..f.IndexOf(';', StringComparison.Ordinal)]).Order(StringComparer.Ordinal));
+    }
+
+    [Fact]
     public void Misspelt_setting_is_reported_with_its_full_path()
     {
         var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(

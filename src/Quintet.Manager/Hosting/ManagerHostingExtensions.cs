@@ -88,6 +88,7 @@ public static class ManagerHostingExtensions
             return new Quintet.Runtime.Structures.SharedStructures(sp.GetRequiredService<Quintet.Core.Groups.GroupService>())
             {
                 Logger = sp.GetRequiredService<ILoggerFactory>().CreateLogger<Quintet.Runtime.Structures.SharedStructures>(),
+                Limits = settings.SharedStructures.ToLimits(),
                 Durability = new Quintet.Runtime.Replication.DurabilityOptions
                 {
                     Directory = Path.Combine(sp.GetRequiredService<Microsoft.Extensions.Options.IOptions<ManagerOptions>>().Value.DataDirectoryFor(node), "shared"),

@@ -22,9 +22,9 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         var parsed = DictionaryCommand.Parser.ParseFrom(command);
         var result = parsed.KindCase switch
         {
-            DictionaryCommand.KindOneofCase.Set => Put(parsed.Set.Key, parsed.Set.Value.ToByteArray()),
+            DictionaryCommand.KindOneofCase.Set => Put(parsed.Set.Key, parsed.Set.Value.ToByteArray(), LimitsFor(parsed.Limits)),
             DictionaryCommand.KindOneofCase.Remove => new DictionaryResult { Applied = Remove(parsed.Remove.Key) },
-            DictionaryCommand.KindOneofCase.CompareAndSet => CompareAndSet(parsed.CompareAndSet),
+            DictionaryCommand.KindOneofCase.CompareAndSet => CompareAndSet(parsed.CompareAndSet, LimitsFor(parsed.Limits)),
             _ => new DictionaryResult { Error = "unknown command" },
         };
         return result.ToByteArray();
@@ -55,18 +55,18 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         return parsed.Position;
     }
 
-    private DictionaryResult Put(string key, byte[] value)
+    private DictionaryResult Put(string key, byte[] value, (int MaxEntries, long MaxBytes) limits)
     {
         var previous = _entries.GetValueOrDefault(key);
         var bytes = _bytes - (previous is null ? 0 : Size(key, previous)) + Size(key, value);
-        if (previous is null && _entries.Count >= Limits.MaxEntries)
+        if (previous is null && _entries.Count >= limits.MaxEntries)
         {
-            return new DictionaryResult { Error = $"the dictionary holds {_entries.Count} entries, its limit (SharedStructureLimits.MaxEntries)" };
+            return new DictionaryResult { Error = $"the dictionary holds {_entries.Count} entries, its limit (SharedStructureLimits.MaxEntries of the writing manager)" };
         }
 
-        if (bytes > Limits.MaxBytes)
+        if (bytes > limits.MaxBytes)
         {
-            return new DictionaryResult { Error = $"the update would take the dictionary to {bytes} bytes, past its limit of {Limits.MaxBytes} (SharedStructureLimits.MaxBytes)" };
+            return new DictionaryResult { Error = $"the update would take the dictionary to {bytes} bytes, past its limit of {limits.MaxBytes} (SharedStructureLimits.MaxBytes of the writing manager)" };
         }
 
         _entries[key] = value;
@@ -95,7 +95,7 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         return true;
     }
 
-    private DictionaryResult CompareAndSet(DictionaryCompareAndSet cas)
+    private DictionaryResult CompareAndSet(DictionaryCompareAndSet cas, (int MaxEntries, long MaxBytes) limits)
     {
         var matches = _entries.TryGetValue(cas.Key, out var current)
             ? cas.HasExpected && cas.Expected.Span.SequenceEqual(current)
@@ -105,15 +105,15 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
             return new DictionaryResult { Applied = false };
         }
 
-        return cas.HasValue ? Put(cas.Key, cas.Value.ToByteArray()) : new DictionaryResult { Applied = Remove(cas.Key) };
+        return cas.HasValue ? Put(cas.Key, cas.Value.ToByteArray(), limits) : new DictionaryResult { Applied = Remove(cas.Key) };
     }
 
     private static long Size(string key, byte[] value) => (key.Length * 2L) + value.Length;
 }
 
 /// <summary>A shared dictionary as this manager serves it to its instances.</summary>
-internal sealed class SharedDictionary(string name, ReplicatedStateMachine<SharedDictionaryState> machine)
-    : SharedStructure<SharedDictionaryState, DictionaryChange>(name, machine), ISharedDictionary
+internal sealed class SharedDictionary(string name, ReplicatedStateMachine<SharedDictionaryState> machine, SharedStructureLimits limits)
+    : SharedStructure<SharedDictionaryState, DictionaryChange>(name, machine, limits), ISharedDictionary
 {
     public int Count => Machine.Read(s => s.Count);
 
@@ -138,7 +138,7 @@ internal sealed class SharedDictionary(string name, ReplicatedStateMachine<Share
     public async Task SetAsync(string key, ReadOnlyMemory<byte> value, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(key);
-        await ExecuteAsync(key, new DictionaryCommand { Set = new DictionarySet { Key = key, Value = ByteString.CopyFrom(value.Span) } }, cancellationToken);
+        await ExecuteAsync(key, new DictionaryCommand { Set = new DictionarySet { Key = key, Value = ByteString.CopyFrom(value.Span) }, Limits = Limits }, cancellationToken);
     }
 
     public Task<bool> RemoveAsync(string key, CancellationToken cancellationToken = default)
@@ -166,7 +166,7 @@ internal sealed class SharedDictionary(string name, ReplicatedStateMachine<Share
     }
 
     private Task<bool> CompareAndSetAsync(string key, DictionaryCompareAndSet cas, CancellationToken cancellationToken) =>
-        ExecuteAsync(key, new DictionaryCommand { CompareAndSet = cas }, cancellationToken);
+        ExecuteAsync(key, new DictionaryCommand { CompareAndSet = cas, Limits = Limits }, cancellationToken);
 
     private async Task<bool> ExecuteAsync(string key, DictionaryCommand command, CancellationToken cancellationToken)
     {

@@ -38,7 +38,7 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
         ReturnExpiredLeases();
         var result = parsed.KindCase switch
         {
-            QueueCommand.KindOneofCase.Enqueue => Enqueue(parsed.Enqueue.ToByteArray()),
+            QueueCommand.KindOneofCase.Enqueue => Enqueue(parsed.Enqueue.ToByteArray(), LimitsFor(parsed.Limits)),
             QueueCommand.KindOneofCase.Take => Take(parsed.Take.LeaseMs),
             QueueCommand.KindOneofCase.Acknowledge => new QueueResult { Applied = Acknowledge(parsed.Acknowledge) },
             QueueCommand.KindOneofCase.Release => new QueueResult { Applied = Release(parsed.Release) },
@@ -82,18 +82,18 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
         return parsed.Position;
     }
 
-    private QueueResult Enqueue(byte[] value)
+    private QueueResult Enqueue(byte[] value, (int MaxEntries, long MaxBytes) limits)
     {
         var count = _waiting.Count + _leases.Count;
-        if (count >= Limits.MaxEntries)
+        if (count >= limits.MaxEntries)
         {
-            return new QueueResult { Error = $"the queue holds {count} items, its limit (SharedStructureLimits.MaxEntries)" };
+            return new QueueResult { Error = $"the queue holds {count} items, its limit (SharedStructureLimits.MaxEntries of the writing manager)" };
         }
 
         var bytes = _bytes + value.Length;
-        if (bytes > Limits.MaxBytes)
+        if (bytes > limits.MaxBytes)
         {
-            return new QueueResult { Error = $"the item would take the queue to {bytes} bytes, past its limit of {Limits.MaxBytes} (SharedStructureLimits.MaxBytes)" };
+            return new QueueResult { Error = $"the item would take the queue to {bytes} bytes, past its limit of {limits.MaxBytes} (SharedStructureLimits.MaxBytes of the writing manager)" };
         }
 
         var item = new Item(++_nextItemId, value);
@@ -205,8 +205,8 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
 }
 
 /// <summary>A shared queue as this manager serves it to its instances.</summary>
-internal sealed class SharedQueue(string name, ReplicatedStateMachine<SharedQueueState> machine, TimeProvider time)
-    : SharedStructure<SharedQueueState, QueueChange>(name, machine), ISharedQueue
+internal sealed class SharedQueue(string name, ReplicatedStateMachine<SharedQueueState> machine, SharedStructureLimits limits, TimeProvider time)
+    : SharedStructure<SharedQueueState, QueueChange>(name, machine, limits), ISharedQueue
 {
     // A waiting taker asks again at least this often: a bound on the wait should a signal be missed or a lease be
     // judged due by a clock that runs behind this one.
@@ -225,7 +225,7 @@ internal sealed class SharedQueue(string name, ReplicatedStateMachine<SharedQueu
 
     public async Task<long> EnqueueAsync(ReadOnlyMemory<byte> item, CancellationToken cancellationToken = default)
     {
-        var result = await ExecuteAsync(new QueueCommand { Enqueue = ByteString.CopyFrom(item.Span) }, cancellationToken);
+        var result = await ExecuteAsync(new QueueCommand { Enqueue = ByteString.CopyFrom(item.Span), Limits = Limits }, cancellationToken);
         return result.Error.Length > 0 ? throw Refused("queue", new InvalidOperationException($"Shared queue '{Name}' refused the item: {result.Error}; nothing changed.")) : result.Item.Id;
     }
 

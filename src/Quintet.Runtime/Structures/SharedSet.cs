@@ -27,7 +27,7 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
         var parsed = SetCommand.Parser.ParseFrom(command);
         var result = parsed.KindCase switch
         {
-            SetCommand.KindOneofCase.Add => Add(parsed.Add),
+            SetCommand.KindOneofCase.Add => Add(parsed.Add, LimitsFor(parsed.Limits)),
             SetCommand.KindOneofCase.Remove => new SetResult { Applied = Remove(parsed.Remove) },
             _ => new SetResult { Error = "unknown command" },
         };
@@ -55,22 +55,22 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
         return parsed.Position;
     }
 
-    private SetResult Add(string member)
+    private SetResult Add(string member, (int MaxEntries, long MaxBytes) limits)
     {
         if (_members.Contains(member))
         {
             return new SetResult { Applied = false };
         }
 
-        if (_members.Count >= Limits.MaxEntries)
+        if (_members.Count >= limits.MaxEntries)
         {
-            return new SetResult { Error = $"the set holds {_members.Count} members, its limit (SharedStructureLimits.MaxEntries)" };
+            return new SetResult { Error = $"the set holds {_members.Count} members, its limit (SharedStructureLimits.MaxEntries of the writing manager)" };
         }
 
         var bytes = _bytes + Size(member);
-        if (bytes > Limits.MaxBytes)
+        if (bytes > limits.MaxBytes)
         {
-            return new SetResult { Error = $"the member would take the set to {bytes} bytes, past its limit of {Limits.MaxBytes} (SharedStructureLimits.MaxBytes)" };
+            return new SetResult { Error = $"the member would take the set to {bytes} bytes, past its limit of {limits.MaxBytes} (SharedStructureLimits.MaxBytes of the writing manager)" };
         }
 
         _members.Add(member);
@@ -103,8 +103,8 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
 }
 
 /// <summary>A shared set as this manager serves it to its instances.</summary>
-internal sealed class SharedSet(string name, ReplicatedStateMachine<SharedSetState> machine)
-    : SharedStructure<SharedSetState, SetChange>(name, machine), ISharedSet
+internal sealed class SharedSet(string name, ReplicatedStateMachine<SharedSetState> machine, SharedStructureLimits limits)
+    : SharedStructure<SharedSetState, SetChange>(name, machine, limits), ISharedSet
 {
     public int Count => Machine.Read(s => s.Count);
 
@@ -126,7 +126,7 @@ internal sealed class SharedSet(string name, ReplicatedStateMachine<SharedSetSta
     public Task<bool> AddAsync(string member, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(member);
-        return ExecuteAsync(member, new SetCommand { Add = member }, cancellationToken);
+        return ExecuteAsync(member, new SetCommand { Add = member, Limits = Limits }, cancellationToken);
     }
 
     public Task<bool> RemoveAsync(string member, CancellationToken cancellationToken = default)

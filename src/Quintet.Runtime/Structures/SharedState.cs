@@ -1,9 +1,14 @@
 using Quintet.Components;
 using Quintet.Runtime.Replication;
+using Quintet.Runtime.Wire;
 
 namespace Quintet.Runtime.Structures;
 
-/// <summary>Limits of the shared structures' replicas (each structure has its own).</summary>
+/// <summary>
+/// Limits of the shared structures this manager opens (each structure counts against them alone). A write is held to
+/// the limits of the manager whose instance made it, at every replica: managers configured differently never disagree
+/// on whether a write applies, and a manager that raises its limits may grow a structure past another's.
+/// </summary>
 public sealed class SharedStructureLimits
 {
     /// <summary>Most entries (dictionary entries, set members, queue items). <value>Default: 1 000 000.</value></summary>
@@ -33,6 +38,15 @@ internal abstract class SharedState<TChange>(string structure, SharedStructureLi
     where TChange : class
 {
     protected SharedStructureLimits Limits { get; } = limits;
+
+    /// <summary>
+    /// The limits a growing command is held to: the ones it carries (those of the manager that issued it), else this
+    /// replica's. Every replica applies the same command to the same state, so with the carried limits all decide
+    /// alike even when their managers are configured differently; with their own, one replica could refuse a write
+    /// that the others applied, and the replicas would differ from then on.
+    /// </summary>
+    protected (int MaxEntries, long MaxBytes) LimitsFor(WriteLimits? carried) =>
+        carried is { MaxEntries: > 0, MaxBytes: > 0 } ? (carried.MaxEntries, carried.MaxBytes) : (Limits.MaxEntries, Limits.MaxBytes);
 
     /// <summary>The position in the order of the last command applied.</summary>
     public long Position { get; private set; }
@@ -66,11 +80,14 @@ internal abstract class SharedState<TChange>(string structure, SharedStructureLi
 }
 
 /// <summary>A shared structure as this manager serves it to its instances: its replica, and what all kinds do alike.</summary>
-internal abstract class SharedStructure<TState, TChange>(string name, ReplicatedStateMachine<TState> machine) : IAsyncDisposable
+internal abstract class SharedStructure<TState, TChange>(string name, ReplicatedStateMachine<TState> machine, SharedStructureLimits limits) : IAsyncDisposable
     where TState : SharedState<TChange>
     where TChange : class
 {
     protected ReplicatedStateMachine<TState> Machine => machine;
+
+    /// <summary>This manager's limits, as growing commands carry them (read only by serialization, so shared by all).</summary>
+    protected WriteLimits Limits { get; } = new() { MaxEntries = limits.MaxEntries, MaxBytes = limits.MaxBytes };
 
     public string Name => name;
 

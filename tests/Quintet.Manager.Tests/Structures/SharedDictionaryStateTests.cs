@@ -80,6 +80,29 @@ public class SharedDictionaryStateTests
     }
 
     [Fact]
+    public void The_limits_a_command_carries_decide_at_every_replica_whatever_its_own()
+    {
+        var tight = new SharedDictionaryState("d", new SharedStructureLimits { MaxEntries = 1, MaxBytes = 100 });
+        var roomy = new SharedDictionaryState("d", new SharedStructureLimits { MaxEntries = 10, MaxBytes = 1000 });
+        var writersLimits = new WriteLimits { MaxEntries = 3, MaxBytes = 1000 };
+        foreach (var key in new[] { "a", "b", "c", "d" })
+        {
+            var command = Set(key, "1");
+            command.Limits = writersLimits;
+            var atTight = Run(tight, command);
+            Assert.Equal(atTight, Run(roomy, command));
+            Assert.Equal(key != "d", atTight.Applied);
+        }
+
+        Assert.Equal(3, tight.Count);
+        Assert.Equal(3, roomy.Count);
+        var cas = Cas("d", null, "1");
+        cas.Limits = writersLimits;
+        Assert.Contains("MaxEntries", Run(tight, cas).Error, StringComparison.Ordinal);
+        Assert.Equal(3, tight.Count);
+    }
+
+    [Fact]
     public async Task Changes_come_in_order_with_their_positions_and_only_when_something_changed()
     {
         var state = new SharedDictionaryState("d", new SharedStructureLimits());
