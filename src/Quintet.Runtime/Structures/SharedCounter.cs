@@ -70,8 +70,8 @@ internal sealed class SharedCounterState(string name, SharedStructureLimits limi
 }
 
 /// <summary>A shared counter as this manager serves it to its instances.</summary>
-internal sealed class SharedCounter(string name, ReplicatedStateMachine<SharedCounterState> machine, SharedStructureLimits limits)
-    : SharedStructure<SharedCounterState, CounterChange>(name, machine, limits), ISharedCounter
+internal sealed class SharedCounter(string name, ReplicatedStateMachine<SharedCounterState> machine)
+    : SharedStructure<SharedCounterState, CounterChange>(name, machine), ISharedCounter
 {
     public long Value => Machine.Read(s => s.Value);
 

@@ -112,8 +112,8 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
 }
 
 /// <summary>A shared dictionary as this manager serves it to its instances.</summary>
-internal sealed class SharedDictionary(string name, ReplicatedStateMachine<SharedDictionaryState> machine, SharedStructureLimits limits)
-    : SharedStructure<SharedDictionaryState, DictionaryChange>(name, machine, limits), ISharedDictionary
+internal sealed class SharedDictionary(string name, ReplicatedStateMachine<SharedDictionaryState> machine)
+    : SharedStructure<SharedDictionaryState, DictionaryChange>(name, machine), ISharedDictionary
 {
     public int Count => Machine.Read(s => s.Count);
 

@@ -205,8 +205,8 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
 }
 
 /// <summary>A shared queue as this manager serves it to its instances.</summary>
-internal sealed class SharedQueue(string name, ReplicatedStateMachine<SharedQueueState> machine, SharedStructureLimits limits, TimeProvider time)
-    : SharedStructure<SharedQueueState, QueueChange>(name, machine, limits), ISharedQueue
+internal sealed class SharedQueue(string name, ReplicatedStateMachine<SharedQueueState> machine, TimeProvider time)
+    : SharedStructure<SharedQueueState, QueueChange>(name, machine), ISharedQueue
 {
     // A waiting taker asks again at least this often: a bound on the wait should a signal be missed or a lease be
     // judged due by a clock that runs behind this one.

@@ -103,8 +103,8 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
 }
 
 /// <summary>A shared set as this manager serves it to its instances.</summary>
-internal sealed class SharedSet(string name, ReplicatedStateMachine<SharedSetState> machine, SharedStructureLimits limits)
-    : SharedStructure<SharedSetState, SetChange>(name, machine, limits), ISharedSet
+internal sealed class SharedSet(string name, ReplicatedStateMachine<SharedSetState> machine)
+    : SharedStructure<SharedSetState, SetChange>(name, machine), ISharedSet
 {
     public int Count => Machine.Read(s => s.Count);
 

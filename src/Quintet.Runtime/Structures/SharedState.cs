@@ -39,6 +39,9 @@ internal abstract class SharedState<TChange>(string structure, SharedStructureLi
 {
     protected SharedStructureLimits Limits { get; } = limits;
 
+    /// <summary>This replica's limits as the commands it issues carry them (read only by serialization, so shared by all).</summary>
+    public WriteLimits OwnWriteLimits { get; } = new() { MaxEntries = limits.MaxEntries, MaxBytes = limits.MaxBytes };
+
     /// <summary>
     /// The limits a growing command is held to: the ones it carries (those of the manager that issued it), else this
     /// replica's. Every replica applies the same command to the same state, so with the carried limits all decide
@@ -80,14 +83,14 @@ internal abstract class SharedState<TChange>(string structure, SharedStructureLi
 }
 
 /// <summary>A shared structure as this manager serves it to its instances: its replica, and what all kinds do alike.</summary>
-internal abstract class SharedStructure<TState, TChange>(string name, ReplicatedStateMachine<TState> machine, SharedStructureLimits limits) : IAsyncDisposable
+internal abstract class SharedStructure<TState, TChange>(string name, ReplicatedStateMachine<TState> machine) : IAsyncDisposable
     where TState : SharedState<TChange>
     where TChange : class
 {
     protected ReplicatedStateMachine<TState> Machine => machine;
 
-    /// <summary>This manager's limits, as growing commands carry them (read only by serialization, so shared by all).</summary>
-    protected WriteLimits Limits { get; } = new() { MaxEntries = limits.MaxEntries, MaxBytes = limits.MaxBytes };
+    /// <summary>The limits the commands that grow the structure carry: this manager's, read once from its replica.</summary>
+    protected WriteLimits Limits { get; } = machine.Read(s => s.OwnWriteLimits);
 
     public string Name => name;
 

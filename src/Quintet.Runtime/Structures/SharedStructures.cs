@@ -48,19 +48,19 @@ public sealed partial class SharedStructures(GroupService groups) : ISharedStruc
 
     /// <inheritdoc />
     public Task<ISharedDictionary> DictionaryAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedDictionary, SharedDictionaryState>("dict/", name, options, () => new SharedDictionaryState(name, Limits), m => new SharedDictionary(name, m, Limits), cancellationToken);
+        OpenAsync<ISharedDictionary, SharedDictionaryState>("dict/", name, options, () => new SharedDictionaryState(name, Limits), m => new SharedDictionary(name, m), cancellationToken);
 
     /// <inheritdoc />
     public Task<ISharedSet> SetAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedSet, SharedSetState>("set/", name, options, () => new SharedSetState(name, Limits), m => new SharedSet(name, m, Limits), cancellationToken);
+        OpenAsync<ISharedSet, SharedSetState>("set/", name, options, () => new SharedSetState(name, Limits), m => new SharedSet(name, m), cancellationToken);
 
     /// <inheritdoc />
     public Task<ISharedQueue> QueueAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedQueue, SharedQueueState>("queue/", name, options, () => new SharedQueueState(name, Limits), m => new SharedQueue(name, m, Limits, Time), cancellationToken);
+        OpenAsync<ISharedQueue, SharedQueueState>("queue/", name, options, () => new SharedQueueState(name, Limits), m => new SharedQueue(name, m, Time), cancellationToken);
 
     /// <inheritdoc />
     public Task<ISharedCounter> CounterAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
-        OpenAsync<ISharedCounter, SharedCounterState>("counter/", name, options, () => new SharedCounterState(name, Limits), m => new SharedCounter(name, m, Limits), cancellationToken);
+        OpenAsync<ISharedCounter, SharedCounterState>("counter/", name, options, () => new SharedCounterState(name, Limits), m => new SharedCounter(name, m), cancellationToken);
 
     private static readonly SharedStructureOptions InMemory = new();
     private static readonly SharedStructureOptions DurableMode = new() { Durable = true };
