@@ -110,58 +110,61 @@ internal sealed partial class DurableReplication : IDisposable
         _log.Snapshot(position, snapshot);
     }
 
-    /// <summary>Completes <paramref name="done"/> with <paramref name="result"/> once a majority holds <paramref name="position"/> on disk.</summary>
-    public void AwaitDurable(long position, TaskCompletionSource<byte[]> done, byte[] result)
+    /// <summary>
+    /// Holds <paramref name="done"/> until a majority holds <paramref name="position"/> on disk (<see cref="OnDurable"/>
+    /// hands it back then); returns true, holding nothing, when one already does.
+    /// </summary>
+    public bool AwaitDurable(long position, TaskCompletionSource<byte[]> done, byte[] result)
     {
         lock (_gate)
         {
             if (position <= _committed)
             {
-                done.TrySetResult(result);
-                return;
+                return true;
             }
 
             _awaiting.Enqueue((position, done, result));
+            return false;
         }
     }
 
-    /// <summary>A replica reported the commands up to <paramref name="position"/> on its disk.</summary>
-    public void OnDurable(string replica, long position)
+    /// <summary>
+    /// A replica reported the commands up to <paramref name="position"/> on its disk. Returns the callers whose
+    /// commands a majority now holds, for the machine to resume.
+    /// </summary>
+    public List<CallerResumption> OnDurable(string replica, long position)
     {
-        List<(TaskCompletionSource<byte[]> Done, byte[] Result)>? ready = null;
+        List<CallerResumption> ready = [];
         lock (_gate)
         {
             Learn(replica);
             if (_durableBy.TryGetValue(replica, out var known) && known >= position)
             {
-                return;
+                return ready;
             }
 
             _durableBy[replica] = position;
             var majority = (Planned() / 2) + 1;
             if (_durableBy.Count < majority)
             {
-                return;
+                return ready;
             }
 
             var committed = _durableBy.Values.OrderDescending().ElementAt(majority - 1);
             if (committed <= _committed)
             {
-                return;
+                return ready;
             }
 
             _committed = committed;
             while (_awaiting.TryPeek(out var head) && head.Position <= committed)
             {
                 _awaiting.Dequeue();
-                (ready ??= []).Add((head.Done, head.Result));
+                ready.Add(CallerResumption.Succeeded(head.Done, head.Result));
             }
         }
 
-        foreach (var (done, result) in ready ?? [])
-        {
-            done.TrySetResult(result);
-        }
+        return ready;
     }
 
     /// <summary>A view was installed: statuses of the previous view no longer count.</summary>
@@ -246,7 +249,7 @@ internal sealed partial class DurableReplication : IDisposable
 
     private void OnFsync(long position)
     {
-        OnDurable(_options.ReplicaName, position);
+        CallerResumptions.Schedule(OnDurable(_options.ReplicaName, position));
         Fsynced?.Invoke(position);
     }
 

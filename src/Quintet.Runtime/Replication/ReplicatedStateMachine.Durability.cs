@@ -112,9 +112,8 @@ public sealed partial class ReplicatedStateMachine<TState>
             _durable.Snapshot(_position, _state.CaptureSnapshot());
         }
 
-        if (waiting is not null)
+        if (waiting is not null && !_durable.AwaitDurable(_position, waiting, result))
         {
-            _durable.AwaitDurable(_position, waiting, result);
             waiting = null;
         }
     }

@@ -30,7 +30,8 @@ public sealed partial class ReplicatedStateMachine<TState>
     public async Task<byte[]> ExecuteAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken = default)
     {
         var request = Interlocked.Increment(ref _nextRequest);
-        var done = new TaskCompletionSource<byte[]>(TaskCreationOptions.RunContinuationsAsynchronously);
+        // Completed only through CallerResumptions: continuations inline, on a work item shared with other callers.
+        var done = new TaskCompletionSource<byte[]>();
         lock (_gate)
         {
             _pending[request] = done;
@@ -101,7 +102,7 @@ public sealed partial class ReplicatedStateMachine<TState>
                     {
                         // Its caller stopped waiting, or was told the replica lost its membership, before it went out:
                         // it is never applied.
-                        next.Done.TrySetCanceled(next.Cancellation);
+                        CallerResumptions.Schedule(CallerResumption.Cancelled(next.Done, next.Cancellation));
                         continue;
                     }
 
@@ -152,10 +153,7 @@ public sealed partial class ReplicatedStateMachine<TState>
 
                 var failure = e as GroupUnavailableException
                     ?? new GroupUnavailableException($"The replica of '{Name}' was disposed before the command went out; it was not applied.");
-                foreach (var waiting in batch)
-                {
-                    waiting.Done.TrySetException(failure);
-                }
+                CallerResumptions.Schedule([.. batch.Select(waiting => CallerResumption.Failed(waiting.Done, failure))]);
             }
         }
     }

@@ -60,6 +60,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     private readonly SnapshotServer _server;
     private readonly SnapshotReceiver _receiver;
     private readonly Dictionary<long, TaskCompletionSource<byte[]>> _pending = [];
+    private readonly CallerResumptions _resumptions = new();
     private readonly HashSet<string> _synced = new(StringComparer.Ordinal);
     private readonly List<(long ViewId, RsmCommand? Command, LightGroupView? View)> _buffered = [];
     private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -241,6 +242,8 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
                         OnRejoining();
                         break;
                 }
+
+                _resumptions.Flush();
             }
         }
         catch (OperationCanceledException) when (_stop.IsCancellationRequested)
@@ -359,7 +362,11 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
 
                 break;
             case RsmMessage.KindOneofCase.Durable:
-                _durable?.OnDurable(message.Durable.Replica, message.Durable.Position);
+                foreach (var resumption in _durable?.OnDurable(message.Durable.Replica, message.Durable.Position) ?? [])
+                {
+                    _resumptions.Add(resumption);
+                }
+
                 break;
             case RsmMessage.KindOneofCase.Status:
                 OnStatus(sender, message.Status);
@@ -514,7 +521,10 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
             Applied?.Invoke(command.Body.Memory, result);
         }
 
-        waiting?.TrySetResult(result);
+        if (waiting is not null)
+        {
+            _resumptions.Add(CallerResumption.Succeeded(waiting, result));
+        }
     }
 
     private void OnRejoining()
@@ -534,9 +544,10 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
 
         ResumeSendingAfterRejoin();
 
+        var failure = new GroupUnavailableException($"The replica of '{Name}' lost its membership before the command was applied; it may or may not have been.");
         foreach (var waiting in failed)
         {
-            waiting.TrySetException(new GroupUnavailableException($"The replica of '{Name}' lost its membership before the command was applied; it may or may not have been."));
+            _resumptions.Add(CallerResumption.Failed(waiting, failure));
         }
     }
 
