@@ -230,20 +230,26 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
             OnView(_member.FirstView!);
             await foreach (var groupEvent in _member.Events.ReadAllAsync(_stop.Token))
             {
-                switch (groupEvent)
+                try
                 {
-                    case LightViewInstalled { View: var view }:
-                        OnView(view);
-                        break;
-                    case LightMessageDelivered { Delivery: var delivery }:
-                        OnMessage(delivery.Sender, RsmMessage.Parser.ParseFrom(delivery.Payload.Span));
-                        break;
-                    case LightMemberRejoining:
-                        OnRejoining();
-                        break;
+                    switch (groupEvent)
+                    {
+                        case LightViewInstalled { View: var view }:
+                            OnView(view);
+                            break;
+                        case LightMessageDelivered { Delivery: var delivery }:
+                            OnMessage(delivery.Sender, RsmMessage.Parser.ParseFrom(delivery.Payload.Span));
+                            break;
+                        case LightMemberRejoining:
+                            OnRejoining();
+                            break;
+                    }
                 }
-
-                _resumptions.Flush();
+                finally
+                {
+                    // Also when the event failed: the callers already decided must not wait for ever.
+                    _resumptions.Flush();
+                }
             }
         }
         catch (OperationCanceledException) when (_stop.IsCancellationRequested)
@@ -544,10 +550,9 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
 
         ResumeSendingAfterRejoin();
 
-        var failure = new GroupUnavailableException($"The replica of '{Name}' lost its membership before the command was applied; it may or may not have been.");
         foreach (var waiting in failed)
         {
-            _resumptions.Add(CallerResumption.Failed(waiting, failure));
+            _resumptions.Add(CallerResumption.Failed(waiting, new GroupUnavailableException($"The replica of '{Name}' lost its membership before the command was applied; it may or may not have been.")));
         }
     }
 
