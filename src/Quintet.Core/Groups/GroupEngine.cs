@@ -79,6 +79,9 @@ internal sealed partial class GroupEngine
     /// <summary>Payload bytes of this member's own messages that are not yet stable: the sender's outstanding credit.</summary>
     public long UnstableOwnBytes => _rank >= 0 ? _streams[_rank].HeldBytes : 0;
 
+    /// <summary>Total-order positions whose message this member has not delivered yet, or whose record it keeps anyway.</summary>
+    internal int OrderSlotsHeld => _order.Count;
+
     /// <summary>Payload bytes held for all senders.</summary>
     public long HeldBytes => _streams.Sum(s => s.HeldBytes);
 
@@ -633,6 +636,8 @@ internal sealed partial class GroupEngine
             }
         }
         while (progress);
+
+        _order.ForgetDelivered();
     }
 
     private void DeliverEntry(int rank, long seq, DataBody data)

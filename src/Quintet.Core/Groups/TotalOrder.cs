@@ -11,11 +11,17 @@ internal sealed class TotalOrder
     private readonly Dictionary<long, Slot> _byPosition = [];
     private readonly Dictionary<(int Rank, long Index), long> _byMessage = [];
 
+    // Every position below this one is forgotten.
+    private long _oldestHeld = 1;
+
     /// <summary>The next global position to deliver, from 1.</summary>
     public long NextToDeliver { get; set; } = 1;
 
     /// <summary>One more than the highest position assigned so far.</summary>
     public long NextToAssign { get; private set; } = 1;
+
+    /// <summary>Positions held: assigned and not forgotten.</summary>
+    public int Count => _byPosition.Count;
 
     /// <summary>Applies an order record found at <paramref name="recordSeq"/> in the sequencer's stream.</summary>
     public void Apply(OrderBody record, long recordSeq)
@@ -44,23 +50,30 @@ internal sealed class TotalOrder
     /// <summary>Forgets every assignment at or after <paramref name="position"/> (the flush's tail replaces them).</summary>
     public void TruncateFrom(long position)
     {
-        foreach (var p in _byPosition.Keys.Where(p => p >= position).ToList())
+        for (var p = Math.Max(position, _oldestHeld); p < NextToAssign; p++)
         {
-            var slot = _byPosition[p];
-            _byPosition.Remove(p);
-            _byMessage.Remove((slot.Rank, slot.Index));
+            Forget(p);
         }
 
         NextToAssign = position;
     }
 
-    /// <summary>Forgets delivered positions below <paramref name="position"/>: memory stays bounded.</summary>
-    public void ForgetDeliveredBefore(long position)
+    /// <summary>
+    /// Forgets the positions below <see cref="NextToDeliver"/>: nothing reads them again, and a view can live for days
+    /// under load, so keeping them would grow without bound.
+    /// </summary>
+    public void ForgetDelivered()
     {
-        foreach (var p in _byPosition.Keys.Where(p => p < position).ToList())
+        for (; _oldestHeld < NextToDeliver; _oldestHeld++)
         {
-            var slot = _byPosition[p];
-            _byPosition.Remove(p);
+            Forget(_oldestHeld);
+        }
+    }
+
+    private void Forget(long position)
+    {
+        if (_byPosition.Remove(position, out var slot))
+        {
             _byMessage.Remove((slot.Rank, slot.Index));
         }
     }
