@@ -137,4 +137,16 @@ public sealed class StoreCounters
     /// <summary>Fsyncs of those logs (group commits).</summary>
     [ProtoMember(7)]
     public long DurableSyncs { get; set; }
+
+    /// <summary>Garbage collections of generation 0 (which include those of 1 and 2) in the manager process.</summary>
+    [ProtoMember(8)]
+    public long Collections { get; set; }
+
+    /// <summary>The manager process's time paused for garbage collection, in milliseconds.</summary>
+    [ProtoMember(9)]
+    public double GcPauseMilliseconds { get; set; }
+
+    /// <summary>Bytes the manager process has allocated.</summary>
+    [ProtoMember(10)]
+    public long AllocatedBytes { get; set; }
 }

@@ -94,7 +94,8 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
     {
         var (writes, commits, published) = StoreCounterListener.Read();
         var (durableWrites, durableSyncs) = StoreCounterListener.ReadDurable();
-        return Task.FromResult(new StoreCounters { Manager = Context.Manager, Writes = writes, Commits = commits, Published = published, StoreType = Context.Checkpoints.GetType().FullName ?? "?", DurableWrites = durableWrites, DurableSyncs = durableSyncs });
+        return Task.FromResult(new StoreCounters { Manager = Context.Manager, Writes = writes, Commits = commits, Published = published, StoreType = Context.Checkpoints.GetType().FullName ?? "?", DurableWrites = durableWrites, DurableSyncs = durableSyncs,
+            Collections = GC.CollectionCount(0), GcPauseMilliseconds = GC.GetTotalPauseDuration().TotalMilliseconds, AllocatedBytes = GC.GetTotalAllocatedBytes() });
     }
 
     private BenchReply Reply() => new() { Manager = Context.Manager };

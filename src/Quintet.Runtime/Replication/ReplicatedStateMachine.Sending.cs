@@ -27,7 +27,17 @@ public sealed partial class ReplicatedStateMachine<TState>
     /// </summary>
     /// <exception cref="GroupUnavailableException">This replica lost its membership, or was disposed, before the command was applied; it may or may not have been.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled: the command may or may not be applied (never, if it had not gone out yet).</exception>
-    public async Task<byte[]> ExecuteAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken = default)
+    public Task<byte[]> ExecuteAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken = default) =>
+        ExecuteBytesAsync(ByteString.CopyFrom(command.Span), cancellationToken);
+
+    /// <summary>
+    /// <see cref="ExecuteAsync(ReadOnlyMemory{byte}, CancellationToken)"/> for a command already in immutable bytes (the
+    /// shared structures serialize theirs straight into one), so that it is not copied once more.
+    /// </summary>
+    internal Task<byte[]> ExecuteMessageAsync(IMessage command, CancellationToken cancellationToken) =>
+        ExecuteBytesAsync(WireBytes.ToByteString(command), cancellationToken);
+
+    private async Task<byte[]> ExecuteBytesAsync(ByteString command, CancellationToken cancellationToken)
     {
         var request = Interlocked.Increment(ref _nextRequest);
         // Completed only through CallerResumptions: continuations inline, on a work item shared with other callers.
@@ -42,7 +52,7 @@ public sealed partial class ReplicatedStateMachine<TState>
             bool start;
             lock (_sendGate)
             {
-                _waiting.Enqueue(new WaitingCommand(new RsmCommand { Request = request, Body = ByteString.CopyFrom(command.Span) }, done, cancellationToken));
+                _waiting.Enqueue(new WaitingCommand(new RsmCommand { Request = request, Body = command }, done, cancellationToken));
                 start = TryStartSending();
             }
 
@@ -125,7 +135,7 @@ public sealed partial class ReplicatedStateMachine<TState>
                 _inFlight++;
             }
 
-            var origin = _member.Self.ToString();
+            var origin = OwnOrigin;
             RsmMessage message;
             if (batch.Count == 1)
             {
@@ -141,7 +151,7 @@ public sealed partial class ReplicatedStateMachine<TState>
 
             try
             {
-                await _member.MulticastAsync(message.ToByteArray(), MessageOrdering.Total, cancellationToken: _stop.Token);
+                await _member.MulticastAsync(WireBytes.ToArray(message), MessageOrdering.Total, cancellationToken: _stop.Token);
                 Interlocked.Increment(ref _messagesSent);
             }
             catch (Exception e) when (e is GroupUnavailableException or OperationCanceledException or ObjectDisposedException)
@@ -161,7 +171,7 @@ public sealed partial class ReplicatedStateMachine<TState>
     /// <summary>A message this replica sent is delivered: the next batch may go out.</summary>
     private void OnOwnMessageDelivered(string origin)
     {
-        if (origin != _member.Self.ToString())
+        if (origin != OwnOrigin)
         {
             return;
         }

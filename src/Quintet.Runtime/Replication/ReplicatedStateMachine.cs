@@ -66,6 +66,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly CancellationTokenSource _stop = new();
     private readonly DurableReplication? _durable;
+    private SelfName? _selfName;
     private LightGroupView? _view;
     private long _position;
     private bool _isSynced;
@@ -503,6 +504,26 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
+    /// <summary>
+    /// This replica's member id as commands carry it (their origin), formatted once per membership rather than once per
+    /// command that every replica applies.
+    /// </summary>
+    private string OwnOrigin
+    {
+        get
+        {
+            var self = _member.Self;
+            var cached = Volatile.Read(ref _selfName);
+            if (cached is null || cached.Id != self)
+            {
+                cached = new SelfName(self, self.ToString());
+                Volatile.Write(ref _selfName, cached);
+            }
+
+            return cached.Text;
+        }
+    }
+
     private void Apply(RsmCommand command)
     {
         byte[] result;
@@ -511,7 +532,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         {
             _position++;
             result = command.Body.IsEmpty ? [] : _state.Apply(command.Body.Span);
-            if (command.Origin == _member.Self.ToString())
+            if (command.Origin == OwnOrigin)
             {
                 _pending.TryGetValue(command.Request, out waiting);
             }
@@ -576,4 +597,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         _durable?.Dispose();
         _stop.Dispose();
     }
+
+    /// <summary>A member id and its text, replaced together when the replica rejoins under a new id.</summary>
+    private sealed record SelfName(LightMemberId Id, string Text);
 }

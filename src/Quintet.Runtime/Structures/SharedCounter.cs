@@ -19,7 +19,7 @@ internal sealed class SharedCounterState(string name, SharedStructureLimits limi
             CounterCommand.KindOneofCase.CompareAndSet => CompareAndSet(parsed.CompareAndSet),
             _ => new CounterResult { Error = "unknown command", Value = Value },
         };
-        return result.ToByteArray();
+        return WireBytes.ToArray(result);
     }
 
     public override byte[] TakeSnapshot() => new CounterSnapshot { Value = Value, Position = Position }.ToByteArray();
@@ -91,5 +91,5 @@ internal sealed class SharedCounter(string name, ReplicatedStateMachine<SharedCo
         (await ExecuteAsync(new CounterCommand { CompareAndSet = new CounterCompareAndSet { Expected = expected, Value = value } }, cancellationToken)).Applied;
 
     private async Task<CounterResult> ExecuteAsync(CounterCommand command, CancellationToken cancellationToken) =>
-        CounterResult.Parser.ParseFrom(await Machine.ExecuteAsync(command.ToByteArray(), cancellationToken));
+        CounterResult.Parser.ParseFrom((await Machine.ExecuteMessageAsync(command, cancellationToken)).AsSpan());
 }

@@ -27,7 +27,7 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
             DictionaryCommand.KindOneofCase.CompareAndSet => CompareAndSet(parsed.CompareAndSet, LimitsFor(parsed.Limits)),
             _ => new DictionaryResult { Error = "unknown command" },
         };
-        return result.ToByteArray();
+        return WireBytes.ToArray(result);
     }
 
     public override byte[] TakeSnapshot()
@@ -170,7 +170,7 @@ internal sealed class SharedDictionary(string name, ReplicatedStateMachine<Share
 
     private async Task<bool> ExecuteAsync(string key, DictionaryCommand command, CancellationToken cancellationToken)
     {
-        var result = DictionaryResult.Parser.ParseFrom(await Machine.ExecuteAsync(command.ToByteArray(), cancellationToken));
+        var result = DictionaryResult.Parser.ParseFrom((await Machine.ExecuteMessageAsync(command, cancellationToken)).AsSpan());
         return result.Error.Length > 0 ? throw Refused("dictionary", new InvalidOperationException($"Shared dictionary '{Name}' refused to set '{key}': {result.Error}; nothing changed.")) : result.Applied;
     }
 }

@@ -44,7 +44,7 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
             QueueCommand.KindOneofCase.Release => new QueueResult { Applied = Release(parsed.Release) },
             _ => new QueueResult { Error = "unknown command" },
         };
-        return result.ToByteArray();
+        return WireBytes.ToArray(result);
     }
 
     public override byte[] TakeSnapshot()
@@ -295,6 +295,6 @@ internal sealed class SharedQueue(string name, ReplicatedStateMachine<SharedQueu
     private async Task<QueueResult> ExecuteAsync(QueueCommand command, CancellationToken cancellationToken)
     {
         command.NowUnixMs = time.GetUtcNow().ToUnixTimeMilliseconds();
-        return QueueResult.Parser.ParseFrom(await Machine.ExecuteAsync(command.ToByteArray(), cancellationToken));
+        return QueueResult.Parser.ParseFrom((await Machine.ExecuteMessageAsync(command, cancellationToken)).AsSpan());
     }
 }

@@ -31,7 +31,7 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
             SetCommand.KindOneofCase.Remove => new SetResult { Applied = Remove(parsed.Remove) },
             _ => new SetResult { Error = "unknown command" },
         };
-        return result.ToByteArray();
+        return WireBytes.ToArray(result);
     }
 
     public override byte[] TakeSnapshot()
@@ -137,7 +137,7 @@ internal sealed class SharedSet(string name, ReplicatedStateMachine<SharedSetSta
 
     private async Task<bool> ExecuteAsync(string member, SetCommand command, CancellationToken cancellationToken)
     {
-        var result = SetResult.Parser.ParseFrom(await Machine.ExecuteAsync(command.ToByteArray(), cancellationToken));
+        var result = SetResult.Parser.ParseFrom((await Machine.ExecuteMessageAsync(command, cancellationToken)).AsSpan());
         return result.Error.Length > 0 ? throw Refused("set", new InvalidOperationException($"Shared set '{Name}' refused to add '{member}': {result.Error}; nothing changed.")) : result.Applied;
     }
 }

@@ -67,6 +67,37 @@ public sealed class DirectGroupTransportTests : IAsyncLifetime
     }
 
     [Fact]
+    public async Task Frames_larger_than_the_socket_buffers_arrive_whole_and_in_order()
+    {
+        using var receiverSide = Listening("node-b", 2);
+        var (receiver, arrived) = (receiverSide.Transport, receiverSide.Arrived);
+        using var sender = new DirectGroupTransport("127.0.0.1", 0, NullLogger.Instance);
+        sender.Start("node-a", 1, (node, uid) => node == "node-b" && uid == 2 ? Route(receiver.Port) : null);
+
+        // Each frame outgrows what one socket write takes, so its rest waits in the queue while later frames line up
+        // behind it; together they stay under what the connection may queue.
+        const int Count = 6;
+        for (var i = 1; i <= Count; i++)
+        {
+            var payload = new byte[1024 * 1024 + i];
+            Array.Fill(payload, (byte)i);
+            var envelope = Marked("g", i);
+            envelope.Entries = new Entries { StreamRank = 0, Items = { new StreamEntry { Seq = i, Data = new DataBody { Payload = Google.Protobuf.ByteString.CopyFrom(payload) } } } };
+            sender.Send("node-b", 2, new EnvelopeBatch { Envelopes = { envelope } });
+        }
+
+        using var timeout = new CancellationTokenSource(Patience);
+        for (var i = 1; i <= Count; i++)
+        {
+            var envelope = await arrived.ReadAsync(timeout.Token);
+            Assert.Equal(i, envelope.ViewId);
+            var payload = envelope.Entries.Items[0].Data.Payload.Span;
+            Assert.Equal(1024 * 1024 + i, payload.Length);
+            Assert.True(payload.IndexOfAnyExcept((byte)i) < 0, $"frame {i} arrived with foreign bytes");
+        }
+    }
+
+    [Fact]
     public void A_manager_without_a_group_port_is_left_to_remoting_and_one_that_is_no_member_is_dropped()
     {
         using var sender = new DirectGroupTransport("127.0.0.1", 0, NullLogger.Instance);

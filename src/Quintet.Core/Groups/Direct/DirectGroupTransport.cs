@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Buffers.Binary;
 using System.Collections.Concurrent;
 using System.Globalization;
@@ -118,13 +119,19 @@ internal sealed partial class DirectGroupTransport : IDisposable
         return peer.Send(batch);
     }
 
-    /// <summary>A length-prefixed frame: 4 bytes little-endian, then the batch.</summary>
-    internal static byte[] Frame(EnvelopeBatch batch)
+    /// <summary>
+    /// A length-prefixed frame (4 bytes little-endian, then the batch) in a buffer rented from the shared pool, which
+    /// the caller returns: most frames leave in one socket write and are done with at once, so a buffer per frame
+    /// would only feed the garbage collector.
+    /// </summary>
+    /// <returns>The buffer, at least <paramref name="length"/> bytes long, and the frame's length.</returns>
+    internal static byte[] RentFrame(EnvelopeBatch batch, out int length)
     {
         var size = batch.CalculateSize();
-        var frame = new byte[4 + size];
+        length = 4 + size;
+        var frame = ArrayPool<byte>.Shared.Rent(length);
         BinaryPrimitives.WriteInt32LittleEndian(frame, size);
-        batch.WriteTo(frame.AsSpan(4));
+        batch.WriteTo(frame.AsSpan(4, size));
         return frame;
     }
 
@@ -314,7 +321,8 @@ internal sealed partial class DirectGroupTransport : IDisposable
                     EnvelopeBatch batch;
                     try
                     {
-                        batch = EnvelopeBatch.Parser.ParseFrom(buffer, consumed + 4, size);
+                        // From a span: the array overload builds a CodedInputStream for every frame.
+                        batch = EnvelopeBatch.Parser.ParseFrom(buffer.AsSpan(consumed + 4, size));
                     }
                     catch (InvalidProtocolBufferException e)
                     {

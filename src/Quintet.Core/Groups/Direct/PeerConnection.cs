@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Diagnostics;
 using System.Net.Sockets;
 using System.Net;
@@ -89,42 +90,55 @@ internal sealed partial class DirectGroupTransport
                     _ = ConnectAsync(route.Endpoint);
                 }
 
-                var frame = Frame(batch);
-                if (_socket is null || _writing)
-                {
-                    Enqueue(frame);
-                    return true;
-                }
-
-                int sent;
+                var frame = RentFrame(batch, out var length);
                 try
                 {
-                    sent = _socket.Send(frame, 0, frame.Length, SocketFlags.None, out var error);
-                    if (error is not (SocketError.Success or SocketError.WouldBlock))
-                    {
-                        Fail(error.ToString());
-                        return true;
-                    }
-
-                    sent = Math.Max(sent, 0);
+                    SendFrame(frame.AsSpan(0, length));
                 }
-                catch (ObjectDisposedException)
+                finally
                 {
-                    Fail("closed");
-                    return true;
-                }
-
-                GroupTransportMetrics.Sent(sent);
-                if (sent < frame.Length)
-                {
-                    // The socket's buffer is full: the rest goes out as the peer reads.
-                    _queue.Enqueue(frame);
-                    _headSent = sent;
-                    _queuedBytes += frame.Length - sent;
-                    StartWriting();
+                    ArrayPool<byte>.Shared.Return(frame);
                 }
 
                 return true;
+            }
+        }
+
+        /// <summary>Under <see cref="_gate"/>: writes at once when nothing waits, and queues a copy of what is left.</summary>
+        private void SendFrame(ReadOnlySpan<byte> frame)
+        {
+            if (_socket is null || _writing)
+            {
+                Enqueue(frame.ToArray());
+                return;
+            }
+
+            int sent;
+            try
+            {
+                sent = _socket.Send(frame, SocketFlags.None, out var error);
+                if (error is not (SocketError.Success or SocketError.WouldBlock))
+                {
+                    Fail(error.ToString());
+                    return;
+                }
+
+                sent = Math.Max(sent, 0);
+            }
+            catch (ObjectDisposedException)
+            {
+                Fail("closed");
+                return;
+            }
+
+            GroupTransportMetrics.Sent(sent);
+            if (sent < frame.Length)
+            {
+                // The socket's buffer is full: the rest goes out as the peer reads.
+                _queue.Enqueue(frame[sent..].ToArray());
+                _headSent = 0;
+                _queuedBytes += frame.Length - sent;
+                StartWriting();
             }
         }
 

@@ -318,13 +318,22 @@ internal sealed class LightGroupEngine : IGroupObserver
         {
             To = addressees,
         });
-        var status = _engine.Send(pending.Ordering, new LightMessage { Data = data }.ToByteString(), _now, host, Channel);
+        var status = _engine.Send(pending.Ordering, Serialize(new LightMessage { Data = data }), _now, host, Channel);
         return status == SendStatus.Sent ? LightSendOutcome.Sent
             : throw new InvalidOperationException($"The managers group refused a light message it was ready for ({status}).");
     }
 
     private void SendControl(MessageOrdering ordering, LightMessage message) =>
-        _engine.Send(ordering, message.ToByteString(), _now, null, Channel);
+        _engine.Send(ordering, Serialize(message), _now, null, Channel);
+
+    /// <summary>A light message's bytes, which the engine keeps: written to a span, since <c>ToByteString</c> allocates a
+    /// <see cref="CodedOutputStream"/> for every message.</summary>
+    private static ByteString Serialize(LightMessage message)
+    {
+        var bytes = new byte[message.CalculateSize()];
+        message.WriteTo(bytes.AsSpan());
+        return UnsafeByteOperations.UnsafeWrap(bytes);
+    }
 
     // ---- What the managers group tells this layer. ----
 
