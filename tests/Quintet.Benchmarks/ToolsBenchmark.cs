@@ -230,20 +230,21 @@ internal static class ToolsBenchmark
     }
 
     /// <summary>An instance hosted where <paramref name="wanted"/> says, among those the writers use or, failing that, new ones.</summary>
-    private static async Task<IToolsBench> InstanceAtAsync(QuintetClient client, IToolsBench[] instances, BenchReply[] hosts, int writers, Func<string, bool> wanted)
+    private static async Task<(IToolsBench Instance, string Manager)> InstanceAtAsync(QuintetClient client, IToolsBench[] instances, BenchReply[] hosts, int writers, Func<string, bool> wanted)
     {
         var found = Array.FindIndex(hosts, h => wanted(h.Manager));
         if (found >= 0)
         {
-            return instances[found];
+            return (instances[found], hosts[found].Manager);
         }
 
         for (var extra = 0; extra < 24; extra++)
         {
             var instance = client.GetComponent<IToolsBench>($"bench-{writers}-extra-{extra}");
-            if (wanted((await ActivateAsync(instance)).Manager))
+            var host = (await ActivateAsync(instance)).Manager;
+            if (wanted(host))
             {
-                return instance;
+                return (instance, host);
             }
         }
 
@@ -251,9 +252,9 @@ internal static class ToolsBenchmark
     }
 
     /// <summary>The set-inside window, with the managers' garbage collections during it.</summary>
-    private static async Task<LoadFigures> SetInsideAsync(int[] pids, IEnumerable<IToolsBench> probes, IToolsBench instance, int writers, TimeSpan window, int valueBytes)
+    private static async Task<LoadFigures> SetInsideAsync(int[] pids, IEnumerable<IToolsBench> probes, (IToolsBench Instance, string Manager) at, int writers, TimeSpan window, int valueBytes)
     {
-        var host = (await instance.NoopAsync(new NoopRequest(), CancellationToken.None)).Manager;
+        var (instance, host) = at;
         Progress($"quintet: {writers} writers setting inside one instance, at {host}");
         var before = await CountersAsync(probes);
         var figures = await ProcessCpu.ChargeAsync(pids, () => InsideAsync(instance, "set", writers, window, valueBytes));

@@ -486,9 +486,9 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     private void MarkSynced()
     {
         _isSynced = true;
-        _synced.Add(_member.Self.ToString());
+        _synced.Add(OwnOrigin);
         _ready.TrySetResult();
-        var announce = new RsmMessage { Synced = new RsmSynced { Member = _member.Self.ToString() } }.ToByteArray();
+        var announce = new RsmMessage { Synced = new RsmSynced { Member = OwnOrigin } }.ToByteArray();
         _ = AnnounceAsync(announce);
     }
 

@@ -1,4 +1,3 @@
-using System.Buffers;
 using System.Buffers.Binary;
 using System.Collections.Concurrent;
 using System.Globalization;
@@ -119,20 +118,11 @@ internal sealed partial class DirectGroupTransport : IDisposable
         return peer.Send(batch);
     }
 
-    /// <summary>
-    /// A length-prefixed frame (4 bytes little-endian, then the batch) in a buffer rented from the shared pool, which
-    /// the caller returns: most frames leave in one socket write and are done with at once, so a buffer per frame
-    /// would only feed the garbage collector.
-    /// </summary>
-    /// <returns>The buffer, at least <paramref name="length"/> bytes long, and the frame's length.</returns>
-    internal static byte[] RentFrame(EnvelopeBatch batch, out int length)
+    /// <summary>Writes <paramref name="batch"/>, of <paramref name="size"/> bytes, as a length-prefixed frame: 4 bytes little-endian, then the batch.</summary>
+    internal static void WriteFrame(EnvelopeBatch batch, int size, Span<byte> frame)
     {
-        var size = batch.CalculateSize();
-        length = 4 + size;
-        var frame = ArrayPool<byte>.Shared.Rent(length);
         BinaryPrimitives.WriteInt32LittleEndian(frame, size);
-        batch.WriteTo(frame.AsSpan(4, size));
-        return frame;
+        batch.WriteTo(frame.Slice(4, size));
     }
 
     /// <summary>

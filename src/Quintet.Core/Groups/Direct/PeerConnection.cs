@@ -90,10 +90,21 @@ internal sealed partial class DirectGroupTransport
                     _ = ConnectAsync(route.Endpoint);
                 }
 
-                var frame = RentFrame(batch, out var length);
+                var size = batch.CalculateSize();
+                if (_socket is null || _writing)
+                {
+                    var waiting = new byte[4 + size];
+                    WriteFrame(batch, size, waiting);
+                    Enqueue(waiting);
+                    return true;
+                }
+
+                // Most frames leave in this one write and are done with: a pooled buffer spares the collector.
+                var frame = ArrayPool<byte>.Shared.Rent(4 + size);
                 try
                 {
-                    SendFrame(frame.AsSpan(0, length));
+                    WriteFrame(batch, size, frame);
+                    WriteNow(frame.AsSpan(0, 4 + size));
                 }
                 finally
                 {
@@ -104,19 +115,13 @@ internal sealed partial class DirectGroupTransport
             }
         }
 
-        /// <summary>Under <see cref="_gate"/>: writes at once when nothing waits, and queues a copy of what is left.</summary>
-        private void SendFrame(ReadOnlySpan<byte> frame)
+        /// <summary>Under <see cref="_gate"/>, with the socket free: writes at once, and queues a copy of what is left.</summary>
+        private void WriteNow(ReadOnlySpan<byte> frame)
         {
-            if (_socket is null || _writing)
-            {
-                Enqueue(frame.ToArray());
-                return;
-            }
-
             int sent;
             try
             {
-                sent = _socket.Send(frame, SocketFlags.None, out var error);
+                sent = _socket!.Send(frame, SocketFlags.None, out var error);
                 if (error is not (SocketError.Success or SocketError.WouldBlock))
                 {
                     Fail(error.ToString());
