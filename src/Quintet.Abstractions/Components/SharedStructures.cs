@@ -85,6 +85,8 @@ public interface ISharedDictionary
     long Position { get; }
 
     /// <summary>Reads <paramref name="key"/> in this replica.</summary>
+    /// <param name="key">The entry's key.</param>
+    /// <param name="value">A copy of the value, the caller's own: later writes to the entry leave it as it is.</param>
     bool TryGet(string key, out ReadOnlyMemory<byte> value);
 
     /// <summary>Reads <paramref name="key"/> after every update ordered before this call (null when absent).</summary>

@@ -36,11 +36,11 @@ public class SharedDictionaryStateTests
         Assert.False(Run(state, Cas("k", null, "b")).Applied);
         Assert.False(Run(state, Cas("k", "x", "b")).Applied);
         Assert.True(Run(state, Cas("k", "a", "b")).Applied);
-        Assert.True(state.TryGet("k", out var value));
+        Assert.True(state.TryGetCopy("k", out var value));
         Assert.Equal("b", System.Text.Encoding.UTF8.GetString(value));
         Assert.False(Run(state, Cas("k", "a", null)).Applied);
         Assert.True(Run(state, Cas("k", "b", null)).Applied);
-        Assert.False(state.TryGet("k", out _));
+        Assert.False(state.TryGetCopy("k", out _));
         Assert.False(Run(state, Cas("k", "b", null)).Applied);
     }
 
@@ -49,7 +49,7 @@ public class SharedDictionaryStateTests
     {
         var state = new SharedDictionaryState("d", new SharedStructureLimits());
         Assert.False(Run(state, Cas("k", string.Empty, "a")).Applied);
-        Assert.False(state.TryGet("k", out _));
+        Assert.False(state.TryGetCopy("k", out _));
         Assert.True(Run(state, Set("k", string.Empty)).Applied);
         Assert.True(Run(state, Cas("k", string.Empty, "a")).Applied);
     }
@@ -66,11 +66,11 @@ public class SharedDictionaryStateTests
         var big = Run(state, new DictionaryCommand { Set = new DictionarySet { Key = "a", Value = ByteString.CopyFrom(new byte[200]) } });
         Assert.Contains("past its limit of 100", big.Error, StringComparison.Ordinal);
         Assert.Equal(2, state.Count);
-        Assert.True(state.TryGet("a", out var a) && a.SequenceEqual("1"u8.ToArray()));
+        Assert.True(state.TryGetCopy("a", out var a) && a.SequenceEqual("1"u8.ToArray()));
 
         var copy = new SharedDictionaryState("d", limits);
         copy.RestoreSnapshot(state.TakeSnapshot());
-        Assert.True(copy.TryGet("b", out var b) && b.SequenceEqual("2"u8.ToArray()));
+        Assert.True(copy.TryGetCopy("b", out var b) && b.SequenceEqual("2"u8.ToArray()));
         Assert.Equal(2, copy.Count);
         Assert.Equal(state.Position, copy.Position);
         Assert.Equal(state.Bytes, copy.Bytes);
@@ -123,5 +123,36 @@ public class SharedDictionaryStateTests
         }
 
         Assert.Equal(["2:Set:a=1", "4:Set:a=2", "6:Removed:a="], changes);
+    }
+
+    [Fact]
+    public async Task A_value_read_or_published_stays_as_it_was_when_the_entry_is_overwritten()
+    {
+        var state = new SharedDictionaryState("d", new SharedStructureLimits());
+        using var watch = state.Changes.Subscribe(state.Position);
+        Run(state, Set("k", "one"));
+        Assert.True(state.TryGetCopy("k", out var first));
+
+        // Same length (written over the kept value), then longer, then shorter (a new value each).
+        Run(state, Set("k", "two"));
+        Assert.True(state.TryGetCopy("k", out var second));
+        Run(state, Set("k", "three"));
+        Run(state, Set("k", "4"));
+        Assert.True(Run(state, Cas("k", "4", "5")).Applied);
+
+        Assert.Equal("one", System.Text.Encoding.UTF8.GetString(first));
+        Assert.Equal("two", System.Text.Encoding.UTF8.GetString(second));
+        Assert.True(state.TryGetCopy("k", out var last));
+        Assert.Equal("5", System.Text.Encoding.UTF8.GetString(last));
+        Assert.Equal(1 * 2 + 1, state.Bytes);
+
+        watch.Dispose();
+        var published = new List<string>();
+        await foreach (var change in watch)
+        {
+            published.Add(System.Text.Encoding.UTF8.GetString(change.Value.Span));
+        }
+
+        Assert.Equal(["one", "two", "three", "4", "5"], published);
     }
 }
