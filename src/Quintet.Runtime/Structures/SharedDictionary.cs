@@ -15,6 +15,13 @@ namespace Quintet.Runtime.Structures;
 /// </remarks>
 internal sealed class SharedDictionaryState(string name, SharedStructureLimits limits) : SharedState<DictionaryChange>($"dictionary {name}", limits)
 {
+    // Nearly every command's result is one of these two; every replica computes a result, and only the one that sent
+    // the command reads it, so the common ones are made once rather than per command and replica. Never changed.
+    private static readonly DictionaryResult AppliedResult = new() { Applied = true };
+    private static readonly DictionaryResult NotAppliedResult = new();
+    private static readonly byte[] AppliedBytes = WireBytes.ToArray(AppliedResult);
+    private static readonly byte[] NotAppliedBytes = WireBytes.ToArray(NotAppliedResult);
+
     private readonly Dictionary<string, byte[]> _entries = new(StringComparer.Ordinal);
     private long _bytes;
 
@@ -35,11 +42,11 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         var result = parsed.KindCase switch
         {
             DictionaryCommand.KindOneofCase.Set => Put(parsed.Set.Key, parsed.Set.Value, LimitsFor(parsed.Limits)),
-            DictionaryCommand.KindOneofCase.Remove => new DictionaryResult { Applied = Remove(parsed.Remove.Key) },
+            DictionaryCommand.KindOneofCase.Remove => Outcome(Remove(parsed.Remove.Key)),
             DictionaryCommand.KindOneofCase.CompareAndSet => CompareAndSet(parsed.CompareAndSet, LimitsFor(parsed.Limits)),
             _ => new DictionaryResult { Error = "unknown command" },
         };
-        return WireBytes.ToArray(result);
+        return ReferenceEquals(result, AppliedResult) ? AppliedBytes : ReferenceEquals(result, NotAppliedResult) ? NotAppliedBytes : WireBytes.ToArray(result);
     }
 
     public override byte[] TakeSnapshot()
@@ -96,7 +103,7 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
             Publish(new DictionaryChange(Position, DictionaryChangeKind.Set, key, value.ToByteArray()));
         }
 
-        return new DictionaryResult { Applied = true };
+        return AppliedResult;
     }
 
     private bool Remove(string key)
@@ -122,11 +129,13 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
             : !cas.HasExpected;
         if (!matches)
         {
-            return new DictionaryResult { Applied = false };
+            return NotAppliedResult;
         }
 
-        return cas.HasValue ? Put(cas.Key, cas.Value, limits) : new DictionaryResult { Applied = Remove(cas.Key) };
+        return cas.HasValue ? Put(cas.Key, cas.Value, limits) : Outcome(Remove(cas.Key));
     }
+
+    private static DictionaryResult Outcome(bool applied) => applied ? AppliedResult : NotAppliedResult;
 
     private static long Size(string key, byte[] value) => Size(key, value.Length);
 
