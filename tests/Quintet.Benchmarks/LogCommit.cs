@@ -7,7 +7,7 @@ namespace Quintet.Benchmarks;
 
 /// <summary>
 /// The durable log's commit alone, in this process: writers appending records to a manager's local checkpoint store
-/// (SQLite in WAL mode, synchronous=FULL, one group-commit writer), each writer on a stream of its own, each append
+/// (an append-only file, one group-commit writer, fdatasync per commit), each writer on a stream of its own, each append
 /// awaited until committed. This is the commit the fdatasync floor bounds; the replicated store adds a round to the
 /// other managers on top of it.
 /// </summary>
@@ -49,7 +49,7 @@ internal static class LogCommit
 
             var floorP50 = floors.Average(f => f.P50);
             var floorP99 = floors.Average(f => f.P99);
-            Console.WriteLine("  store: a manager's local checkpoint store (SQLite WAL, a stream per writer); durable: a durable shared structure's log (appends in order, one file).");
+            Console.WriteLine("  store: a manager's local checkpoint store (an append-only file, a stream per writer); durable: a durable shared structure's log (appends in order, one file).");
             Console.WriteLine($"  {"log",-8} {"writers",7} {"commits/s",10} {"writes/commit",13} {"p50 ms",8} {"p99 ms",8} {"p50÷floor",9} {"p99÷floor",9}   (target: several writes per commit, p99 ≤ 2× the floor's)");
             foreach (var (log, writers, figures, writes, commits) in rows)
             {

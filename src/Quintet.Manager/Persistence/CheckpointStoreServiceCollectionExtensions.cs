@@ -45,7 +45,7 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
     }
 
     /// <summary>
-    /// Registers the <see cref="LocalCheckpointStore"/> (its database in <see cref="ManagerOptions.DataDirectory"/>, by
+    /// Registers the <see cref="LocalCheckpointStore"/> (its file in <see cref="ManagerOptions.DataDirectory"/>, by
     /// default <c>quintet/&lt;node name&gt;</c> under the temp folder, as for packages) as the singleton
     /// <see cref="ICheckpointStore"/>. The container disposes it, which commits the writes still queued.
     /// </summary>

@@ -1,20 +1,23 @@
+using System.IO.Hashing;
 using System.Runtime.InteropServices;
-using Microsoft.Data.Sqlite;
+using System.Text;
 using Quintet.Persistence;
 using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence;
 
 /// <summary>
-/// The manager's own checkpoint store: one SQLite database, <c>checkpoints.db</c>, in its data folder. WAL mode with
-/// synchronous=FULL makes a write durable once its transaction commits; every row carries a CRC32 that recovery checks.
-/// Writes go through one <see cref="GroupCommitWriter"/>; recoveries read on pooled connections of their own, which WAL
-/// never makes wait for the writer.
+/// The manager's own checkpoint store: one append-only file, <c>checkpoints.log</c>, in its data folder
+/// (<see cref="StreamLogFile"/>), and an index in memory of each stream's last checkpoint and the records after it. One
+/// writer thread appends every write queued meanwhile and syncs the file's data once (group commit); a write's task
+/// completes after the sync that covers it. Recoveries read the file at the indexed offsets and check each entry's
+/// CRC32. Records that no recovery can reach any more (those before a later checkpoint, and deleted streams) are
+/// dropped by rewriting the file once they outweigh the rest.
 /// </summary>
 internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposable
 {
-    /// <summary>The database's file name in the store's folder.</summary>
-    public const string FileName = "checkpoints.db";
+    /// <summary>The store's file name in its folder.</summary>
+    public const string FileName = "checkpoints.log";
 
     /// <summary>The largest checkpoint or record accepted unless the constructor says otherwise.</summary>
     public const int DefaultMaxRecordBytes = 64 * 1024 * 1024;
@@ -22,51 +25,85 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
     /// <summary>The longest stream name accepted, in characters.</summary>
     public const int MaxStreamLength = 1024;
 
-    private const int SchemaVersion = 1;
+    /// <summary>The file held open, unshared, while the store is open, so that a second store on the folder fails at once.</summary>
+    public const string LockFileName = "checkpoints.lock";
 
-    private readonly string _readConnectionString;
-    private readonly GroupCommitWriter _writer;
+    /// <summary>The file is compacted once its unreachable records pass this size and the live ones' size.</summary>
+    internal const long DefaultCompactionBytes = 64L * 1024 * 1024;
+
+    // A batch stops growing here so that one commit neither holds the others' writes for long nor waits on one huge sync.
+    private const int MaxBatchOperations = 1024;
+    private const long MaxBatchBytes = 64L * 1024 * 1024;
+
+    private const byte CheckpointKind = 1;
+    private const byte RecordKind = 2;
+    private const byte DeleteKind = 3;
+
+    // Guards the index (the streams and their entries) against readers; only the writer thread changes it.
+    private readonly Lock _index = new();
+    private readonly Dictionary<string, StreamIndex> _streams = new(StringComparer.Ordinal);
+    private readonly StreamLogFile _file;
+    private readonly FileStream _lock;
+    private readonly GroupCommitQueue<WriteOperation> _queue;
     private readonly ILogger _logger;
+    private readonly long _compactionBytes;
+    private readonly List<NewRecord> _records = [];
+    private readonly Dictionary<string, long> _batchPositions = new(StringComparer.Ordinal);
+    private long[] _offsets = new long[MaxBatchOperations];
+    private long _liveBytes;
+    private long _nextCompactionCheck;
+    private long _transactions;
+    private long _compactions;
     private int _disposed;
 
     /// <summary>Opens (or creates) the store in <paramref name="directory"/>, creating the folder if needed.</summary>
     /// <param name="directory">The folder that holds <see cref="FileName"/>: the manager's data folder.</param>
-    /// <param name="logger">Where failed commits and corrupt rows are reported.</param>
+    /// <param name="logger">Where torn ends, corrupt entries, failed writes and compactions are reported.</param>
     /// <param name="maxRecordBytes">The largest checkpoint or record accepted.</param>
-    public LocalCheckpointStore(string directory, ILogger<LocalCheckpointStore> logger, int maxRecordBytes = DefaultMaxRecordBytes)
+    /// <param name="compactionBytes">How many bytes of unreachable records (and at least as many as the live ones) start a compaction.</param>
+    /// <exception cref="CheckpointStoreException">The file is damaged before its last commit; the message says what to do.</exception>
+    public LocalCheckpointStore(string directory, ILogger<LocalCheckpointStore> logger, int maxRecordBytes = DefaultMaxRecordBytes, long compactionBytes = DefaultCompactionBytes)
     {
         ArgumentException.ThrowIfNullOrWhiteSpace(directory);
         ArgumentOutOfRangeException.ThrowIfNegativeOrZero(maxRecordBytes);
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(compactionBytes);
         Directory.CreateDirectory(directory);
         Path = System.IO.Path.GetFullPath(System.IO.Path.Combine(directory, FileName));
         MaxRecordBytes = maxRecordBytes;
         _logger = logger;
-        _readConnectionString = new SqliteConnectionStringBuilder { DataSource = Path, Mode = SqliteOpenMode.ReadWrite, Pooling = true }.ToString();
-
-        var connection = new SqliteConnection(
-            new SqliteConnectionStringBuilder { DataSource = Path, Mode = SqliteOpenMode.ReadWriteCreate, Pooling = false }.ToString());
+        _compactionBytes = compactionBytes;
+        _lock = Lock(directory);
         try
         {
-            connection.Open();
-            Prepare(connection);
+            SqliteCheckpointImport.Run(directory, Path, logger);
+            _file = StreamLogFile.Open(Path, Replay, logger);
         }
         catch
         {
-            connection.Dispose();
+            _lock.Dispose();
             throw;
         }
 
-        _writer = new GroupCommitWriter(connection, logger);
+        _queue = new GroupCommitQueue<WriteOperation>(CommitBatch, MaxBatchOperations, MaxBatchBytes, o => o.Bytes, o => o.TryStart());
     }
 
-    /// <summary>The database file's full path.</summary>
+    /// <summary>The store file's full path.</summary>
     public string Path { get; }
 
     /// <summary>The largest checkpoint or record accepted, in bytes.</summary>
     public int MaxRecordBytes { get; }
 
-    /// <summary>How many write transactions have committed since the store opened.</summary>
-    internal long Transactions => _writer.Transactions;
+    /// <summary>How many commits (each one sync of the file) have completed since the store opened.</summary>
+    internal long Transactions => Interlocked.Read(ref _transactions);
+
+    /// <summary>How many times the file has been compacted since the store opened.</summary>
+    internal long Compactions => Interlocked.Read(ref _compactions);
+
+    /// <summary>The bytes of the records a recovery can still reach.</summary>
+    internal long LiveBytes => Interlocked.Read(ref _liveBytes);
+
+    /// <summary>The bytes of every record in the file, reachable or not.</summary>
+    internal long FileBytes => _file.End;
 
     /// <inheritdoc />
     public ICheckpointLog Open(string stream)
@@ -78,10 +115,10 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
         }
 
         ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
-        return new Log(this, stream);
+        return new Log(this, stream, Encoding.UTF8.GetBytes(stream));
     }
 
-    /// <summary>Commits the writes already queued, then closes the database.</summary>
+    /// <summary>Commits the writes already queued, then closes the file.</summary>
     public void Dispose()
     {
         if (Interlocked.Exchange(ref _disposed, 1) != 0)
@@ -89,59 +126,69 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
             return;
         }
 
-        _writer.Dispose();
-        using var pooled = new SqliteConnection(_readConnectionString);
-        SqliteConnection.ClearPool(pooled);
+        _queue.Dispose();
+        _file.Dispose();
+        _lock.Dispose();
     }
 
-    private static void Prepare(SqliteConnection connection)
+    private static FileStream Lock(string directory)
     {
-        // WAL lets recoveries read while the writer commits; FULL syncs the WAL at every commit, so that an acknowledged
-        // write survives a power cut, not only a process crash. The size limit gives back the room a large batch took.
-        var mode = (string?)Scalar(connection, "PRAGMA journal_mode = WAL");
-        if (!string.Equals(mode, "wal", StringComparison.OrdinalIgnoreCase))
+        var path = System.IO.Path.Combine(directory, LockFileName);
+        try
         {
-            throw new CheckpointStoreException($"The checkpoint store {connection.DataSource} cannot use WAL mode (the database stays in '{mode}' mode); put the data folder on a local file system.");
+            return new FileStream(path, FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.None);
+        }
+        catch (IOException e)
+        {
+            throw new CheckpointStoreException(
+                $"The checkpoint store in {System.IO.Path.GetFullPath(directory)} is open in another process or store ({path} is locked); a data folder serves one manager at a time.",
+                e);
+        }
+    }
+
+    /// <summary>Rebuilds the index from one record of the file, in the file's order.</summary>
+    private void Replay(StoredRecord record)
+    {
+        if (record.Kind == DeleteKind)
+        {
+            if (_streams.Remove(record.Stream, out var deleted))
+            {
+                _liveBytes -= deleted.Bytes;
+            }
+
+            return;
         }
 
-        Scalar(connection, "PRAGMA synchronous = FULL");
-        Scalar(connection, $"PRAGMA journal_size_limit = {64 * 1024 * 1024}");
-
-        var version = (long)Scalar(connection, "PRAGMA user_version")!;
-        if (version > SchemaVersion)
+        if (!_streams.TryGetValue(record.Stream, out var index))
         {
-            throw new CheckpointStoreException($"The checkpoint store {connection.DataSource} has schema version {version}, newer than this manager's {SchemaVersion}.");
+            index = new StreamIndex(Encoding.UTF8.GetBytes(record.Stream));
+            _streams.Add(record.Stream, index);
         }
 
-        // The data column comes last so that reading the others never loads a large record's overflow pages.
-        Scalar(connection, $"""
-            CREATE TABLE IF NOT EXISTS entries (
-                stream TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                kind INTEGER NOT NULL,
-                crc INTEGER NOT NULL,
-                data BLOB NOT NULL,
-                PRIMARY KEY (stream, position));
-            CREATE INDEX IF NOT EXISTS checkpoints ON entries (stream, position) WHERE kind = {(int)EntryKind.Checkpoint};
-            PRAGMA user_version = {SchemaVersion};
-            """);
+        var entry = new Entry(record.Position, record.Offset, record.DataLength, record.DataCrc, record.Kind == CheckpointKind);
+        if (entry.IsCheckpoint)
+        {
+            _liveBytes -= index.Bytes;
+            index.Restart();
+        }
+        else if (record.Position != index.Next && index.Missing is null)
+        {
+            // Positions follow one another within a stream; a gap is records lost from the file.
+            index.Missing = index.Next;
+        }
+
+        index.Add(entry);
+        _liveBytes += index.Length(entry);
     }
 
-    private static object? Scalar(SqliteConnection connection, string text)
-    {
-        using var command = connection.CreateCommand();
-        command.CommandText = text;
-        return command.ExecuteScalar();
-    }
-
-    private Task<long> WriteAsync(WriteKind kind, string stream, ReadOnlyMemory<byte> data, CancellationToken cancellationToken)
+    private Task<long> WriteAsync(bool checkpoint, Log log, ReadOnlyMemory<byte> data, CancellationToken cancellationToken)
     {
         if (data.Length > MaxRecordBytes)
         {
-            var what = kind == WriteKind.Checkpoint ? "checkpoint" : "record";
+            var what = checkpoint ? "checkpoint" : "record";
             return Task.FromException<long>(new CheckpointStoreException(
-                $"Stream '{stream}': the {what} is {data.Length} bytes, over the limit of {MaxRecordBytes} bytes ({MaxRecordBytes / (1024.0 * 1024):0.##} MiB); nothing was written.",
-                stream,
+                $"Stream '{log.Stream}': the {what} is {data.Length} bytes, over the limit of {MaxRecordBytes} bytes ({MaxRecordBytes / (1024.0 * 1024):0.##} MiB); nothing was written.",
+                log.Stream,
                 position: null));
         }
 
@@ -150,27 +197,194 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
             return Task.FromCanceled<long>(cancellationToken);
         }
 
-        // SQLite binds byte arrays only: a caller's whole array is passed as it is, anything else is copied once.
-        var bytes = MemoryMarshal.TryGetArray(data, out var segment) && segment.Offset == 0 && segment.Count == segment.Array!.Length
-            ? segment.Array
-            : data.ToArray();
-        return Enqueue(new WriteOperation(kind, stream, bytes, StorageChecksum.OfData(bytes), cancellationToken));
+        // The CRC of a large checkpoint is computed here, on the caller's thread, not on the one writer's.
+        var kind = checkpoint ? WriteKind.Checkpoint : WriteKind.Record;
+        return Enqueue(new WriteOperation(kind, log.Stream, log.Name, data, Crc32.HashToUInt32(data.Span), cancellationToken));
     }
 
     private Task<long> Enqueue(WriteOperation operation)
     {
-        if (Volatile.Read(ref _disposed) != 0)
+        if (Volatile.Read(ref _disposed) != 0 || !_queue.TryAdd(operation))
         {
             return Task.FromException<long>(new ObjectDisposedException(nameof(LocalCheckpointStore)));
         }
 
-        return _writer.Enqueue(operation);
+        return operation.Completion;
     }
 
-    private Task ChangeAsync(WriteKind kind, string stream, CancellationToken cancellationToken) =>
+    private Task ChangeAsync(WriteKind kind, Log log, CancellationToken cancellationToken) =>
         cancellationToken.IsCancellationRequested
             ? Task.FromCanceled(cancellationToken)
-            : Enqueue(new WriteOperation(kind, stream, data: null, dataCrc: null, cancellationToken));
+            : Enqueue(new WriteOperation(kind, log.Stream, log.Name, default, 0, cancellationToken));
+
+    /// <summary>Appends a batch in one commit, then updates the index and completes the writes. Runs on the writer thread.</summary>
+    private void CommitBatch(IReadOnlyList<WriteOperation> batch)
+    {
+        // Positions follow the index, which only this thread changes; a deletion earlier in the batch restarts them.
+        var next = _batchPositions;
+        next.Clear();
+        var positions = new long[batch.Count];
+        _records.Clear();
+        for (var i = 0; i < batch.Count; i++)
+        {
+            var operation = batch[i];
+            if (!next.TryGetValue(operation.Stream, out var position))
+            {
+                position = _streams.TryGetValue(operation.Stream, out var index) ? index.Next : 1;
+            }
+
+            switch (operation.Kind)
+            {
+                case WriteKind.Checkpoint or WriteKind.Record:
+                    positions[i] = position;
+                    next[operation.Stream] = position + 1;
+                    _records.Add(new NewRecord(operation.Kind == WriteKind.Checkpoint ? CheckpointKind : RecordKind, operation.Name, position, operation.Data, operation.DataCrc));
+                    break;
+                case WriteKind.Delete:
+                    next[operation.Stream] = 1;
+                    _records.Add(new NewRecord(DeleteKind, operation.Name, 0, default, 0));
+                    break;
+                case WriteKind.Truncate:
+                    // Nothing to write: what precedes the last checkpoint is out of the index already, and compaction
+                    // gives its room back.
+                    break;
+            }
+        }
+
+        if (_records.Count > 0)
+        {
+            try
+            {
+                if (_offsets.Length < _records.Count)
+                {
+                    _offsets = new long[_records.Count];
+                }
+
+                _file.Append(_records, _offsets);
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            {
+                LogWriteFailed(_logger, e, Path, batch.Count);
+                var failure = new CheckpointStoreException(
+                    $"The checkpoint store {Path} could not write to its file ({e.Message}); the write may or may not have reached the disk. The store takes no more writes until the manager restarts.",
+                    batch[0].Stream,
+                    position: null,
+                    e);
+                foreach (var operation in batch)
+                {
+                    operation.Fail(failure);
+                }
+
+                return;
+            }
+            finally
+            {
+                // The records hold the callers' buffers: keep none past the commit.
+                _records.Clear();
+            }
+
+            Index(batch, positions);
+            Interlocked.Increment(ref _transactions);
+            CheckpointStoreMetrics.Committed(batch.Count);
+        }
+
+        for (var i = 0; i < batch.Count; i++)
+        {
+            batch[i].Succeed(positions[i]);
+        }
+
+        CompactIfWorthIt();
+    }
+
+    private void Index(IReadOnlyList<WriteOperation> batch, long[] positions)
+    {
+        var record = 0;
+        lock (_index)
+        {
+            for (var i = 0; i < batch.Count; i++)
+            {
+                var operation = batch[i];
+                switch (operation.Kind)
+                {
+                    case WriteKind.Checkpoint or WriteKind.Record:
+                        if (!_streams.TryGetValue(operation.Stream, out var index))
+                        {
+                            index = new StreamIndex(operation.Name);
+                            _streams.Add(operation.Stream, index);
+                        }
+
+                        var entry = new Entry(positions[i], _offsets[record++], operation.Data.Length, operation.DataCrc, operation.Kind == WriteKind.Checkpoint);
+                        if (entry.IsCheckpoint)
+                        {
+                            _liveBytes -= index.Bytes;
+                            index.Restart();
+                        }
+
+                        index.Add(entry);
+                        _liveBytes += index.Length(entry);
+                        break;
+                    case WriteKind.Delete:
+                        record++;
+                        if (_streams.Remove(operation.Stream, out var deleted))
+                        {
+                            _liveBytes -= deleted.Bytes;
+                        }
+
+                        break;
+                }
+            }
+        }
+    }
+
+    /// <summary>Rewrites the file without its unreachable records once they outweigh the live ones and the threshold.</summary>
+    private void CompactIfWorthIt()
+    {
+        var end = _file.End;
+        var dead = end - _liveBytes;
+        if (dead < _compactionBytes || dead < _liveBytes || end < _nextCompactionCheck)
+        {
+            return;
+        }
+
+        var started = System.Diagnostics.Stopwatch.GetTimestamp();
+        // Only this thread changes the index: reading it here needs no lock.
+        var live = new List<(StreamIndex Stream, int Entry, long Offset)>();
+        foreach (var index in _streams.Values)
+        {
+            for (var i = 0; i < index.Entries.Count; i++)
+            {
+                live.Add((index, i, index.Entries[i].Offset));
+            }
+        }
+
+        live.Sort(static (a, b) => a.Offset.CompareTo(b.Offset));
+        StreamLogFile.Rewritten rewritten;
+        try
+        {
+            rewritten = _file.Rewrite(live.ConvertAll(l => (l.Offset, l.Stream.Length(l.Stream.Entries[l.Entry]))));
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            // The old file stays in use; try again once as much again has been written.
+            _nextCompactionCheck = end + _compactionBytes;
+            LogCompactionFailed(_logger, e, Path);
+            return;
+        }
+
+        lock (_index)
+        {
+            for (var i = 0; i < live.Count; i++)
+            {
+                var (index, entry, _) = live[i];
+                CollectionsMarshal.AsSpan(index.Entries)[entry].Offset = rewritten.Offsets[i];
+            }
+
+            rewritten.Switch();
+        }
+
+        Interlocked.Increment(ref _compactions);
+        LogCompacted(_logger, Path, end, _file.End, System.Diagnostics.Stopwatch.GetElapsedTime(started).TotalMilliseconds);
+    }
 
     private Task<CheckpointRecovery> RecoverAsync(string stream, CancellationToken cancellationToken)
     {
@@ -179,102 +393,157 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
             return Task.FromException<CheckpointRecovery>(new ObjectDisposedException(nameof(LocalCheckpointStore)));
         }
 
-        // SQLite reads synchronously; a pool thread does it so that the caller's thread is never held for a large stream.
+        // The file is read synchronously; a pool thread does it so that the caller's thread is never held for a large stream.
         return Task.Run(() => Recover(stream, cancellationToken), cancellationToken);
     }
 
     private CheckpointRecovery Recover(string stream, CancellationToken cancellationToken)
     {
-        using var connection = new SqliteConnection(_readConnectionString);
-        connection.Open();
-        using var command = connection.CreateCommand();
-        // One statement reads one snapshot: the last checkpoint and what follows it can't come from different commits.
-        command.CommandText = $"""
-            SELECT position, kind, crc, data FROM entries
-            WHERE stream = $stream
-              AND position >= COALESCE((SELECT MAX(position) FROM entries WHERE stream = $stream AND kind = {(int)EntryKind.Checkpoint}), 1)
-            ORDER BY position
-            """;
-        command.Parameters.AddWithValue("$stream", stream);
-
-        ReadOnlyMemory<byte>? checkpoint = null;
-        long checkpointPosition = 0;
-        var log = new List<LogRecord>();
-        long expected = 1;
-        try
+        Entry[] entries;
+        long? missing;
+        int nameBytes;
+        StreamLogFile.Lease lease;
+        lock (_index)
         {
-            using var reader = command.ExecuteReader();
-            while (reader.Read())
+            if (!_streams.TryGetValue(stream, out var index))
+            {
+                return new CheckpointRecovery(null, 0, []);
+            }
+
+            entries = [.. index.Entries];
+            missing = index.Missing;
+            nameBytes = index.Name.Length;
+            lease = _file.Read();
+        }
+
+        using (lease)
+        {
+            if (missing is { } position)
+            {
+                throw Corrupt(stream, position, "this position is missing");
+            }
+
+            ReadOnlyMemory<byte>? checkpoint = null;
+            long checkpointPosition = 0;
+            var log = new List<LogRecord>(entries.Length);
+            foreach (var entry in entries)
             {
                 cancellationToken.ThrowIfCancellationRequested();
-                var position = reader.GetInt64(0);
-                var kind = (EntryKind)reader.GetInt64(1);
-                var crc = (uint)reader.GetInt64(2);
-                var data = reader.GetFieldValue<byte[]>(3);
-                if (StorageChecksum.Of(data, stream, position, kind) != crc)
+                var data = new byte[entry.DataLength];
+                try
                 {
-                    throw Corrupt(stream, position, "stored data fails its CRC32 check");
+                    lease.ReadExactly(entry.DataOffset(nameBytes), data);
+                }
+                catch (EndOfStreamException e)
+                {
+                    throw Corrupt(stream, entry.Position, "the file ends before its data", e);
                 }
 
-                if (checkpoint is null && log.Count == 0 && kind == EntryKind.Checkpoint)
+                if (Crc32.HashToUInt32(data) != entry.DataCrc)
+                {
+                    throw Corrupt(stream, entry.Position, "stored data fails its CRC32 check");
+                }
+
+                if (entry.IsCheckpoint)
                 {
                     checkpoint = data;
-                    checkpointPosition = position;
-                }
-                else if (position != expected)
-                {
-                    // Truncation only drops rows before the last checkpoint, so a gap after it means lost rows.
-                    throw Corrupt(stream, expected, "this position is missing");
-                }
-                else if (kind == EntryKind.Record)
-                {
-                    log.Add(new LogRecord(position, data));
+                    checkpointPosition = entry.Position;
                 }
                 else
                 {
-                    throw Corrupt(stream, position, "a checkpoint follows the last checkpoint");
+                    log.Add(new LogRecord(entry.Position, data));
                 }
-
-                expected = position + 1;
             }
-        }
-        catch (SqliteException e) when (e.SqliteErrorCode is 11 or 26)
-        {
-            // SQLITE_CORRUPT, SQLITE_NOTADB: damage SQLite found itself, below the rows.
-            throw Corrupt(stream, null, e.Message, e);
-        }
 
-        return new CheckpointRecovery(checkpoint, checkpointPosition, log);
+            return new CheckpointRecovery(checkpoint, checkpointPosition, log);
+        }
     }
 
-    private CheckpointStoreException Corrupt(string stream, long? position, string problem, Exception? cause = null)
+    private CheckpointStoreException Corrupt(string stream, long position, string problem, Exception? cause = null)
     {
         LogCorrupt(_logger, Path, stream, position, problem);
-        var where = position is { } p ? $"position {p}" : "unknown position";
-        return new CheckpointStoreException($"Stream '{stream}', {where}: {problem}; the checkpoint store {Path} is corrupt.", stream, position, cause);
+        return new CheckpointStoreException($"Stream '{stream}', position {position}: {problem}; the checkpoint store {Path} is corrupt.", stream, position, cause);
     }
 
     [LoggerMessage(Level = LogLevel.Error, Message = "Checkpoint store {Path} is corrupt: stream {Stream}, position {Position}: {Problem}")]
-    private static partial void LogCorrupt(ILogger logger, string path, string stream, long? position, string problem);
+    private static partial void LogCorrupt(ILogger logger, string path, string stream, long position, string problem);
+
+    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the checkpoint store {Path} failed for a commit of {Count} writes; it takes no more writes until the manager restarts")]
+    private static partial void LogWriteFailed(ILogger logger, Exception exception, string path, int count);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Compacting the checkpoint store {Path} failed; it goes on with the file as it is")]
+    private static partial void LogCompactionFailed(ILogger logger, Exception exception, string path);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Compacted the checkpoint store {Path} from {Before} to {After} bytes in {Milliseconds:F0} ms")]
+    private static partial void LogCompacted(ILogger logger, string path, long before, long after, double milliseconds);
+
+    /// <summary>Where one checkpoint or record of a stream is in the file.</summary>
+    private struct Entry(long position, long offset, int dataLength, uint dataCrc, bool isCheckpoint)
+    {
+        public readonly long Position = position;
+        public readonly int DataLength = dataLength;
+        public readonly uint DataCrc = dataCrc;
+        public readonly bool IsCheckpoint = isCheckpoint;
+        public long Offset = offset;
+
+        public readonly long DataOffset(int nameBytes) => Offset + StreamLogFile.HeaderBytes + nameBytes;
+    }
+
+    /// <summary>One stream's reachable entries: its last checkpoint (if any) and the records after it, in order.</summary>
+    private sealed class StreamIndex(byte[] name)
+    {
+        public List<Entry> Entries { get; } = [];
+
+        /// <summary>The stream's name in UTF-8, as its records carry it.</summary>
+        public byte[] Name => name;
+
+        /// <summary>The next write's position.</summary>
+        public long Next { get; private set; } = 1;
+
+        /// <summary>The bytes the entries take in the file.</summary>
+        public long Bytes { get; private set; }
+
+        /// <summary>The first position found missing when the file was read; null when none is.</summary>
+        public long? Missing { get; set; }
+
+        public long Length(Entry entry) => StreamLogFile.HeaderBytes + name.Length + entry.DataLength;
+
+        public void Add(Entry entry)
+        {
+            Entries.Add(entry);
+            Bytes += Length(entry);
+            Next = entry.Position + 1;
+        }
+
+        /// <summary>Forgets every entry, for a checkpoint that follows them.</summary>
+        public void Restart()
+        {
+            Entries.Clear();
+            Bytes = 0;
+            Missing = null;
+        }
+    }
 
     /// <summary>One stream's view of the store.</summary>
-    private sealed class Log(LocalCheckpointStore store, string stream) : ICheckpointLog
+    private sealed class Log(LocalCheckpointStore store, string stream, byte[] name) : ICheckpointLog
     {
         public string Stream => stream;
 
+        public byte[] Name => name;
+
         public Task<long> WriteCheckpointAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken = default) =>
-            store.WriteAsync(WriteKind.Checkpoint, stream, state, cancellationToken);
+            store.WriteAsync(checkpoint: true, this, state, cancellationToken);
 
         public Task<long> AppendAsync(ReadOnlyMemory<byte> record, CancellationToken cancellationToken = default) =>
-            store.WriteAsync(WriteKind.Record, stream, record, cancellationToken);
+            store.WriteAsync(checkpoint: false, this, record, cancellationToken);
 
         public Task<CheckpointRecovery> RecoverAsync(CancellationToken cancellationToken = default) =>
             store.RecoverAsync(stream, cancellationToken);
 
         public Task TruncateAsync(CancellationToken cancellationToken = default) =>
-            store.ChangeAsync(WriteKind.Truncate, stream, cancellationToken);
+            store.ChangeAsync(WriteKind.Truncate, this, cancellationToken);
 
         public Task DeleteAsync(CancellationToken cancellationToken = default) =>
-            store.ChangeAsync(WriteKind.Delete, stream, cancellationToken);
+            store.ChangeAsync(WriteKind.Delete, this, cancellationToken);
     }
 }

@@ -13,7 +13,7 @@ public sealed class StoreOptions
     /// <summary>The embedded store replicated across the managers: the default.</summary>
     public const string Replicated = "replicated";
 
-    /// <summary>Each manager's own SQLite file, not replicated: an instance's stream lives on its manager only.</summary>
+    /// <summary>Each manager's own append-only file, not replicated: an instance's stream lives on its manager only.</summary>
     public const string Local = "local";
 
     /// <summary>A PostgreSQL database every manager shares.</summary>

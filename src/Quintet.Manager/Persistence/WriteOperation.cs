@@ -1,4 +1,3 @@
-using System.IO.Hashing;
 using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence;
@@ -12,27 +11,22 @@ internal enum WriteKind
     Delete,
 }
 
-/// <summary>One write waiting for the <see cref="GroupCommitWriter"/>'s thread.</summary>
-internal sealed class WriteOperation : PendingWrite
+/// <summary>One write waiting for the <see cref="LocalCheckpointStore"/>'s writer thread.</summary>
+internal sealed class WriteOperation(WriteKind kind, string stream, byte[] name, ReadOnlyMemory<byte> data, uint dataCrc, CancellationToken cancellationToken)
+    : PendingWrite(cancellationToken)
 {
-    public WriteOperation(WriteKind kind, string stream, byte[]? data, Crc32? dataCrc, CancellationToken cancellationToken)
-        : base(cancellationToken)
-    {
-        Kind = kind;
-        Stream = stream;
-        Data = data;
-        DataCrc = dataCrc;
-    }
+    public WriteKind Kind => kind;
 
-    public WriteKind Kind { get; }
+    public string Stream => stream;
 
-    public string Stream { get; }
+    /// <summary>The stream's name in UTF-8.</summary>
+    public byte[] Name => name;
 
     /// <summary>The checkpoint or record bytes; none for truncate and delete.</summary>
-    public byte[]? Data { get; }
+    public ReadOnlyMemory<byte> Data => data;
 
-    /// <summary>The CRC32 of <see cref="Data"/> alone, completed with the position by the writer.</summary>
-    public Crc32? DataCrc { get; }
+    /// <summary>The CRC32 of <see cref="Data"/>.</summary>
+    public uint DataCrc => dataCrc;
 
-    public long Bytes => Data?.LongLength ?? 0;
+    public long Bytes => data.Length;
 }

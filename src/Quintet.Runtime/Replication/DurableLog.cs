@@ -26,10 +26,6 @@ internal sealed partial class DurableLog : IDisposable
     private const long SnapshotMagic = 0x3130_5041_4e53_3551; // "Q5SNAP01", little-endian
     private const int SnapshotHeaderBytes = sizeof(long) * 3 + sizeof(uint);
 
-    // The log grows by zero-filled steps made durable once, so that a commit writes in place and syncs its data alone:
-    // an fsync of a file that grew also commits the file system's journal, which costs more than the write itself.
-    private const int PreallocationBytes = 1024 * 1024;
-
     private readonly byte[] _header = new byte[RecordHeaderBytes];
     private readonly GroupCommitQueue<Item> _queue;
     private readonly string _directory;
@@ -84,7 +80,7 @@ internal sealed partial class DurableLog : IDisposable
         try
         {
             var (good, torn) = ReadRecords(log, snapshotPosition, commands);
-            if (torn > 0 && !ZeroFrom(log, good))
+            if (torn > 0 && !PreallocatedFile.IsZeroFrom(log, good))
             {
                 LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
                 DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
@@ -93,7 +89,7 @@ internal sealed partial class DurableLog : IDisposable
             }
 
             log.Position = good;
-            Preallocate(log, good);
+            PreallocatedFile.Extend(log, good);
         }
         catch
         {
@@ -210,7 +206,7 @@ internal sealed partial class DurableLog : IDisposable
                     _log.SetLength(0);
                     _log.Position = 0;
                     _log.Flush(flushToDisk: true);
-                    _allocated = Preallocate(_log, 0);
+                    _allocated = PreallocatedFile.Extend(_log, 0);
                 }
 
                 return Math.Max(last, item.Position);
@@ -243,52 +239,8 @@ internal sealed partial class DurableLog : IDisposable
 
         if (_log.Position + needed > _allocated)
         {
-            _allocated = Preallocate(_log, _log.Position + needed);
+            _allocated = PreallocatedFile.Extend(_log, _log.Position + needed);
         }
-    }
-
-    /// <summary>
-    /// Makes the file at least <paramref name="end"/> plus one step long, zero-filled past its current length, and the
-    /// new size durable (a full fsync, once per step). Zeros end the records on recovery: a zero header never checks.
-    /// Returns the new length; the stream's position is kept.
-    /// </summary>
-    private static long Preallocate(FileStream log, long end)
-    {
-        var length = log.Length;
-        if (length >= end + (PreallocationBytes / 2))
-        {
-            return length;
-        }
-
-        var target = end + PreallocationBytes;
-        var position = log.Position;
-        log.Position = length;
-        var zeros = new byte[64 * 1024];
-        for (var at = length; at < target; at += zeros.Length)
-        {
-            log.Write(zeros, 0, (int)Math.Min(zeros.Length, target - at));
-        }
-
-        log.Flush(flushToDisk: true);
-        log.Position = position;
-        return target;
-    }
-
-    /// <summary>True when everything from <paramref name="offset"/> to the end is zero: space preallocated, not a torn record.</summary>
-    private static bool ZeroFrom(FileStream log, long offset)
-    {
-        var buffer = new byte[64 * 1024];
-        log.Position = offset;
-        int read;
-        while ((read = log.Read(buffer)) > 0)
-        {
-            if (buffer.AsSpan(0, read).ContainsAnyExcept((byte)0))
-            {
-                return false;
-            }
-        }
-
-        return true;
     }
 
     private void WriteSnapshot(long position, IStateSnapshot snapshot)

@@ -1,14 +1,15 @@
-using Microsoft.Data.Sqlite;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Tests.Persistence;
 
-/// <summary>The checkpoint store contract, held against the local store (SQLite in a folder).</summary>
+/// <summary>The checkpoint store contract, held against the local store (an append-only file in a folder).</summary>
 public sealed class LocalCheckpointStoreContractTests(ITestOutputHelper output) : CheckpointStoreContract(output)
 {
     private readonly string _root = Directory.CreateTempSubdirectory("quintet-checkpoint-contract-").FullName;
+
+    private string FilePath => Path.Combine(_root, LocalCheckpointStore.FileName);
 
     protected override int DefaultMaxRecordBytes => LocalCheckpointStore.DefaultMaxRecordBytes;
 
@@ -33,40 +34,41 @@ public sealed class LocalCheckpointStoreContractTests(ITestOutputHelper output) 
 
     protected override long Transactions(ICheckpointStore store) => ((LocalCheckpointStore)store).Transactions;
 
-    protected override Task<long> RowCountAsync(string stream) =>
-        Task.FromResult((long)Execute("SELECT COUNT(*) FROM entries WHERE stream = $stream", stream, 0, scalar: true)!);
+    /// <summary>The records a recovery can reach: from the stream's last checkpoint, or its start, or its last deletion.</summary>
+    protected override Task<long> RowCountAsync(string stream)
+    {
+        long rows = 0;
+        foreach (var record in CheckpointLogFormat.Read(FilePath).Where(r => r.Stream == stream))
+        {
+            rows = record.Kind switch
+            {
+                CheckpointLogFormat.Checkpoint => 1,
+                CheckpointLogFormat.Record => rows + 1,
+                _ => 0,
+            };
+        }
+
+        return Task.FromResult(rows);
+    }
 
     protected override Task FlipStoredBitAsync(string stream, long position)
     {
-        var data = (byte[])Execute("SELECT data FROM entries WHERE stream = $stream AND position = $position", stream, position, scalar: true)!;
-        data[0] ^= 0x01;
-        Assert.Equal(1L, Execute("UPDATE entries SET data = $data WHERE stream = $stream AND position = $position", stream, position, scalar: false, data));
+        var record = CheckpointLogFormat.Read(FilePath).Last(r => r.Stream == stream && r.Position == position && r.Kind != CheckpointLogFormat.Delete);
+        using var file = new FileStream(FilePath, FileMode.Open, FileAccess.ReadWrite, FileShare.ReadWrite);
+        file.Position = record.DataOffset;
+        var first = (byte)file.ReadByte();
+        file.Position = record.DataOffset;
+        file.WriteByte((byte)(first ^ 0x01));
         return Task.CompletedTask;
     }
 
+    /// <summary>Cuts the record out of the file and closes the gap, as a file system that lost a block would leave it.</summary>
     protected override Task RemoveRowAsync(string stream, long position)
     {
-        Assert.Equal(1L, Execute("DELETE FROM entries WHERE stream = $stream AND position = $position", stream, position, scalar: false));
+        var record = CheckpointLogFormat.Read(FilePath).Last(r => r.Stream == stream && r.Position == position && r.Kind != CheckpointLogFormat.Delete);
+        var bytes = File.ReadAllBytes(FilePath);
+        var without = bytes[..(int)record.Offset].Concat(bytes[(int)(record.Offset + record.Length)..]).Concat(new byte[record.Length]).ToArray();
+        File.WriteAllBytes(FilePath, without);
         return Task.CompletedTask;
-    }
-
-    private object? Execute(string sql, string stream, long position, bool scalar, byte[]? data = null)
-    {
-        using var connection = new SqliteConnection(new SqliteConnectionStringBuilder
-        {
-            DataSource = Path.Combine(_root, LocalCheckpointStore.FileName),
-            Pooling = false,
-        }.ToString());
-        connection.Open();
-        using var command = connection.CreateCommand();
-        command.CommandText = sql;
-        command.Parameters.AddWithValue("$stream", stream);
-        command.Parameters.AddWithValue("$position", position);
-        if (data is not null)
-        {
-            command.Parameters.AddWithValue("$data", data);
-        }
-
-        return scalar ? command.ExecuteScalar() : (long)command.ExecuteNonQuery();
     }
 }
