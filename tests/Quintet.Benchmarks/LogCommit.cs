@@ -1,7 +1,9 @@
 using System.Globalization;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Manager.Persistence;
+using Quintet.Manager.Persistence.Replication;
 using Quintet.Runtime.Replication;
+using Quintet.Runtime.Storage;
 
 namespace Quintet.Benchmarks;
 
@@ -36,6 +38,12 @@ internal static class LogCommit
 
             foreach (var writers in concurrencies)
             {
+                var (figures, writes, commits) = await MeasureReplicaAsync(work, writers, warmup, window, record);
+                rows.Add(("replica", writers, figures, writes, commits));
+            }
+
+            foreach (var writers in concurrencies)
+            {
                 var (figures, writes, commits) = await MeasureDurableLogAsync(work, writers, warmup, window, record);
                 rows.Add(("durable", writers, figures, writes, commits));
             }
@@ -49,7 +57,7 @@ internal static class LogCommit
 
             var floorP50 = floors.Average(f => f.P50);
             var floorP99 = floors.Average(f => f.P99);
-            Console.WriteLine("  store: a manager's local checkpoint store (an append-only file, a stream per writer); durable: a durable shared structure's log (appends in order, one file).");
+            Console.WriteLine("  store: a manager's local checkpoint store (an append-only file, a stream per writer); replica: a manager's replica of the replicated store (SQLite WAL, replica.db), taking its own writer's appends; durable: a durable shared structure's log (appends in order, one file).");
             Console.WriteLine($"  {"log",-8} {"writers",7} {"commits/s",10} {"writes/commit",13} {"p50 ms",8} {"p99 ms",8} {"p50÷floor",9} {"p99÷floor",9}   (target: several writes per commit, p99 ≤ 2× the floor's)");
             foreach (var (log, writers, figures, writes, commits) in rows)
             {
@@ -103,6 +111,41 @@ internal static class LogCommit
             var (recordsBefore, fsyncsBefore) = (log.Records, log.Fsyncs);
             var figures = await LoadRun.MeasureAsync(writers, window, append);
             return (figures, log.Records - recordsBefore, log.Fsyncs - fsyncsBefore);
+        }
+    }
+
+    /// <summary>
+    /// Writers appending through a manager's own replica of the replicated store, one stream each, as the stream's
+    /// writer does before it waits for the other managers: the commit the replicated store adds its network round to.
+    /// </summary>
+    public static async Task<(LoadFigures Figures, long Writes, long Commits)> MeasureReplicaAsync(string folder, int writers, TimeSpan warmup, TimeSpan window, byte[] record)
+    {
+        using var replica = new ReplicaStore(Path.Combine(folder, $"replica-{writers}"), "bench", NullLogger.Instance);
+        var streams = Enumerable.Range(0, writers).Select(w => $"bench-{w}").ToArray();
+        var versions = new long[writers];
+        var positions = new long[writers];
+        for (var w = 0; w < writers; w++)
+        {
+            await replica.SealAsync(streams[w], 1, CancellationToken.None);
+            versions[w] = 1;
+            await Expect(replica.SubmitAsync(new ReplicaOp(streams[w], 1, 1, ReplicaOpKind.Sync, []), CancellationToken.None));
+        }
+
+        Func<int, long, Task> append = (worker, _) => Expect(replica.SubmitAsync(
+            new ReplicaOp(streams[worker], 1, ++versions[worker], ReplicaOpKind.Append, [new StoredEntry(++positions[worker], EntryKind.Record, record)]),
+            CancellationToken.None));
+        await LoadRun.MeasureAsync(writers, warmup, append);
+        var commitsBefore = replica.Transactions;
+        var figures = await LoadRun.MeasureAsync(writers, window, append);
+        return (figures, figures.Calls, replica.Transactions - commitsBefore);
+
+        static async Task Expect(Task<OpResult> submitted)
+        {
+            var result = await submitted;
+            if (result.Outcome != OpOutcome.Durable)
+            {
+                throw new InvalidOperationException($"The replica answered {result.Outcome} to its own writer's operation.");
+            }
         }
     }
 

@@ -170,6 +170,29 @@ public sealed class LocalCheckpointStoreTests : IDisposable
     }
 
     [Fact]
+    public async Task After_a_compaction_a_damaged_copied_record_is_reported_not_cut_off_as_a_torn_append()
+    {
+        // Five checkpoints of 1067 bytes in the file: the unreachable four pass 4 KiB, and the fifth write compacts.
+        var store = OpenStore(compactionBytes: 4 * 1024);
+        var log = store.Open("Compact/one");
+        for (var i = 0; i < 5; i++)
+        {
+            await log.WriteCheckpointAsync(new byte[1024]);
+        }
+
+        store.Dispose();
+        Assert.Equal(1, store.Compactions);
+        var records = CheckpointLogFormat.Read(FilePath);
+        Assert.Equal([CheckpointLogFormat.Checkpoint, CheckpointLogFormat.Marker], records.Select(r => r.Kind));
+        Assert.True(records[1].Commit > records[0].Commit, "the marker is a commit of its own");
+        FlipByte(records[0].DataOffset);
+
+        var e = await Assert.ThrowsAsync<CheckpointStoreException>(() => OpenStore().Open("Compact/one").RecoverAsync());
+
+        Assert.Equal(("Compact/one", 5L), (e.Stream, e.Position));
+    }
+
+    [Fact]
     public async Task Recoveries_running_while_the_file_is_compacted_read_every_record_whole()
     {
         var store = OpenStore(compactionBytes: 8 * 1024);
