@@ -57,7 +57,7 @@ internal static class LogCommit
 
             var floorP50 = floors.Average(f => f.P50);
             var floorP99 = floors.Average(f => f.P99);
-            Console.WriteLine("  store: a manager's local checkpoint store (an append-only file, a stream per writer); replica: a manager's replica of the replicated store (SQLite WAL, replica.db), taking its own writer's appends; durable: a durable shared structure's log (appends in order, one file).");
+            Console.WriteLine("  store: a manager's local checkpoint store (an append-only file, a stream per writer); replica: a manager's replica of the replicated store (replica.log, same format), taking its own writer's appends; durable: a durable shared structure's log (appends in order, one file).");
             Console.WriteLine($"  {"log",-8} {"writers",7} {"commits/s",10} {"writes/commit",13} {"p50 ms",8} {"p99 ms",8} {"p50÷floor",9} {"p99÷floor",9}   (target: several writes per commit, p99 ≤ 2× the floor's)");
             foreach (var (log, writers, figures, writes, commits) in rows)
             {

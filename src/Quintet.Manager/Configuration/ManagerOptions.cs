@@ -49,7 +49,7 @@ public sealed class ManagerOptions
 
     /// <summary>
     /// The folder where the manager keeps what it needs across calls and restarts: deployed packages and the checkpoint
-    /// stores (<c>replica.db</c>, this manager's replica of the replicated store, and <c>checkpoints.log</c>, the local store).
+    /// stores (<c>replica.log</c>, this manager's replica of the replicated store, and <c>checkpoints.log</c>, the local store).
     /// <value>Default: <c>quintet/&lt;node name&gt;</c> under the system temp folder.</value>
     /// </summary>
     public string? DataDirectory { get; set; }

@@ -56,7 +56,7 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
     }
 
     /// <summary>
-    /// Registers the replicated store: this manager's replica (<see cref="ReplicaStore"/>, <c>replica.db</c> in the data
+    /// Registers the replicated store: this manager's replica (<see cref="ReplicaStore"/>, <c>replica.log</c> in the data
     /// folder), the replicas of the other managers in the view, and <see cref="ReplicatedCheckpointStore"/> over them as
     /// the singleton <see cref="ICheckpointStore"/>.
     /// </summary>

@@ -25,6 +25,9 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
     /// <summary>The longest stream name accepted, in characters.</summary>
     public const int MaxStreamLength = 1024;
 
+    /// <summary>The SQLite file of earlier versions, imported once into <see cref="FileName"/> and renamed <c>checkpoints.db.imported</c>.</summary>
+    public const string LegacyFileName = "checkpoints.db";
+
     /// <summary>The file held open, unshared, while the store is open, so that a second store on the folder fails at once.</summary>
     public const string LockFileName = "checkpoints.lock";
 
@@ -75,7 +78,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
         _lock = Lock(directory);
         try
         {
-            SqliteCheckpointImport.Run(directory, Path, logger);
+            SqliteImport.Run(directory, LegacyFileName, Path, logger, ImportLegacy);
             _file = StreamLogFile.Open(Path, Replay, logger);
         }
         catch
@@ -144,6 +147,42 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
                 $"The checkpoint store in {System.IO.Path.GetFullPath(directory)} is open in another process or store ({path} is locked); a data folder serves one manager at a time.",
                 e);
         }
+    }
+
+    /// <summary>Copies each stream's last checkpoint and the records after it from the SQLite file of earlier versions.</summary>
+    private static string ImportLegacy(Microsoft.Data.Sqlite.SqliteConnection connection, Action<NewRecord> write)
+    {
+        using var command = connection.CreateCommand();
+        command.CommandText = $"""
+            SELECT stream, position, kind, crc, data FROM entries AS e
+            WHERE position >= COALESCE((SELECT MAX(position) FROM entries WHERE stream = e.stream AND kind = {(int)EntryKind.Checkpoint}), 1)
+            ORDER BY stream, position
+            """;
+        using var reader = command.ExecuteReader();
+        var streams = 0;
+        var entries = 0L;
+        var damaged = 0L;
+        string? last = null;
+        byte[] name = [];
+        while (reader.Read())
+        {
+            var stream = reader.GetString(0);
+            var position = reader.GetInt64(1);
+            var kind = (EntryKind)reader.GetInt64(2);
+            var data = reader.GetFieldValue<byte[]>(4);
+            if (stream != last)
+            {
+                (last, name) = (stream, Encoding.UTF8.GetBytes(stream));
+                streams++;
+            }
+
+            var sound = StorageChecksum.Of(data, stream, position, kind) == (uint)reader.GetInt64(3);
+            damaged += sound ? 0 : 1;
+            entries++;
+            write(new NewRecord(kind == EntryKind.Checkpoint ? CheckpointKind : RecordKind, name, position, data, SqliteImport.DataCrc(data, sound)));
+        }
+
+        return $"{streams} streams, {entries} checkpoints and records ({damaged} failing their CRC32 check, kept so)";
     }
 
     /// <summary>Rebuilds the index from one record of the file, in the file's order.</summary>

@@ -14,7 +14,8 @@ namespace Quintet.Manager.Persistence;
 /// <param name="NameBytes">The length of the stream's name in UTF-8.</param>
 /// <param name="DataLength">The length of the record's data.</param>
 /// <param name="DataCrc">The CRC32 of the record's data, checked when it is read.</param>
-internal readonly record struct StoredRecord(byte Kind, string Stream, long Position, long Offset, int NameBytes, int DataLength, uint DataCrc)
+/// <param name="SmallData">The data itself when it is at most <see cref="StreamLogFile.SmallDataBytes"/> long (read while the file is scanned); null otherwise.</param>
+internal readonly record struct StoredRecord(byte Kind, string Stream, long Position, long Offset, int NameBytes, int DataLength, uint DataCrc, byte[]? SmallData = null)
 {
     /// <summary>Where the record's data starts in the file.</summary>
     public long DataOffset => Offset + StreamLogFile.HeaderBytes + NameBytes;
@@ -58,6 +59,9 @@ internal sealed partial class StreamLogFile : IDisposable
 {
     /// <summary>The length of a record's header.</summary>
     public const int HeaderBytes = 32;
+
+    /// <summary>Data up to this long comes with its record when the file is scanned (<see cref="StoredRecord.SmallData"/>).</summary>
+    public const int SmallDataBytes = 64;
 
     /// <summary>The longest stream name accepted, in UTF-8 bytes.</summary>
     public const int MaxNameBytes = 4096;
@@ -336,10 +340,20 @@ internal sealed partial class StreamLogFile : IDisposable
                 commit = fields.Commit;
             }
 
-            var record = new StoredRecord(fields.Kind, StreamName(names, name.AsSpan(0, fields.NameBytes)), fields.Position, offset, fields.NameBytes, fields.DataLength, fields.DataCrc);
+            byte[]? small = null;
+            if (fields.DataLength <= SmallDataBytes)
+            {
+                small = new byte[fields.DataLength];
+                file.ReadExactly(small);
+            }
+            else
+            {
+                file.Seek(fields.DataLength, SeekOrigin.Current);
+            }
+
+            var record = new StoredRecord(fields.Kind, StreamName(names, name.AsSpan(0, fields.NameBytes)), fields.Position, offset, fields.NameBytes, fields.DataLength, fields.DataCrc, small);
             group.Add(record);
             offset += record.Length;
-            file.Seek(fields.DataLength, SeekOrigin.Current);
         }
 
         // The last commit may be torn inside its data (a header can reach the disk before the data it follows): its

@@ -1,6 +1,7 @@
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
+using Quintet.Tests.Storage;
 
 namespace Quintet.Manager.Tests.Persistence;
 

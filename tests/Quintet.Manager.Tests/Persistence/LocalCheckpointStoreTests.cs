@@ -6,6 +6,7 @@ using Quintet.Diagnostics;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 using Quintet.Runtime.Storage;
+using Quintet.Tests.Storage;
 
 namespace Quintet.Manager.Tests.Persistence;
 

@@ -1,10 +1,10 @@
 using System.Text;
-using Microsoft.Data.Sqlite;
 using Microsoft.Extensions.Logging.Abstractions;
-using Quintet.Manager.Persistence;
 using Quintet.Manager.Persistence.Replication;
+using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 using Quintet.Runtime.Storage;
+using Quintet.Tests.Storage;
 
 namespace Quintet.Manager.Tests.Persistence;
 
@@ -257,7 +257,7 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
         await log.AppendAsync(Bytes("r3"));
 
         Stop("b");
-        Corrupt("b", "UPDATE entries SET data = X'00112233' WHERE stream = 's' AND position = 2");
+        CheckpointLogFormat.FlipData(Path.Combine(_root, "b", ReplicaStore.FileName), "s", 2);
         Start("b");
         var before = await _replicas["b"].ReadAsync("s");
         Assert.Contains("CRC32", before.Corrupt, StringComparison.Ordinal);
@@ -276,11 +276,15 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
         await log.AppendAsync(Bytes("r1"));
 
         Stop("c");
+        // The first record's header is damaged, and later commits follow it: not a torn end, a damaged file.
         var file = Path.Combine(_root, "c", ReplicaStore.FileName);
-        SqliteConnection.ClearAllPools();
-        var bytes = File.ReadAllBytes(file);
-        Array.Fill(bytes, (byte)0x5A, 0, Math.Min(bytes.Length, 4096));
-        File.WriteAllBytes(file, bytes);
+        Assert.True(CheckpointLogFormat.Read(file).Select(r => r.Commit).Distinct().Count() >= 2);
+        using (var stream = new FileStream(file, FileMode.Open, FileAccess.ReadWrite))
+        {
+            stream.Position = 8;
+            stream.WriteByte(0x5A);
+        }
+
         Start("c");
         Assert.Contains(Directory.GetFiles(Path.Combine(_root, "c")), f => f.Contains(".corrupt-", StringComparison.Ordinal));
 
@@ -353,17 +357,7 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
             replica.Dispose();
         }
 
-        SqliteConnection.ClearAllPools();
         Directory.Delete(_root, recursive: true);
-    }
-
-    private void Corrupt(string name, string sql)
-    {
-        using var connection = new SqliteConnection(new SqliteConnectionStringBuilder { DataSource = Path.Combine(_root, name, ReplicaStore.FileName), Pooling = false }.ToString());
-        connection.Open();
-        using var command = connection.CreateCommand();
-        command.CommandText = sql;
-        Assert.Equal(1, command.ExecuteNonQuery());
     }
 
     /// <summary>The replicas manager <c>self</c> can reach: those not marked down (its own always, so that it can fail alone).</summary>

@@ -2,75 +2,111 @@ using System.Buffers.Binary;
 using System.IO.Hashing;
 using System.Text;
 using Microsoft.Data.Sqlite;
+using Quintet.Persistence;
 using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence.Replication;
 
 /// <summary>
-/// This manager's replica of the replicated store: one SQLite database, <c>replica.db</c>, in WAL mode with
-/// synchronous=FULL. Every entry and every stream's state (promised epoch, synced epoch, last position) carries a CRC32.
-/// One writer thread applies every queued operation in one transaction (group commit): the operations that arrive
-/// together, from this manager's writers and from other managers' replication batches, share one fsync.
+/// This manager's replica of the replicated store: one append-only file, <c>replica.log</c> (<see cref="StreamLogFile"/>),
+/// and an index in memory of each stream's state (promised epoch, synced epoch, last position, version) and entries
+/// from its last checkpoint on. One writer thread runs every queued operation against the index, appends the records
+/// they make as one commit and syncs once (group commit): the operations that arrive together, from this manager's
+/// writers and from other managers' replication batches, share one sync. Every operation, reads included, runs on that
+/// thread, so the index needs no lock.
 /// </summary>
 internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
 {
-    /// <summary>The database's file name in the manager's data folder.</summary>
-    public const string FileName = "replica.db";
+    /// <summary>The replica's file name in the manager's data folder.</summary>
+    public const string FileName = "replica.log";
 
-    private const int SchemaVersion = 1;
+    /// <summary>The SQLite file of earlier versions, imported once into <see cref="FileName"/> and renamed <c>replica.db.imported</c>.</summary>
+    public const string LegacyFileName = "replica.db";
+
     private const int MaxBatchOperations = 1024;
     private const long MaxBatchBytes = 64L * 1024 * 1024;
 
-    private readonly GroupCommitQueue<Work> _queue;
-    private readonly SqliteConnection _connection;
-    private readonly ILogger _logger;
-    private int _disposed;
-    private long _transactions;
+    /// <summary>The file is compacted once the records no read needs pass this size and the live ones' size.</summary>
+    internal const long DefaultCompactionBytes = 64L * 1024 * 1024;
 
-    /// <summary>Opens (or creates) the replica in <paramref name="directory"/>; a database that fails its check is moved aside and replaced by an empty one.</summary>
+    // Record kinds. Checkpoint and Record are the entries; Reset drops a stream's entries (a sync replaces them);
+    // State holds the stream's four numbers; Truncate drops the entries before its position; Manager names a member.
+    private const byte CheckpointKind = 1;
+    private const byte RecordKind = 2;
+    private const byte ResetKind = 3;
+    private const byte StateKind = 4;
+    private const byte TruncateKind = 5;
+    private const byte ManagerKind = 6;
+    private const int StateBytes = 4 * sizeof(long);
+
+    private readonly GroupCommitQueue<Work> _queue;
+    private readonly Dictionary<string, ReplicaStream> _streams = new(StringComparer.Ordinal);
+    private readonly Dictionary<string, Located> _managers = new(StringComparer.Ordinal);
+    private readonly List<NewRecord> _records = [];
+    private readonly List<(Located Target, int Record)> _placed = [];
+    private readonly StreamLogFile _file;
+    private readonly ILogger _logger;
+    private readonly long _compactionBytes;
+    private long[] _offsets = new long[MaxBatchOperations];
+    private long _nextCompactionCheck;
+    private long _transactions;
+    private long _compactions;
+    private int _disposed;
+    private Exception? _broken;
+
+    /// <summary>Opens (or creates) the replica in <paramref name="directory"/>; a file damaged before its last commit is moved aside and replaced by an empty one.</summary>
     /// <param name="directory">The manager's data folder.</param>
     /// <param name="name">The manager's name.</param>
     /// <param name="logger">Where corruption and failed commits are reported.</param>
-    public ReplicaStore(string directory, string name, ILogger logger)
+    /// <param name="compactionBytes">How many bytes of records no read needs (and at least as many as the live ones) start a compaction.</param>
+    public ReplicaStore(string directory, string name, ILogger logger, long compactionBytes = DefaultCompactionBytes)
     {
         ArgumentException.ThrowIfNullOrWhiteSpace(directory);
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(compactionBytes);
+        _compactionBytes = compactionBytes;
         Directory.CreateDirectory(directory);
         Name = name;
         _logger = logger;
         Path = System.IO.Path.GetFullPath(System.IO.Path.Combine(directory, FileName));
-        _connection = OpenChecked();
-        KnownManagers = ReadKnownManagers();
-        var db = new Db(_connection, this);
-        _queue = new GroupCommitQueue<Work>(batch => CommitBatch(db, batch), MaxBatchOperations, MaxBatchBytes, work => work.Bytes);
+        Import(directory);
+        _file = OpenChecked();
+        KnownManagers = new HashSet<string>(_managers.Keys, StringComparer.Ordinal);
+        _queue = new GroupCommitQueue<Work>(CommitBatch, MaxBatchOperations, MaxBatchBytes, work => work.Bytes);
     }
 
     /// <inheritdoc />
     public string Name { get; }
 
-    /// <summary>The database file's full path.</summary>
+    /// <summary>The replica file's full path.</summary>
     public string Path { get; }
 
-    /// <summary>How many transactions (each one fsync) have committed since the replica opened: fewer than the writes when they share.</summary>
+    /// <summary>How many commits (each one sync) the replica has made since it opened: fewer than the writes when they share.</summary>
     public long Transactions => Interlocked.Read(ref _transactions);
+
+    /// <summary>How many times the file has been compacted since the replica opened.</summary>
+    internal long Compactions => Interlocked.Read(ref _compactions);
+
+    /// <summary>The bytes of every record in the file, needed or not.</summary>
+    internal long FileBytes => _file.End;
 
     /// <summary>The managers this replica has recorded as members of the cluster, read at open.</summary>
     public IReadOnlySet<string> KnownManagers { get; }
 
     /// <inheritdoc />
     public Task<SealReply> SealAsync(string stream, long epoch, CancellationToken cancellationToken) =>
-        Enqueue(db => db.Seal(stream, epoch), 0);
+        Enqueue(() => Seal(stream, epoch), 0);
 
     /// <inheritdoc />
     public Task<OpResult> SubmitAsync(ReplicaOp op, CancellationToken cancellationToken) =>
-        Enqueue(db => db.Apply(op), op.Bytes);
+        Enqueue(() => Apply(op), op.Bytes);
 
     /// <inheritdoc />
-    public Task<ReplicaCopy> ReadAsync(string stream) => Enqueue(db => db.Read(stream), 0);
+    public Task<ReplicaCopy> ReadAsync(string stream) => Enqueue(() => Read(stream), 0);
 
     /// <summary>Records managers as members of the cluster, durably.</summary>
-    public Task<bool> RecordManagersAsync(IReadOnlyCollection<string> names) => Enqueue(db => db.RecordManagers(names), 0);
+    public Task<bool> RecordManagersAsync(IReadOnlyCollection<string> names) => Enqueue(() => RecordManagers(names), 0);
 
-    /// <summary>Commits what is queued, then closes the database.</summary>
+    /// <summary>Commits what is queued, then closes the file.</summary>
     public void Dispose()
     {
         if (Interlocked.Exchange(ref _disposed, 1) != 0)
@@ -79,105 +115,156 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         }
 
         _queue.Dispose();
-        _connection.Dispose();
+        _file.Dispose();
     }
 
-    private Task<T> Enqueue<T>(Func<Db, T> body, long bytes)
+    private Task<T> Enqueue<T>(Func<T> body, long bytes)
     {
         var work = new Work<T>(body, bytes);
         return _queue.TryAdd(work) ? work.Task : Task.FromException<T>(new ObjectDisposedException(nameof(ReplicaStore)));
     }
 
-    private SqliteConnection OpenChecked()
+    private void Import(string directory)
     {
         try
         {
-            return Open();
+            SqliteImport.Run(directory, LegacyFileName, Path, _logger, ImportLegacy);
         }
-        catch (Exception e) when (e is SqliteException { SqliteErrorCode: 11 or 26 } or CorruptDatabaseException)
+        catch (CheckpointStoreException e)
         {
-            // The file is damaged below the rows: keep it for inspection, start empty, and let the writers repair it.
-            var aside = $"{Path}.corrupt-{DateTime.UtcNow:yyyyMMddHHmmss}";
-            LogCorruptFile(_logger, e, Path, aside);
+            // The old file is damaged below the rows: as with a damaged file of today, keep it for inspection, start
+            // empty, and let the writers refill the replica.
+            var legacy = System.IO.Path.Combine(directory, LegacyFileName);
+            var aside = $"{legacy}.corrupt-{DateTime.UtcNow:yyyyMMddHHmmss}";
+            LogCorruptFile(_logger, e, legacy, aside);
             StoreMetrics.Corruption(Name);
             foreach (var suffix in new[] { string.Empty, "-wal", "-shm" })
             {
-                if (File.Exists(Path + suffix))
+                if (File.Exists(legacy + suffix))
                 {
-                    File.Move(Path + suffix, aside + suffix);
+                    File.Move(legacy + suffix, aside + suffix);
                 }
             }
-
-            return Open();
         }
     }
 
-    private SqliteConnection Open()
+    private StreamLogFile OpenChecked()
     {
-        var connection = new SqliteConnection(new SqliteConnectionStringBuilder { DataSource = Path, Mode = SqliteOpenMode.ReadWriteCreate, Pooling = false }.ToString());
         try
         {
-            connection.Open();
-            var mode = (string?)Scalar(connection, "PRAGMA journal_mode = WAL");
-            if (!string.Equals(mode, "wal", StringComparison.OrdinalIgnoreCase))
-            {
-                throw new Quintet.Persistence.CheckpointStoreException($"The replica {Path} cannot use WAL mode (it stays in '{mode}' mode); put the data folder on a local file system.");
-            }
-
-            Scalar(connection, "PRAGMA synchronous = FULL");
-            Scalar(connection, $"PRAGMA journal_size_limit = {64 * 1024 * 1024}");
-            var check = (string?)Scalar(connection, "PRAGMA quick_check");
-            if (!string.Equals(check, "ok", StringComparison.Ordinal))
-            {
-                throw new CorruptDatabaseException(check ?? "quick_check returned nothing");
-            }
-
-            var version = (long)Scalar(connection, "PRAGMA user_version")!;
-            if (version > SchemaVersion)
-            {
-                throw new Quintet.Persistence.CheckpointStoreException($"The replica {Path} has schema version {version}, newer than this manager's {SchemaVersion}.");
-            }
-
-            Scalar(connection, $"""
-                CREATE TABLE IF NOT EXISTS streams (
-                    stream TEXT PRIMARY KEY,
-                    promised INTEGER NOT NULL,
-                    synced INTEGER NOT NULL,
-                    last_position INTEGER NOT NULL,
-                    version INTEGER NOT NULL,
-                    crc INTEGER NOT NULL);
-                CREATE TABLE IF NOT EXISTS entries (
-                    stream TEXT NOT NULL,
-                    position INTEGER NOT NULL,
-                    kind INTEGER NOT NULL,
-                    crc INTEGER NOT NULL,
-                    data BLOB NOT NULL,
-                    PRIMARY KEY (stream, position));
-                CREATE INDEX IF NOT EXISTS entry_checkpoints ON entries (stream, position) WHERE kind = {(int)EntryKind.Checkpoint};
-                CREATE TABLE IF NOT EXISTS managers (name TEXT PRIMARY KEY);
-                PRAGMA user_version = {SchemaVersion};
-                """);
-            return connection;
+            return StreamLogFile.Open(Path, Replay, _logger);
         }
-        catch
+        catch (CheckpointStoreException e)
         {
-            connection.Dispose();
-            throw;
+            // Damaged before its last commit: keep the file for inspection, start empty, and let the writers repair it.
+            var aside = $"{Path}.corrupt-{DateTime.UtcNow:yyyyMMddHHmmss}";
+            LogCorruptFile(_logger, e, Path, aside);
+            StoreMetrics.Corruption(Name);
+            File.Move(Path, aside);
+            _streams.Clear();
+            _managers.Clear();
+            return StreamLogFile.Open(Path, Replay, _logger);
         }
     }
 
-    private HashSet<string> ReadKnownManagers()
+    /// <summary>Rebuilds the index from one record of the file, in the file's order.</summary>
+    private void Replay(StoredRecord record)
     {
-        using var command = _connection.CreateCommand();
-        command.CommandText = "SELECT name FROM managers";
-        using var reader = command.ExecuteReader();
-        var names = new HashSet<string>(StringComparer.Ordinal);
-        while (reader.Read())
+        if (record.Kind == ManagerKind)
         {
-            names.Add(reader.GetString(0));
+            _managers[record.Stream] = new Located { Offset = record.Offset, Length = record.Length };
+            return;
         }
 
-        return names;
+        var stream = StreamOf(record.Stream);
+        switch (record.Kind)
+        {
+            case CheckpointKind or RecordKind:
+                stream.Insert(new Entry(record.Position, record.Kind == CheckpointKind ? EntryKind.Checkpoint : EntryKind.Record, record.DataLength, record.DataCrc) { Offset = record.Offset });
+                break;
+            case ResetKind:
+                stream.Entries.Clear();
+                break;
+            case TruncateKind:
+                stream.Entries.RemoveAll(e => e.Position < record.Position);
+                break;
+            case StateKind:
+                var data = record.SmallData;
+                stream.StateRecord = new Located { Offset = record.Offset, Length = record.Length };
+                if (data is null || data.Length != StateBytes)
+                {
+                    stream.State = default;
+                    stream.StateCorrupt = "its state record is not 32 bytes";
+                }
+                else
+                {
+                    stream.State = ParseState(data);
+                    stream.StateCorrupt = Crc32.HashToUInt32(data) == record.DataCrc ? null : "its state record fails its CRC32 check";
+                }
+
+                break;
+        }
+    }
+
+    private static string ImportLegacy(SqliteConnection connection, Action<NewRecord> write)
+    {
+        var check = (string?)Scalar(connection, "PRAGMA quick_check");
+        if (!string.Equals(check, "ok", StringComparison.Ordinal))
+        {
+            throw new CheckpointStoreException($"The old replica {connection.DataSource} fails SQLite's check: {check}.");
+        }
+
+        var streams = 0;
+        var entries = 0L;
+        var damaged = 0L;
+        using (var command = connection.CreateCommand())
+        {
+            command.CommandText = "SELECT stream, promised, synced, last_position, version, crc FROM streams ORDER BY stream";
+            using var reader = command.ExecuteReader();
+            while (reader.Read())
+            {
+                var stream = reader.GetString(0);
+                var state = new StreamState(reader.GetInt64(1), reader.GetInt64(2), reader.GetInt64(3), reader.GetInt64(4));
+                var sound = (uint)reader.GetInt64(5) == LegacyStateCrc(stream, state);
+                damaged += sound ? 0 : 1;
+                var data = StateData(state);
+                write(new NewRecord(StateKind, Encoding.UTF8.GetBytes(stream), 0, data, SqliteImport.DataCrc(data, sound)));
+                streams++;
+            }
+        }
+
+        using (var command = connection.CreateCommand())
+        {
+            command.CommandText = $"""
+                SELECT stream, position, kind, crc, data FROM entries AS e
+                WHERE position >= COALESCE((SELECT MAX(position) FROM entries WHERE stream = e.stream AND kind = {(int)EntryKind.Checkpoint}), 1)
+                ORDER BY stream, position
+                """;
+            using var reader = command.ExecuteReader();
+            while (reader.Read())
+            {
+                var stream = reader.GetString(0);
+                var position = reader.GetInt64(1);
+                var kind = (EntryKind)reader.GetInt64(2);
+                var data = reader.GetFieldValue<byte[]>(4);
+                var sound = StorageChecksum.Of(data, stream, position, kind) == (uint)reader.GetInt64(3);
+                damaged += sound ? 0 : 1;
+                entries++;
+                write(new NewRecord(kind == EntryKind.Checkpoint ? CheckpointKind : RecordKind, Encoding.UTF8.GetBytes(stream), position, data, SqliteImport.DataCrc(data, sound)));
+            }
+        }
+
+        using (var command = connection.CreateCommand())
+        {
+            command.CommandText = "SELECT name FROM managers ORDER BY name";
+            using var reader = command.ExecuteReader();
+            while (reader.Read())
+            {
+                write(new NewRecord(ManagerKind, Encoding.UTF8.GetBytes(reader.GetString(0)), 0, default, 0));
+            }
+        }
+
+        return $"{streams} streams, {entries} checkpoints and records ({damaged} failing their CRC32 check, kept so)";
     }
 
     private static object? Scalar(SqliteConnection connection, string text)
@@ -187,65 +274,384 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         return command.ExecuteScalar();
     }
 
-    private void CommitBatch(Db db, IReadOnlyList<Work> batch)
-    {
-        try
-        {
-            Commit(db, batch);
-            foreach (var work in batch)
-            {
-                work.Complete();
-            }
-        }
-        catch (Exception e) when (batch.Count > 1)
-        {
-            // One bad operation must not fail the others that shared its transaction: each gets one of its own.
-            LogBatchFailed(_logger, e, batch.Count);
-            foreach (var work in batch)
-            {
-                try
-                {
-                    Commit(db, [work]);
-                    work.Complete();
-                }
-                catch (Exception alone)
-                {
-                    work.Fail(alone);
-                }
-            }
-        }
-        catch (Exception e)
-        {
-            batch[0].Fail(e);
-        }
-    }
-
-    private void Commit(Db db, IReadOnlyList<Work> batch)
-    {
-        using var transaction = _connection.BeginTransaction();
-        db.Transaction = transaction;
-        foreach (var work in batch)
-        {
-            work.Execute(db);
-        }
-
-        transaction.Commit();
-        Interlocked.Increment(ref _transactions);
-        StoreMetrics.Fsync(Name);
-        CheckpointStoreMetrics.Committed(batch.Count);
-    }
-
-    private static uint StateCrc(string stream, StreamState state)
+    /// <summary>The CRC32 the old SQLite replica kept beside a stream's state row.</summary>
+    private static uint LegacyStateCrc(string stream, StreamState state)
     {
         var crc = new Crc32();
         crc.Append(Encoding.UTF8.GetBytes(stream));
-        Span<byte> numbers = stackalloc byte[4 * sizeof(long)];
-        BinaryPrimitives.WriteInt64LittleEndian(numbers, state.Promised);
-        BinaryPrimitives.WriteInt64LittleEndian(numbers[8..], state.Synced);
-        BinaryPrimitives.WriteInt64LittleEndian(numbers[16..], state.Last);
-        BinaryPrimitives.WriteInt64LittleEndian(numbers[24..], state.Version);
-        crc.Append(numbers);
+        crc.Append(StateData(state));
         return crc.GetCurrentHashAsUInt32();
+    }
+
+    private static byte[] StateData(StreamState state)
+    {
+        var data = new byte[StateBytes];
+        BinaryPrimitives.WriteInt64LittleEndian(data, state.Promised);
+        BinaryPrimitives.WriteInt64LittleEndian(data.AsSpan(8), state.Synced);
+        BinaryPrimitives.WriteInt64LittleEndian(data.AsSpan(16), state.Last);
+        BinaryPrimitives.WriteInt64LittleEndian(data.AsSpan(24), state.Version);
+        return data;
+    }
+
+    private static StreamState ParseState(ReadOnlySpan<byte> data) => new(
+        BinaryPrimitives.ReadInt64LittleEndian(data),
+        BinaryPrimitives.ReadInt64LittleEndian(data[8..]),
+        BinaryPrimitives.ReadInt64LittleEndian(data[16..]),
+        BinaryPrimitives.ReadInt64LittleEndian(data[24..]));
+
+    /// <summary>Runs a batch against the index, appends the records it made in one commit, then completes it.</summary>
+    private void CommitBatch(IReadOnlyList<Work> batch)
+    {
+        if (_broken is { } broken)
+        {
+            foreach (var work in batch)
+            {
+                work.Fail(broken);
+            }
+
+            return;
+        }
+
+        _records.Clear();
+        _placed.Clear();
+        foreach (var work in batch)
+        {
+            work.Execute();
+        }
+
+        if (_records.Count > 0)
+        {
+            try
+            {
+                if (_offsets.Length < _records.Count)
+                {
+                    _offsets = new long[_records.Count];
+                }
+
+                _file.Append(_records, _offsets);
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+            {
+                // The index already holds what the batch did: from now on it cannot be trusted, and the replica takes
+                // nothing more until a restart rebuilds it from the file.
+                _broken = new CheckpointStoreException($"The replica {Path} could not write to its file ({e.Message}); it takes no more operations until the manager restarts.", e);
+                LogWriteFailed(_logger, e, Path, batch.Count);
+                foreach (var work in batch)
+                {
+                    work.Fail(_broken);
+                }
+
+                return;
+            }
+            finally
+            {
+                _records.Clear();
+            }
+
+            foreach (var (target, record) in _placed)
+            {
+                target.Place(_offsets[record]);
+            }
+
+            Interlocked.Increment(ref _transactions);
+            StoreMetrics.Fsync(Name);
+            CheckpointStoreMetrics.Committed(batch.Count);
+        }
+
+        foreach (var work in batch)
+        {
+            work.Complete();
+        }
+
+        CompactIfWorthIt();
+    }
+
+    private SealReply Seal(string stream, long epoch)
+    {
+        var known = Find(stream);
+        var state = known?.State ?? default;
+        var stateCorrupt = known?.StateCorrupt;
+        var copy = stateCorrupt is null ? ReadCopy(stream, known) : Corrupt(stream, state, stateCorrupt);
+        if (stateCorrupt is null && epoch <= state.Promised)
+        {
+            return new SealReply(Name, false, copy);
+        }
+
+        // A corrupt copy loses its standing (synced 0): it takes no append until a writer sends it a whole sound copy.
+        WriteState(stream, copy.Corrupt is null ? state with { Promised = epoch } : new StreamState(epoch, 0, 0, 0));
+        return new SealReply(Name, true, copy with { Promised = epoch });
+    }
+
+    private ReplicaCopy Read(string stream)
+    {
+        var known = Find(stream);
+        return known?.StateCorrupt is { } problem ? Corrupt(stream, known.State, problem) : ReadCopy(stream, known);
+    }
+
+    private OpResult Apply(ReplicaOp op)
+    {
+        var known = Find(op.Stream);
+        var state = known?.State ?? default;
+        if (known?.StateCorrupt is { } problem)
+        {
+            if (op.Kind != ReplicaOpKind.Sync)
+            {
+                // Reported here; the writer answers "behind" with the whole stream, which repairs it.
+                Corrupt(op.Stream, state, problem);
+                return new OpResult(OpOutcome.Behind);
+            }
+
+            state = default;
+        }
+
+        if (op.Epoch < state.Promised)
+        {
+            return new OpResult(OpOutcome.Fenced, state.Promised);
+        }
+
+        if (op.Kind == ReplicaOpKind.Sync)
+        {
+            if (op.Epoch == state.Synced && op.Version <= state.Version)
+            {
+                // A late sync of this writer's: the copy here already reflects it and more.
+                return OpResult.Durable;
+            }
+
+            var stream = StreamOf(op.Stream);
+            stream.Entries.Clear();
+            Write(stream, ResetKind, 0, default, 0);
+            foreach (var entry in op.Entries)
+            {
+                Insert(stream, entry);
+            }
+
+            WriteState(op.Stream, new StreamState(Math.Max(state.Promised, op.Epoch), op.Epoch, op.LastPosition, op.Version));
+            return OpResult.Durable;
+        }
+
+        if (state.Synced != op.Epoch)
+        {
+            return new OpResult(OpOutcome.Behind);
+        }
+
+        if (op.Version <= state.Version)
+        {
+            return OpResult.Durable;
+        }
+
+        // Only right after the writer's previous operation: a replica that missed one must be sent the whole stream.
+        if (op.Version != state.Version + 1)
+        {
+            return new OpResult(OpOutcome.Behind);
+        }
+
+        switch (op.Kind)
+        {
+            case ReplicaOpKind.Append:
+                if (op.Entries.Count == 0 || op.Entries[0].Position != state.Last + 1)
+                {
+                    return new OpResult(OpOutcome.Behind);
+                }
+
+                var appended = StreamOf(op.Stream);
+                foreach (var entry in op.Entries)
+                {
+                    Insert(appended, entry);
+                }
+
+                WriteState(op.Stream, state with { Last = op.Entries[^1].Position, Version = op.Version });
+                return OpResult.Durable;
+            case ReplicaOpKind.Truncate:
+                var truncated = StreamOf(op.Stream);
+                truncated.Entries.RemoveAll(e => e.Position < op.TruncateBefore);
+                Write(truncated, TruncateKind, op.TruncateBefore, default, 0);
+                WriteState(op.Stream, state with { Version = op.Version });
+                return OpResult.Durable;
+            default:
+                throw new InvalidOperationException($"Unknown replica operation {op.Kind}.");
+        }
+    }
+
+    private bool RecordManagers(IReadOnlyCollection<string> names)
+    {
+        foreach (var name in names)
+        {
+            if (!_managers.ContainsKey(name))
+            {
+                var located = new Located();
+                _managers[name] = located;
+                Write(new NewRecord(ManagerKind, Encoding.UTF8.GetBytes(name), 0, default, 0), located);
+            }
+        }
+
+        return true;
+    }
+
+    private ReplicaCopy ReadCopy(string name, ReplicaStream? stream)
+    {
+        if (stream is null)
+        {
+            return new ReplicaCopy(0, 0, 0, 0, []);
+        }
+
+        var state = stream.State;
+        var entries = new List<StoredEntry>(stream.Entries.Count);
+        using (var lease = _file.Read())
+        {
+            foreach (var entry in stream.Entries)
+            {
+                var data = entry.Pending;
+                if (data is null)
+                {
+                    data = new byte[entry.DataLength];
+                    try
+                    {
+                        lease.ReadExactly(entry.Offset + StreamLogFile.HeaderBytes + stream.Name.Length, data);
+                    }
+                    catch (EndOfStreamException)
+                    {
+                        return Corrupt(name, state, $"position {entry.Position} is cut short");
+                    }
+
+                    if (Crc32.HashToUInt32(data) != entry.DataCrc)
+                    {
+                        return Corrupt(name, state, $"position {entry.Position} fails its CRC32 check");
+                    }
+                }
+
+                entries.Add(new StoredEntry(entry.Position, entry.Kind, data));
+            }
+        }
+
+        // From the last checkpoint (or position 1) every position up to the last must be there.
+        var first = entries.Count > 0 && entries[0].Kind == EntryKind.Checkpoint ? entries[0].Position : 1;
+        for (var i = 0; i < entries.Count; i++)
+        {
+            if (entries[i].Position != first + i)
+            {
+                return Corrupt(name, state, $"position {first + i} is missing");
+            }
+        }
+
+        var held = entries.Count > 0 ? entries[^1].Position : (first == 1 ? 0 : first - 1);
+        if (held != state.Last && !(entries.Count == 0 && state.Last == 0))
+        {
+            return Corrupt(name, state, $"it should end at position {state.Last} but ends at {held}");
+        }
+
+        return new ReplicaCopy(state.Promised, state.Synced, state.Last, state.Version, entries);
+    }
+
+    private ReplicaCopy Corrupt(string stream, StreamState state, string problem)
+    {
+        LogCorruptStream(_logger, Path, stream, problem);
+        StoreMetrics.Corruption(Name);
+        return new ReplicaCopy(state.Promised, 0, 0, 0, [], problem);
+    }
+
+    private ReplicaStream? Find(string stream) => _streams.GetValueOrDefault(stream);
+
+    private ReplicaStream StreamOf(string name)
+    {
+        if (!_streams.TryGetValue(name, out var stream))
+        {
+            stream = new ReplicaStream(Encoding.UTF8.GetBytes(name));
+            _streams.Add(name, stream);
+        }
+
+        return stream;
+    }
+
+    private void Insert(ReplicaStream stream, StoredEntry stored)
+    {
+        var entry = new Entry(stored.Position, stored.Kind, stored.Data.Length, Crc32.HashToUInt32(stored.Data)) { Pending = stored.Data };
+        stream.Insert(entry);
+        Write(stream, stored.Kind == EntryKind.Checkpoint ? CheckpointKind : RecordKind, stored.Position, stored.Data, entry.DataCrc, entry);
+    }
+
+    private void WriteState(string name, StreamState state)
+    {
+        var stream = StreamOf(name);
+        stream.State = state;
+        stream.StateCorrupt = null;
+        var data = StateData(state);
+        var located = new Located();
+        stream.StateRecord = located;
+        Write(stream, StateKind, 0, data, Crc32.HashToUInt32(data), located);
+    }
+
+    private void Write(ReplicaStream stream, byte kind, long position, ReadOnlyMemory<byte> data, uint dataCrc, Located? target = null) =>
+        Write(new NewRecord(kind, stream.Name, position, data, dataCrc), target);
+
+    /// <summary>Adds a record to the batch's commit; <paramref name="target"/>, if any, learns where it lands.</summary>
+    private void Write(NewRecord record, Located? target)
+    {
+        _records.Add(record);
+        if (target is not null)
+        {
+            target.Length = record.Length;
+            _placed.Add((target, _records.Count - 1));
+        }
+    }
+
+    /// <summary>Rewrites the file with only the records the index still needs, once the others outweigh them.</summary>
+    private void CompactIfWorthIt()
+    {
+        var end = _file.End;
+        if (end < _compactionBytes || end < _nextCompactionCheck)
+        {
+            return;
+        }
+
+        var live = new List<Located>();
+        var liveBytes = 0L;
+        foreach (var stream in _streams.Values)
+        {
+            if (stream.StateRecord is { } state)
+            {
+                live.Add(state);
+            }
+
+            live.AddRange(stream.Entries);
+        }
+
+        live.AddRange(_managers.Values);
+
+        foreach (var record in live)
+        {
+            liveBytes += record.Length;
+        }
+
+        var dead = end - liveBytes;
+        if (dead < _compactionBytes || dead < liveBytes)
+        {
+            // Check again once the file has grown by as much as it holds dead now, not after every commit.
+            _nextCompactionCheck = end + Math.Max(_compactionBytes - dead, liveBytes - dead);
+            return;
+        }
+
+        live.Sort(static (a, b) => a.Offset.CompareTo(b.Offset));
+        var started = System.Diagnostics.Stopwatch.GetTimestamp();
+        StreamLogFile.Rewritten rewritten;
+        try
+        {
+            rewritten = _file.Rewrite(live.ConvertAll(l => (l.Offset, l.Length)));
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            _nextCompactionCheck = end + _compactionBytes;
+            LogCompactionFailed(_logger, e, Path);
+            return;
+        }
+
+        for (var i = 0; i < live.Count; i++)
+        {
+            live[i].Place(rewritten.Offsets[i]);
+        }
+
+        rewritten.Switch();
+        Interlocked.Increment(ref _compactions);
+        LogCompacted(_logger, Path, end, _file.End, System.Diagnostics.Stopwatch.GetElapsedTime(started).TotalMilliseconds);
     }
 
     [LoggerMessage(Level = LogLevel.Error, Message = "Replica {Path} is corrupt and was moved to {Aside}; this manager starts with an empty replica and is repaired by the streams' writers")]
@@ -254,259 +660,133 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     [LoggerMessage(Level = LogLevel.Error, Message = "Replica {Path}: stream {Stream} is corrupt ({Problem}); it is not served and is repaired from the other managers")]
     private static partial void LogCorruptStream(ILogger logger, string path, string stream, string problem);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "A group commit of {Count} replica operations failed; committing each on its own")]
-    private static partial void LogBatchFailed(ILogger logger, Exception exception, int count);
+    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the replica {Path} failed for a commit of {Count} operations; it takes no more until the manager restarts")]
+    private static partial void LogWriteFailed(ILogger logger, Exception exception, string path, int count);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Compacting the replica {Path} failed; it goes on with the file as it is")]
+    private static partial void LogCompactionFailed(ILogger logger, Exception exception, string path);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Compacted the replica {Path} from {Before} to {After} bytes in {Milliseconds:F0} ms")]
+    private static partial void LogCompacted(ILogger logger, string path, long before, long after, double milliseconds);
 
     /// <summary>A replica's state of one stream: promised epoch, the epoch and version of the copy it holds, its last position.</summary>
     private readonly record struct StreamState(long Promised, long Synced, long Last, long Version);
 
-    /// <summary>The file failed SQLite's own check.</summary>
-    private sealed class CorruptDatabaseException(string message) : Exception(message);
+    /// <summary>A record of the file that the index still needs, and where it is.</summary>
+    private class Located
+    {
+        public long Offset { get; set; } = -1;
+
+        public long Length { get; set; }
+
+        /// <summary>Records where the record now starts: once appended, or after a compaction moved it.</summary>
+        public virtual void Place(long offset) => Offset = offset;
+    }
+
+    /// <summary>One checkpoint or record of a stream; its data stays in memory until the commit that writes it.</summary>
+    private sealed class Entry(long position, EntryKind kind, int dataLength, uint dataCrc) : Located
+    {
+        public long Position => position;
+
+        public EntryKind Kind => kind;
+
+        public int DataLength => dataLength;
+
+        public uint DataCrc => dataCrc;
+
+        public byte[]? Pending { get; set; }
+
+        public override void Place(long offset)
+        {
+            Offset = offset;
+            Pending = null;
+        }
+    }
+
+    /// <summary>One stream's state and its entries from its last checkpoint on, in position order.</summary>
+    private sealed class ReplicaStream(byte[] name)
+    {
+        public byte[] Name => name;
+
+        public StreamState State { get; set; }
+
+        public string? StateCorrupt { get; set; }
+
+        public Located? StateRecord { get; set; }
+
+        public List<Entry> Entries { get; } = [];
+
+        public void Insert(Entry entry)
+        {
+            entry.Length = StreamLogFile.HeaderBytes + name.Length + entry.DataLength;
+            if (entry.Kind == EntryKind.Checkpoint)
+            {
+                // Reads start at the last checkpoint: what precedes it is no longer needed.
+                Entries.RemoveAll(e => e.Position < entry.Position);
+            }
+
+            // Entries come in position order but for a rewrite of the same position: append unless that is so.
+            var at = Entries.Count == 0 || Entries[^1].Position < entry.Position ? -1 : Entries.FindIndex(e => e.Position >= entry.Position);
+            if (at < 0)
+            {
+                Entries.Add(entry);
+            }
+            else if (Entries[at].Position == entry.Position)
+            {
+                Entries[at] = entry;
+            }
+            else
+            {
+                Entries.Insert(at, entry);
+            }
+        }
+    }
 
     private abstract class Work(long bytes)
     {
         public long Bytes { get; } = bytes;
 
-        public abstract void Execute(Db db);
+        public abstract void Execute();
 
         public abstract void Complete();
 
         public abstract void Fail(Exception exception);
     }
 
-    private sealed class Work<T>(Func<Db, T> body, long bytes) : Work(bytes)
+    private sealed class Work<T>(Func<T> body, long bytes) : Work(bytes)
     {
         // Continuations run off the writer thread, which must go on to the next batch.
         private readonly TaskCompletionSource<T> _completion = new(TaskCreationOptions.RunContinuationsAsynchronously);
         private T? _result;
+        private Exception? _failure;
 
         public Task<T> Task => _completion.Task;
 
-        public override void Execute(Db db) => _result = body(db);
-
-        public override void Complete() => _completion.TrySetResult(_result!);
-
-        public override void Fail(Exception exception) => _completion.TrySetException(exception);
-    }
-
-    /// <summary>The operations, run on the writer thread inside the batch's transaction.</summary>
-    private sealed class Db(SqliteConnection connection, ReplicaStore store)
-    {
-        public SqliteTransaction? Transaction { get; set; }
-
-        public SealReply Seal(string stream, long epoch)
+        public override void Execute()
         {
-            var state = ReadState(stream, out var stateCorrupt);
-            var copy = stateCorrupt is null ? ReadCopy(stream, state) : Corrupt(stream, state, stateCorrupt);
-            if (stateCorrupt is null && epoch <= state.Promised)
-            {
-                return new SealReply(store.Name, false, copy);
-            }
-
-            // A corrupt copy loses its standing (synced 0): it takes no append until a writer sends it a whole sound copy.
-            var kept = copy.Corrupt is null ? state with { Promised = epoch } : new StreamState(epoch, 0, 0, 0);
-            WriteState(stream, kept);
-            return new SealReply(store.Name, true, copy with { Promised = epoch });
-        }
-
-        public ReplicaCopy Read(string stream)
-        {
-            var state = ReadState(stream, out var stateCorrupt);
-            return stateCorrupt is null ? ReadCopy(stream, state) : Corrupt(stream, state, stateCorrupt);
-        }
-
-        public OpResult Apply(ReplicaOp op)
-        {
-            var state = ReadState(op.Stream, out var stateCorrupt);
-            if (stateCorrupt is not null)
-            {
-                if (op.Kind != ReplicaOpKind.Sync)
-                {
-                    // Reported here; the writer answers "behind" with the whole stream, which repairs it.
-                    Corrupt(op.Stream, state, stateCorrupt);
-                    return new OpResult(OpOutcome.Behind);
-                }
-
-                state = default;
-            }
-
-            if (op.Epoch < state.Promised)
-            {
-                return new OpResult(OpOutcome.Fenced, state.Promised);
-            }
-
-            if (op.Kind == ReplicaOpKind.Sync)
-            {
-                if (op.Epoch == state.Synced && op.Version <= state.Version)
-                {
-                    // A late sync of this writer's: the copy here already reflects it and more.
-                    return OpResult.Durable;
-                }
-
-                Execute("DELETE FROM entries WHERE stream = $s", ("$s", op.Stream));
-                foreach (var entry in op.Entries)
-                {
-                    Insert(op.Stream, entry);
-                }
-
-                WriteState(op.Stream, new StreamState(Math.Max(state.Promised, op.Epoch), op.Epoch, op.LastPosition, op.Version));
-                return OpResult.Durable;
-            }
-
-            if (state.Synced != op.Epoch)
-            {
-                return new OpResult(OpOutcome.Behind);
-            }
-
-            if (op.Version <= state.Version)
-            {
-                return OpResult.Durable;
-            }
-
-            // Only right after the writer's previous operation: a replica that missed one must be sent the whole stream.
-            if (op.Version != state.Version + 1)
-            {
-                return new OpResult(OpOutcome.Behind);
-            }
-
-            switch (op.Kind)
-            {
-                case ReplicaOpKind.Append:
-                    if (op.Entries.Count == 0 || op.Entries[0].Position != state.Last + 1)
-                    {
-                        return new OpResult(OpOutcome.Behind);
-                    }
-
-                    foreach (var entry in op.Entries)
-                    {
-                        Insert(op.Stream, entry);
-                    }
-
-                    WriteState(op.Stream, state with { Last = op.Entries[^1].Position, Version = op.Version });
-                    return OpResult.Durable;
-                case ReplicaOpKind.Truncate:
-                    Execute("DELETE FROM entries WHERE stream = $s AND position < $p", ("$s", op.Stream), ("$p", op.TruncateBefore));
-                    WriteState(op.Stream, state with { Version = op.Version });
-                    return OpResult.Durable;
-                default:
-                    throw new InvalidOperationException($"Unknown replica operation {op.Kind}.");
-            }
-        }
-
-        public bool RecordManagers(IReadOnlyCollection<string> names)
-        {
-            foreach (var name in names)
-            {
-                Execute("INSERT OR IGNORE INTO managers (name) VALUES ($n)", ("$n", name));
-            }
-
-            return true;
-        }
-
-        private StreamState ReadState(string stream, out string? corrupt)
-        {
-            corrupt = null;
-            using var command = Command("SELECT promised, synced, last_position, version, crc FROM streams WHERE stream = $s", ("$s", stream));
-            using var reader = command.ExecuteReader();
-            if (!reader.Read())
-            {
-                return default;
-            }
-
-            var state = new StreamState(reader.GetInt64(0), reader.GetInt64(1), reader.GetInt64(2), reader.GetInt64(3));
-            if ((uint)reader.GetInt64(4) != StateCrc(stream, state))
-            {
-                corrupt = "its state row fails its CRC32 check";
-            }
-
-            return state;
-        }
-
-        private ReplicaCopy ReadCopy(string stream, StreamState state)
-        {
-            var entries = new List<StoredEntry>();
             try
             {
-                using var command = Command(
-                    $"""
-                    SELECT position, kind, crc, data FROM entries
-                    WHERE stream = $s
-                      AND position >= COALESCE((SELECT MAX(position) FROM entries WHERE stream = $s AND kind = {(int)EntryKind.Checkpoint}), 1)
-                    ORDER BY position
-                    """,
-                    ("$s", stream));
-                using var reader = command.ExecuteReader();
-                while (reader.Read())
-                {
-                    var position = reader.GetInt64(0);
-                    var kind = (EntryKind)reader.GetInt64(1);
-                    var data = reader.GetFieldValue<byte[]>(3);
-                    if (StorageChecksum.Of(data, stream, position, kind) != (uint)reader.GetInt64(2))
-                    {
-                        return Corrupt(stream, state, $"position {position} fails its CRC32 check");
-                    }
-
-                    entries.Add(new StoredEntry(position, kind, data));
-                }
+                _result = body();
             }
-            catch (SqliteException e) when (e.SqliteErrorCode is 11 or 26)
+            catch (Exception e) when (e is not OutOfMemoryException)
             {
-                return Corrupt(stream, state, e.Message);
+                // An operation that throws fails alone: the others of its batch still commit.
+                _failure = e;
             }
-
-            // From the last checkpoint (or position 1) every position up to the last must be there.
-            var first = entries.Count > 0 && entries[0].Kind == EntryKind.Checkpoint ? entries[0].Position : 1;
-            for (var i = 0; i < entries.Count; i++)
-            {
-                if (entries[i].Position != first + i)
-                {
-                    return Corrupt(stream, state, $"position {first + i} is missing");
-                }
-            }
-
-            var held = entries.Count > 0 ? entries[^1].Position : (first == 1 ? 0 : first - 1);
-            if (held != state.Last && !(entries.Count == 0 && state.Last == 0))
-            {
-                return Corrupt(stream, state, $"it should end at position {state.Last} but ends at {held}");
-            }
-
-            return new ReplicaCopy(state.Promised, state.Synced, state.Last, state.Version, entries);
         }
 
-        private ReplicaCopy Corrupt(string stream, StreamState state, string problem)
+        public override void Complete()
         {
-            LogCorruptStream(store._logger, store.Path, stream, problem);
-            StoreMetrics.Corruption(store.Name);
-            return new ReplicaCopy(state.Promised, 0, 0, 0, [], problem);
-        }
-
-        private void WriteState(string stream, StreamState state) =>
-            Execute(
-                "INSERT OR REPLACE INTO streams (stream, promised, synced, last_position, version, crc) VALUES ($s, $p, $y, $l, $v, $c)",
-                ("$s", stream), ("$p", state.Promised), ("$y", state.Synced), ("$l", state.Last), ("$v", state.Version), ("$c", (long)StateCrc(stream, state)));
-
-        private void Insert(string stream, StoredEntry entry) =>
-            Execute(
-                "INSERT OR REPLACE INTO entries (stream, position, kind, crc, data) VALUES ($s, $p, $k, $c, $d)",
-                ("$s", stream), ("$p", entry.Position), ("$k", (long)entry.Kind), ("$c", (long)StorageChecksum.Of(entry.Data, stream, entry.Position, entry.Kind)), ("$d", entry.Data));
-
-        private void Execute(string text, params (string Name, object Value)[] parameters)
-        {
-            using var command = Command(text, parameters);
-            command.ExecuteNonQuery();
-        }
-
-        private SqliteCommand Command(string text, params (string Name, object Value)[] parameters)
-        {
-            var command = connection.CreateCommand();
-            command.Transaction = Transaction;
-            command.CommandText = text;
-            foreach (var (name, value) in parameters)
+            if (_failure is not null)
             {
-                command.Parameters.AddWithValue(name, value);
+                _completion.TrySetException(_failure);
             }
-
-            return command;
+            else
+            {
+                _completion.TrySetResult(_result!);
+            }
         }
+
+        public override void Fail(Exception exception) => _completion.TrySetException(exception);
     }
 }

@@ -15,13 +15,13 @@ internal static class StoreMetrics
         "quintet.store.commits", unit: "{write}", description: "Writes (checkpoints, records, truncations, deletions) acknowledged by the replicated store: durable on a majority of the managers.");
 
     private static readonly Counter<long> Fsyncs = Meter.CreateCounter<long>(
-        "quintet.store.fsyncs", unit: "{transaction}", description: "Transactions this manager's replica committed, each with one fsync of its WAL; many writes share one.");
+        "quintet.store.fsyncs", unit: "{transaction}", description: "Commits this manager's replica made, each with one sync of its file; many writes share one.");
 
     private static readonly Histogram<double> Latency = Meter.CreateHistogram<double>(
         "quintet.store.replication.latency", unit: "ms", description: "From a write's call until a majority of the managers hold it durably.");
 
     private static readonly Counter<long> Corruptions = Meter.CreateCounter<long>(
-        "quintet.store.corruptions", unit: "{event}", description: "Corrupt or truncated replica data found by a checksum or by SQLite: a stream or a whole file.");
+        "quintet.store.corruptions", unit: "{event}", description: "Corrupt or truncated replica data found by a checksum: a stream or a whole file.");
 
     private static readonly Counter<long> Repairs = Meter.CreateCounter<long>(
         "quintet.store.repairs", unit: "{stream}", description: "Replica copies of a stream found corrupt or behind and rewritten from the majority's state.");
