@@ -52,7 +52,6 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
     private readonly long _compactionBytes;
     private readonly List<NewRecord> _records = [];
     private readonly Dictionary<string, long> _batchPositions = new(StringComparer.Ordinal);
-    private long[] _offsets = new long[MaxBatchOperations];
     private long _liveBytes;
     private long _nextCompactionCheck;
     private long _transactions;
@@ -292,14 +291,10 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
 
         if (_records.Count > 0)
         {
+            ReadOnlySpan<long> offsets;
             try
             {
-                if (_offsets.Length < _records.Count)
-                {
-                    _offsets = new long[_records.Count];
-                }
-
-                _file.Append(_records, _offsets);
+                offsets = _file.Append(_records);
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
@@ -322,7 +317,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
                 _records.Clear();
             }
 
-            Index(batch, positions);
+            Index(batch, positions, offsets);
             Interlocked.Increment(ref _transactions);
             CheckpointStoreMetrics.Committed(batch.Count);
         }
@@ -335,7 +330,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
         CompactIfWorthIt();
     }
 
-    private void Index(IReadOnlyList<WriteOperation> batch, long[] positions)
+    private void Index(IReadOnlyList<WriteOperation> batch, long[] positions, ReadOnlySpan<long> offsets)
     {
         var record = 0;
         lock (_index)
@@ -352,7 +347,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
                             _streams.Add(operation.Stream, index);
                         }
 
-                        var entry = new Entry(positions[i], _offsets[record++], operation.Data.Length, operation.DataCrc, operation.Kind == WriteKind.Checkpoint);
+                        var entry = new Entry(positions[i], offsets[record++], operation.Data.Length, operation.DataCrc, operation.Kind == WriteKind.Checkpoint);
                         if (entry.IsCheckpoint)
                         {
                             _liveBytes -= index.Bytes;

@@ -88,7 +88,7 @@ internal static partial class SqliteImport
     {
         if (batch.Count > 0)
         {
-            file.Append(batch, new long[batch.Count]);
+            file.Append(batch);
             batch.Clear();
         }
     }

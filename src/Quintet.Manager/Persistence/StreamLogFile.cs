@@ -74,6 +74,7 @@ internal sealed partial class StreamLogFile : IDisposable
 
     private readonly byte[] _header = new byte[HeaderBytes];
     private readonly string _path;
+    private long[] _offsets = new long[64];
     private readonly ILogger _logger;
     private FileStream _file;
     private Generation _readers;
@@ -134,15 +135,21 @@ internal sealed partial class StreamLogFile : IDisposable
     /// disk is then unknown, and only a reopen (which cuts a torn end) makes the file trustworthy again.
     /// </summary>
     /// <param name="records">The records, in order.</param>
-    /// <param name="offsets">Where each record starts in the file; as long as <paramref name="records"/>.</param>
+    /// <returns>Where each record starts in the file, in order; valid until the next append.</returns>
     /// <exception cref="IOException">The write or the sync failed.</exception>
-    public void Append(IReadOnlyList<NewRecord> records, Span<long> offsets)
+    public ReadOnlySpan<long> Append(IReadOnlyList<NewRecord> records)
     {
         if (_broken)
         {
             throw new IOException($"An earlier write to {_path} failed; the file takes no more writes until the manager restarts.");
         }
 
+        if (_offsets.Length < records.Count)
+        {
+            _offsets = new long[Math.Max(records.Count, _offsets.Length * 2)];
+        }
+
+        var offsets = _offsets.AsSpan(0, records.Count);
         var commit = _commit + 1;
         var needed = 0L;
         foreach (var record in records)
@@ -173,6 +180,7 @@ internal sealed partial class StreamLogFile : IDisposable
             DiskSync.FlushData(_file);
             Volatile.Write(ref _end, at);
             _commit = commit;
+            return offsets;
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
@@ -186,7 +194,7 @@ internal sealed partial class StreamLogFile : IDisposable
     /// checks the last commit's data and cuts it at the first record that fails, taking the failure for a torn append.
     /// </summary>
     /// <exception cref="IOException">The write or the sync failed.</exception>
-    public void Seal() => Append([new NewRecord(MarkerKind, [], 0, default, 0)], stackalloc long[1]);
+    public void Seal() => Append([new NewRecord(MarkerKind, [], 0, default, 0)]);
 
     /// <summary>
     /// A lease on the file as it is now, to read records at the offsets known now. Take it under the lock that guards

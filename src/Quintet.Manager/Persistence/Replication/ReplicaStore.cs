@@ -47,7 +47,6 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     private readonly StreamLogFile _file;
     private readonly ILogger _logger;
     private readonly long _compactionBytes;
-    private long[] _offsets = new long[MaxBatchOperations];
     private long _nextCompactionCheck;
     private long _transactions;
     private long _compactions;
@@ -321,14 +320,10 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
 
         if (_records.Count > 0)
         {
+            ReadOnlySpan<long> offsets;
             try
             {
-                if (_offsets.Length < _records.Count)
-                {
-                    _offsets = new long[_records.Count];
-                }
-
-                _file.Append(_records, _offsets);
+                offsets = _file.Append(_records);
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
@@ -350,7 +345,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
 
             foreach (var (target, record) in _placed)
             {
-                target.Place(_offsets[record]);
+                target.Place(offsets[record]);
             }
 
             Interlocked.Increment(ref _transactions);
