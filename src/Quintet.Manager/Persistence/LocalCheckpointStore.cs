@@ -74,7 +74,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
         MaxRecordBytes = maxRecordBytes;
         _logger = logger;
         _compactionBytes = compactionBytes;
-        _lock = Lock(directory);
+        _lock = StoreFileLock.Acquire(System.IO.Path.Combine(directory, LockFileName), "checkpoint store");
         try
         {
             SqliteImport.Run(directory, LegacyFileName, Path, logger, ImportLegacy);
@@ -131,21 +131,6 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
         _queue.Dispose();
         _file.Dispose();
         _lock.Dispose();
-    }
-
-    private static FileStream Lock(string directory)
-    {
-        var path = System.IO.Path.Combine(directory, LockFileName);
-        try
-        {
-            return new FileStream(path, FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.None);
-        }
-        catch (IOException e)
-        {
-            throw new CheckpointStoreException(
-                $"The checkpoint store in {System.IO.Path.GetFullPath(directory)} is open in another process or store ({path} is locked); a data folder serves one manager at a time.",
-                e);
-        }
     }
 
     /// <summary>Copies each stream's last checkpoint and the records after it from the SQLite file of earlier versions.</summary>

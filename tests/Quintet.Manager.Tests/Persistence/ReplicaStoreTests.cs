@@ -70,6 +70,18 @@ public sealed class ReplicaStoreTests : IDisposable
     }
 
     [Fact]
+    public void A_second_replica_on_the_same_folder_is_refused_while_the_first_is_open()
+    {
+        var first = Open();
+
+        var e = Assert.Throws<Quintet.Persistence.CheckpointStoreException>(() => new ReplicaStore(_root, "m2", NullLogger.Instance));
+
+        Assert.Contains("one manager at a time", e.Message, StringComparison.Ordinal);
+        first.Dispose();
+        Open().Dispose();
+    }
+
+    [Fact]
     public async Task A_read_in_the_same_commit_as_the_write_it_follows_sees_it()
     {
         var replica = Open();

@@ -20,6 +20,9 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     /// <summary>The replica's file name in the manager's data folder.</summary>
     public const string FileName = "replica.log";
 
+    /// <summary>The file held open, unshared, while the replica is open, so that a second one on the folder fails at once.</summary>
+    public const string LockFileName = "replica.lock";
+
     /// <summary>The SQLite file of earlier versions, imported once into <see cref="FileName"/> and renamed <c>replica.db.imported</c>.</summary>
     public const string LegacyFileName = "replica.db";
 
@@ -45,6 +48,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     private readonly List<NewRecord> _records = [];
     private readonly List<(Located Target, int Record)> _placed = [];
     private readonly StreamLogFile _file;
+    private readonly FileStream _lock;
     private readonly ILogger _logger;
     private readonly long _compactionBytes;
     private long _nextCompactionCheck;
@@ -67,8 +71,18 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         Name = name;
         _logger = logger;
         Path = System.IO.Path.GetFullPath(System.IO.Path.Combine(directory, FileName));
-        Import(directory);
-        _file = OpenChecked();
+        _lock = StoreFileLock.Acquire(System.IO.Path.Combine(directory, LockFileName), "replica of the replicated store");
+        try
+        {
+            Import(directory);
+            _file = OpenChecked();
+        }
+        catch
+        {
+            _lock.Dispose();
+            throw;
+        }
+
         KnownManagers = new HashSet<string>(_managers.Keys, StringComparer.Ordinal);
         _queue = new GroupCommitQueue<Work>(CommitBatch, MaxBatchOperations, MaxBatchBytes, work => work.Bytes);
     }
@@ -115,6 +129,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
 
         _queue.Dispose();
         _file.Dispose();
+        _lock.Dispose();
     }
 
     private Task<T> Enqueue<T>(Func<T> body, long bytes)
