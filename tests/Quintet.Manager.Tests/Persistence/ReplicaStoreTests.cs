@@ -100,6 +100,10 @@ public sealed class ReplicaStoreTests : IDisposable
     {
         var replica = Open(compactionBytes: 16 * 1024);
         var value = new string('v', 500);
+
+        // Written before every compaction, so that each one moves these entries: reads must follow them.
+        await replica.SealAsync("keep", 1, CancellationToken.None);
+        await Durable(replica.SubmitAsync(new ReplicaOp("keep", 1, 1, ReplicaOpKind.Sync, [new StoredEntry(1, EntryKind.Checkpoint, Bytes("k1")), new StoredEntry(2, EntryKind.Record, Bytes("k2"))], LastPosition: 2), CancellationToken.None));
         for (var s = 0; s < 4; s++)
         {
             await replica.SealAsync($"s{s}", 1, CancellationToken.None);
@@ -119,6 +123,7 @@ public sealed class ReplicaStoreTests : IDisposable
         var copies = await Task.WhenAll(Enumerable.Range(0, 4).Select(s => replica.ReadAsync($"s{s}")));
 
         Assert.True(replica.Compactions >= 1, $"{replica.Compactions} compactions");
+        Assert.Equal("1/1/2/1: c1=k1 r2=k2", Describe(await replica.ReadAsync("keep")));
         Assert.True(replica.FileBytes < 60 * 4 * 500, $"{replica.FileBytes} bytes in the file");
         var restarted = Restart(replica);
         for (var s = 0; s < 4; s++)
@@ -129,6 +134,7 @@ public sealed class ReplicaStoreTests : IDisposable
             Assert.Equal((60L, 61L), (copy.LastPosition, copy.Version));
         }
 
+        Assert.Equal("1/1/2/1: c1=k1 r2=k2", Describe(await restarted.ReadAsync("keep")));
         Assert.Equal(["m1", "m2", "m3"], restarted.KnownManagers.Order());
     }
 
