@@ -12,6 +12,8 @@ using Quintet.Benchmarks;
 //   (tools: shared dictionary beside redis-server, checkpoint log beside a 3-member etcd, the fdatasync floor; docs/benchmarks.md)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- log [--seconds 5 --writers 1,8,32 --value-bytes 64]
 //   (log: the local log's commit alone beside the fdatasync floor, in a few seconds, without a cluster)
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- capture [--entries 1000000 --value-bytes 64 --rounds 5]
+//   (capture: how long a large shared dictionary's capture holds its replica's commands, beside the capture it replaced)
 if (args.Length > 0 && args[0] == "calls")
 {
     await CallBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--concurrency", [1, 64]), Arguments.Int(args, "--instances", 100_000));
@@ -32,6 +34,12 @@ if (args.Length > 0 && args[0] == "tools")
 if (args.Length > 0 && args[0] == "log")
 {
     await LogCommit.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--writers", [1, 8, 32]), Arguments.Int(args, "--value-bytes", 64));
+    return;
+}
+
+if (args.Length > 0 && args[0] == "capture")
+{
+    CaptureBenchmark.Run(Arguments.Int(args, "--entries", 1_000_000), Arguments.Int(args, "--value-bytes", 64), Arguments.Int(args, "--rounds", 5));
     return;
 }
 

@@ -11,7 +11,9 @@ namespace Quintet.Runtime.Structures;
 /// A value overwritten by one of the same length is copied into the array that holds it, so that a steady stream of
 /// updates leaves no new object behind for the garbage collector to promote: with a new array per write, each young
 /// collection copied every value written since the last one, and its pauses were what set a write's p99. Because an
-/// array can change in place, none leaves this class: readers and change subscribers get copies.
+/// array can change in place, none leaves this class: readers and change subscribers get copies. The one exception is a
+/// capture for a transfer or a durable snapshot (<see cref="CaptureSnapshot"/>), which holds the arrays themselves:
+/// while one lives, every write makes a new array.
 /// </remarks>
 internal sealed class SharedDictionaryState(string name, SharedStructureLimits limits) : SharedState<DictionaryChange>($"dictionary {name}", limits)
 {
@@ -25,9 +27,20 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
     private readonly Dictionary<string, byte[]> _entries = new(StringComparer.Ordinal);
     private long _bytes;
 
+    // The entries' size as a snapshot encodes them, kept as they change so that a capture is references alone.
+    private long _encodedBytes;
+
+    // Captures not yet disposed. Raised under the machine's lock (where writes run); lowered from any thread once a
+    // capture has been read, so a write may see a stale non-zero (and make a new array it did not need), never a zero
+    // while a capture still holds the arrays.
+    private int _liveCaptures;
+
     public int Count => _entries.Count;
 
     public long Bytes => _bytes;
+
+    /// <summary>Captures that still hold the value arrays (while any does, writes make new arrays).</summary>
+    public int LiveCaptures => Volatile.Read(ref _liveCaptures);
 
     /// <summary>A copy of <paramref name="key"/>'s value, which later updates leave as it is.</summary>
     public bool TryGetCopy(string key, [NotNullWhen(true)] out byte[]? copy)
@@ -51,13 +64,24 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
 
     public override byte[] TakeSnapshot()
     {
-        var snapshot = new DictionarySnapshot { Position = Position };
-        foreach (var (key, value) in _entries)
-        {
-            snapshot.Entries.Add(key, ByteString.CopyFrom(value));
-        }
+        using var capture = CaptureSnapshot();
+        var bytes = new byte[capture.Length];
+        capture.Read(0, bytes);
+        return bytes;
+    }
 
-        return snapshot.ToByteArray();
+    /// <summary>
+    /// The entries as they stand, in O(entries) references: their bytes are serialized when the capture is read, off
+    /// the machine's lock, and no value array is written over until it is disposed.
+    /// </summary>
+    public override IStateSnapshot CaptureSnapshot()
+    {
+        var keys = new string[_entries.Count];
+        var values = new byte[_entries.Count][];
+        _entries.Keys.CopyTo(keys, 0);
+        _entries.Values.CopyTo(values, 0);
+        Interlocked.Increment(ref _liveCaptures);
+        return new KeyedItemsSnapshot(new DictionarySnapshot { Position = Position }.ToByteArray(), DictionarySnapshot.EntriesFieldNumber, keys, values, _encodedBytes, () => Interlocked.Decrement(ref _liveCaptures));
     }
 
     protected override long Restore(ReadOnlySpan<byte> snapshot)
@@ -65,10 +89,12 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         var parsed = DictionarySnapshot.Parser.ParseFrom(snapshot);
         _entries.Clear();
         _bytes = 0;
+        _encodedBytes = 0;
         foreach (var (key, value) in parsed.Entries)
         {
             _entries[key] = value.ToByteArray();
-            _bytes += Size(key, _entries[key]);
+            _bytes += Size(key, value.Length);
+            _encodedBytes += KeyedItemsSnapshot.EntrySize(key, value.Length);
         }
 
         return parsed.Position;
@@ -88,13 +114,18 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
             return new DictionaryResult { Error = $"the update would take the dictionary to {bytes} bytes, past its limit of {limits.MaxBytes} (SharedStructureLimits.MaxBytes of the writing manager)" };
         }
 
-        if (previous is not null && previous.Length == value.Length)
+        if (previous is not null && previous.Length == value.Length && Volatile.Read(ref _liveCaptures) == 0)
         {
             value.Span.CopyTo(previous);
         }
         else
         {
             _entries[key] = value.ToByteArray();
+        }
+
+        if (previous?.Length != value.Length)
+        {
+            _encodedBytes += KeyedItemsSnapshot.EntrySize(key, value.Length) - (previous is null ? 0 : KeyedItemsSnapshot.EntrySize(key, previous.Length));
         }
 
         _bytes = bytes;
@@ -114,6 +145,7 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         }
 
         _bytes -= Size(key, previous);
+        _encodedBytes -= KeyedItemsSnapshot.EntrySize(key, previous.Length);
         if (Changes.IsWatched)
         {
             Publish(new DictionaryChange(Position, DictionaryChangeKind.Removed, key, ReadOnlyMemory<byte>.Empty));

@@ -11,6 +11,9 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
     private readonly HashSet<string> _members = new(StringComparer.Ordinal);
     private long _bytes;
 
+    // The members' size as a snapshot encodes them, kept as they change so that a capture is references alone.
+    private long _encodedBytes;
+
     public int Count => _members.Count;
 
     public bool Contains(string member) => _members.Contains(member);
@@ -36,9 +39,18 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
 
     public override byte[] TakeSnapshot()
     {
-        var snapshot = new SetSnapshot { Position = Position };
-        snapshot.Members.AddRange(_members);
-        return snapshot.ToByteArray();
+        using var capture = CaptureSnapshot();
+        var bytes = new byte[capture.Length];
+        capture.Read(0, bytes);
+        return bytes;
+    }
+
+    /// <summary>The members as they stand, in O(members) references: serialized when read, off the machine's lock.</summary>
+    public override IStateSnapshot CaptureSnapshot()
+    {
+        var members = new string[_members.Count];
+        _members.CopyTo(members);
+        return new KeyedItemsSnapshot(new SetSnapshot { Position = Position }.ToByteArray(), SetSnapshot.MembersFieldNumber, members, values: null, _encodedBytes, released: null);
     }
 
     protected override long Restore(ReadOnlySpan<byte> snapshot)
@@ -46,10 +58,12 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
         var parsed = SetSnapshot.Parser.ParseFrom(snapshot);
         _members.Clear();
         _bytes = 0;
+        _encodedBytes = 0;
         foreach (var member in parsed.Members)
         {
             _members.Add(member);
             _bytes += Size(member);
+            _encodedBytes += KeyedItemsSnapshot.MemberSize(member);
         }
 
         return parsed.Position;
@@ -75,6 +89,7 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
 
         _members.Add(member);
         _bytes = bytes;
+        _encodedBytes += KeyedItemsSnapshot.MemberSize(member);
         if (Changes.IsWatched)
         {
             Publish(new SetChange(Position, Added: true, member));
@@ -91,6 +106,7 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
         }
 
         _bytes -= Size(member);
+        _encodedBytes -= KeyedItemsSnapshot.MemberSize(member);
         if (Changes.IsWatched)
         {
             Publish(new SetChange(Position, Added: false, member));

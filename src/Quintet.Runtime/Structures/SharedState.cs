@@ -64,6 +64,9 @@ internal abstract class SharedState<TChange>(string structure, SharedStructureLi
 
     public abstract byte[] TakeSnapshot();
 
+    /// <summary>The state for a transfer or a durable snapshot; by default a copy made by <see cref="TakeSnapshot"/>.</summary>
+    public virtual IStateSnapshot CaptureSnapshot() => new PagedStateSnapshot([TakeSnapshot()]);
+
     public void RestoreSnapshot(ReadOnlySpan<byte> snapshot)
     {
         var before = Position;

@@ -155,4 +155,106 @@ public class SharedDictionaryStateTests
 
         Assert.Equal(["one", "two", "three", "4", "5"], published);
     }
+
+    [Fact]
+    public void A_capture_keeps_the_entries_as_they_were_while_later_writes_apply()
+    {
+        var state = new SharedDictionaryState("d", new SharedStructureLimits());
+        var big = new string('v', 10_000);
+        foreach (var (key, value) in new[] { ("same", "1111"), ("longer", "22"), ("removed", "33"), ("big", big), ("é-ünïcode", "44") })
+        {
+            Run(state, Set(key, value));
+        }
+
+        var capture = state.CaptureSnapshot();
+        var position = state.Position;
+        Assert.Equal(1, state.LiveCaptures);
+
+        // Written over with a value of the same length (which would be in place without the capture), then others.
+        Run(state, Set("same", "9999"));
+        Run(state, Set("longer", "222222"));
+        Run(state, new DictionaryCommand { Remove = new DictionaryRemove { Key = "removed" } });
+        Run(state, Set("big", new string('w', big.Length)));
+        Run(state, Set("added", "55"));
+
+        var bytes = ReadInChunks(capture, 7);
+        var restored = new SharedDictionaryState("r", new SharedStructureLimits());
+        restored.RestoreSnapshot(bytes);
+        Assert.Equal(position, restored.Position);
+        Assert.Equal(5, restored.Count);
+        foreach (var (key, value) in new[] { ("same", "1111"), ("longer", "22"), ("removed", "33"), ("big", big), ("é-ünïcode", "44") })
+        {
+            Assert.True(restored.TryGetCopy(key, out var read), key);
+            Assert.Equal(value, System.Text.Encoding.UTF8.GetString(read));
+        }
+
+        capture.Dispose();
+        capture.Dispose();
+        Assert.Equal(0, state.LiveCaptures);
+        Assert.True(state.TryGetCopy("same", out var now));
+        Assert.Equal("9999", System.Text.Encoding.UTF8.GetString(now));
+    }
+
+    [Fact]
+    public void Equal_states_give_equal_snapshots_whatever_order_their_entries_came_in()
+    {
+        var first = new SharedDictionaryState("a", new SharedStructureLimits());
+        var second = new SharedDictionaryState("b", new SharedStructureLimits());
+        foreach (var command in new[] { Set("a", "1"), Set("b", "2"), Set("c", "3"), new DictionaryCommand { Remove = new DictionaryRemove { Key = "b" } }, Set("b", "2") })
+        {
+            Run(first, command);
+        }
+
+        foreach (var command in new[] { Set("c", "3"), Set("b", "2"), Set("a", "0"), new DictionaryCommand { Remove = new DictionaryRemove { Key = "a" } }, Set("a", "1") })
+        {
+            Run(second, command);
+        }
+
+        Assert.Equal(first.TakeSnapshot(), second.TakeSnapshot());
+    }
+
+    [Fact]
+    public void A_capture_reads_alike_from_any_offset_and_in_any_chunk_size()
+    {
+        var state = new SharedDictionaryState("d", new SharedStructureLimits());
+        var random = new Random(7);
+        for (var i = 0; i < 300; i++)
+        {
+            var value = new byte[random.Next(0, i % 50 == 0 ? 5_000 : 40)];
+            random.NextBytes(value);
+            Run(state, new DictionaryCommand { Set = new DictionarySet { Key = $"key-{random.Next(1_000)}", Value = ByteString.CopyFrom(value) } });
+        }
+
+        using var capture = state.CaptureSnapshot();
+        var whole = ReadInChunks(capture, (int)capture.Length);
+        Assert.Equal(capture.Length, whole.Length);
+        Assert.Equal(whole, ReadInChunks(capture, 1));
+        Assert.Equal(whole, ReadInChunks(capture, 333));
+        for (var i = 0; i < 200; i++)
+        {
+            var offset = random.Next(0, whole.Length + 1);
+            var buffer = new byte[random.Next(1, 6_000)];
+            var read = capture.Read(offset, buffer);
+            Assert.Equal(Math.Min(buffer.Length, whole.Length - offset), read);
+            Assert.Equal(whole.AsSpan(offset, read).ToArray(), buffer.AsSpan(0, read).ToArray());
+        }
+
+        var parsed = DictionarySnapshot.Parser.ParseFrom(whole);
+        Assert.Equal(state.Count, parsed.Entries.Count);
+        Assert.Equal(state.Position, parsed.Position);
+    }
+
+    private static byte[] ReadInChunks(Quintet.Runtime.Replication.IStateSnapshot capture, int chunk)
+    {
+        var bytes = new byte[capture.Length];
+        for (var at = 0; at < bytes.Length;)
+        {
+            var read = capture.Read(at, bytes.AsSpan(at, Math.Min(chunk, bytes.Length - at)));
+            Assert.True(read > 0, $"nothing read at {at} of {bytes.Length}");
+            at += read;
+        }
+
+        Assert.Equal(0, capture.Read(bytes.Length, new byte[10]));
+        return bytes;
+    }
 }

@@ -93,4 +93,32 @@ public class SharedSetStateTests
     }
 
     private sealed record SetChangeText(long Position, bool Added, string Member);
+
+    [Fact]
+    public void A_capture_keeps_the_members_as_they_were_and_equal_sets_give_equal_bytes()
+    {
+        var first = new SharedSetState("a", new SharedStructureLimits());
+        foreach (var member in new[] { "b", "ä", "a", "c" })
+        {
+            Add(first, member);
+        }
+
+        using var capture = first.CaptureSnapshot();
+        Add(first, "d");
+        Remove(first, "a");
+        var bytes = new byte[capture.Length];
+        Assert.Equal(bytes.Length, capture.Read(0, bytes));
+        var parsed = SetSnapshot.Parser.ParseFrom(bytes);
+        Assert.Equal(["a", "b", "c", "ä"], parsed.Members);
+        Assert.Equal(4, parsed.Position);
+
+        var second = new SharedSetState("b", new SharedStructureLimits());
+        foreach (var member in new[] { "c", "x", "ä", "b", "d" })
+        {
+            Add(second, member);
+        }
+
+        Remove(second, "x");
+        Assert.Equal(first.TakeSnapshot(), second.TakeSnapshot());
+    }
 }
