@@ -49,10 +49,20 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
 
     public override byte[] TakeSnapshot()
     {
-        var snapshot = new QueueSnapshot { Position = Position, ClockUnixMs = _clock, NextItemId = _nextItemId };
-        snapshot.Waiting.AddRange(_waiting.Select(i => i.ToEntry()));
-        snapshot.Leased.AddRange(_leases.Values.OrderBy(l => l.Token).Select(l => new QueueLeaseEntry { Token = l.Token, Item = l.Item.ToEntry(), DeadlineUnixMs = l.Deadline }));
-        return snapshot.ToByteArray();
+        using var capture = CaptureSnapshot();
+        var bytes = new byte[capture.Length];
+        capture.Read(0, bytes);
+        return bytes;
+    }
+
+    /// <summary>The items as they stand, in O(items) references: serialized when read, off the machine's lock.</summary>
+    public override IStateSnapshot CaptureSnapshot()
+    {
+        var waiting = new Item[_waiting.Count];
+        _waiting.CopyTo(waiting, 0);
+        var leased = new Lease[_leases.Count];
+        _leases.Values.CopyTo(leased, 0);
+        return new QueueItemsSnapshot(new QueueSnapshot { Position = Position, ClockUnixMs = _clock, NextItemId = _nextItemId }.ToByteArray(), waiting, leased);
     }
 
     protected override long Restore(ReadOnlySpan<byte> snapshot)
@@ -194,14 +204,15 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
         }
     }
 
-    private sealed record Item(long Id, byte[] Value)
+    /// <summary>An item: its value's array is never changed once made.</summary>
+    internal sealed record Item(long Id, byte[] Value)
     {
         public static Item From(QueueEntry entry) => new(entry.Id, entry.Value.ToByteArray());
 
         public QueueEntry ToEntry() => new() { Id = Id, Value = ByteString.CopyFrom(Value) };
     }
 
-    private sealed record Lease(long Token, Item Item, long Deadline);
+    internal sealed record Lease(long Token, Item Item, long Deadline);
 }
 
 /// <summary>A shared queue as this manager serves it to its instances.</summary>

@@ -180,4 +180,78 @@ public class SharedQueueStateTests
         Assert.True(second.IsCompleted);
         Assert.Null(state.EarliestLeaseDeadline);
     }
+
+    [Fact]
+    public void A_capture_read_after_later_commands_restores_the_queue_as_it_was_when_captured()
+    {
+        var random = new Random(5);
+        var tokens = new List<long>();
+        var whole = new SharedQueueState("q", new SharedStructureLimits());
+        var commands = new List<QueueCommand>();
+        Quintet.Runtime.Replication.IStateSnapshot? capture = null;
+        for (var i = 0; i < 400; i++)
+        {
+            var command = random.Next(5) switch
+            {
+                0 or 1 => new QueueCommand { Enqueue = ByteString.CopyFromUtf8(new string('x', random.Next(0, i % 40 == 0 ? 300 : 12))) },
+                2 => new QueueCommand { Take = new QueueTake { LeaseMs = random.Next(2) * random.Next(1, 300) } },
+                3 => new QueueCommand { Acknowledge = tokens.Count == 0 ? 0 : tokens[random.Next(tokens.Count)] },
+                _ => new QueueCommand { Release = tokens.Count == 0 ? 0 : tokens[random.Next(tokens.Count)] },
+            };
+            command.NowUnixMs = i * 10;
+            var parsed = QueueResult.Parser.ParseFrom(whole.Apply(command.ToByteArray()));
+            if (parsed.LeaseToken != 0)
+            {
+                tokens.Add(parsed.LeaseToken);
+            }
+
+            if (i == 200)
+            {
+                capture = whole.CaptureSnapshot();
+                Assert.True(whole.Leased > 0 && whole.Count > 0, "the capture should hold waiting and leased items");
+            }
+            else if (i > 200)
+            {
+                commands.Add(command);
+            }
+        }
+
+        // Read in small chunks, so that items larger than a chunk are read in parts.
+        var bytes = new byte[capture!.Length];
+        for (var at = 0; at < bytes.Length;)
+        {
+            at += capture.Read(at, bytes.AsSpan(at, Math.Min(5, bytes.Length - at)));
+        }
+
+        capture.Dispose();
+        var late = new SharedQueueState("q", new SharedStructureLimits());
+        late.RestoreSnapshot(bytes);
+        foreach (var command in commands)
+        {
+            late.Apply(command.ToByteArray());
+        }
+
+        Assert.Equal(whole.TakeSnapshot(), late.TakeSnapshot());
+    }
+
+    [Fact]
+    public void A_snapshot_lists_leases_by_token_whatever_order_they_were_taken_and_given_back_in()
+    {
+        var state = new SharedQueueState("q", new SharedStructureLimits());
+        foreach (var item in new[] { "a", "b", "c", "d" })
+        {
+            Enqueue(state, item);
+        }
+
+        var first = Take(state, leaseMs: 1_000).LeaseToken;
+        Take(state, leaseMs: 1_000);
+        Take(state, leaseMs: 1_000);
+        Assert.True(Run(state, 0, new QueueCommand { Acknowledge = first }).Applied);
+
+        // The new lease takes the place the acknowledged one left in the replica's own table, ahead of older ones.
+        Take(state, leaseMs: 1_000);
+        var tokens = QueueSnapshot.Parser.ParseFrom(state.TakeSnapshot()).Leased.Select(l => l.Token).ToList();
+        Assert.Equal(3, tokens.Count);
+        Assert.Equal(tokens.Order(), tokens);
+    }
 }
