@@ -19,9 +19,23 @@ public class ManagerProblemsTests
             first =>
             {
                 Assert.StartsWith("The durable log of 'dict/orders' could not be written (Input/output error)", first, StringComparison.Ordinal);
-                Assert.Contains("restart this manager", first, StringComparison.Ordinal);
+                Assert.Contains("Free or repair the disk", first, StringComparison.Ordinal);
             },
             second => Assert.StartsWith("The durable log of 'set/users' could not be written (No space left on device)", second, StringComparison.Ordinal));
+    }
+
+    [Fact]
+    public void A_repaired_durable_log_leaves_the_report_and_a_later_failure_comes_back()
+    {
+        var problems = new ManagerProblems();
+        problems.DurableLogFailed("set/users", new IOException("No space left on device"));
+        problems.DurableLogFailed("dict/orders", new IOException("Input/output error"));
+
+        problems.DurableLogRepaired("set/users");
+        Assert.StartsWith("The durable log of 'dict/orders'", Assert.Single(problems.Current), StringComparison.Ordinal);
+
+        problems.DurableLogFailed("set/users", new IOException("a later failure"));
+        Assert.Contains(problems.Current, p => p.StartsWith("The durable log of 'set/users' could not be written (a later failure)", StringComparison.Ordinal));
     }
 
     [Theory]

@@ -3,8 +3,8 @@ using System.Collections.Concurrent;
 namespace Quintet.Manager.Health;
 
 /// <summary>
-/// What this manager finds wrong with itself and cannot mend alone: each problem is a sentence an operator can act on,
-/// kept until the manager restarts and shown in its report (<c>quintet cluster</c>, the console).
+/// What this manager finds wrong with itself: each problem is a sentence an operator can act on, kept until the manager
+/// mends it or restarts, and shown in its report (<c>quintet cluster</c>, the console).
 /// </summary>
 internal sealed class ManagerProblems
 {
@@ -21,11 +21,20 @@ internal sealed class ManagerProblems
         _problems.TryAdd(subject, problem);
     }
 
+    /// <summary>Takes back the problem about <paramref name="subject"/>: the manager mended it.</summary>
+    public void Clear(string subject) => _problems.TryRemove(subject, out _);
+
     /// <summary>The durable log of a shared structure could not be written (<see cref="Quintet.Runtime.Replication.DurabilityOptions.WriteFailed"/>).</summary>
     public void DurableLogFailed(string machine, Exception failure) =>
         Report(
-            "durable-log/" + machine,
+            DurableLogSubject(machine),
             $"The durable log of '{machine}' could not be written ({failure.Message}): this manager's replica reports no write durable until "
-            + "the manager restarts, while the other managers acknowledge writes as long as they are a majority. Free or repair the disk "
-            + "of the data directory, then restart this manager; it recovers the log's good prefix and catches up from the others.");
+            + "it repairs the log, while the other managers acknowledge writes as long as they are a majority. Free or repair the disk "
+            + "of the data directory: at a write, at most a minute later, the replica writes a snapshot of its state, which repairs the "
+            + "log, and this problem goes away. A restart also recovers the log's good prefix and catches up from the others.");
+
+    /// <summary>A broken durable log was repaired by a snapshot (<see cref="Quintet.Runtime.Replication.DurabilityOptions.WriteRepaired"/>).</summary>
+    public void DurableLogRepaired(string machine) => Clear(DurableLogSubject(machine));
+
+    private static string DurableLogSubject(string machine) => "durable-log/" + machine;
 }

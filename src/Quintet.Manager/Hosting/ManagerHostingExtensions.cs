@@ -97,6 +97,7 @@ public static class ManagerHostingExtensions
                     // The same rule as the replicated store's majority: the configured size, or the managers seen if more.
                     PlannedReplicas = () => Math.Max(store.Managers, sp.GetService<Quintet.Manager.Persistence.Replication.ManagerReplicaSet>()?.Known.Count ?? 0),
                     WriteFailed = sp.GetRequiredService<ManagerProblems>().DurableLogFailed,
+                    WriteRepaired = sp.GetRequiredService<ManagerProblems>().DurableLogRepaired,
                     SnapshotEveryCommands = settings.SharedStructures.DurableSnapshotEveryCommands,
                 },
             };

@@ -32,13 +32,28 @@ public sealed class DurabilityOptions
     public int SnapshotEveryCommands { get; init; } = 100_000;
 
     /// <summary>
-    /// Called once, on the log's writer thread, when writing or syncing this replica's log fails (a full or failing
-    /// disk): the replica then reports nothing durable until it restarts, while the others acknowledge commands as long
-    /// as they are a majority. Arguments: the machine's name and the failure. For an operator's view of the manager;
-    /// it must not block.
+    /// Called on the log's writer thread when writing or syncing this replica's log fails (a full or failing disk), once
+    /// per failure until the log is repaired: the replica then reports nothing durable, while the others acknowledge
+    /// commands as long as they are a majority. Arguments: the machine's name and the failure. For an operator's view of
+    /// the manager; it must not block.
     /// <value>Default: none.</value>
     /// </summary>
     public Action<string, Exception>? WriteFailed { get; init; }
+
+    /// <summary>
+    /// Called on the log's writer thread when a broken log is repaired: a snapshot of the replica's state, written whole
+    /// after the failure, covers whatever the failure lost, and the replica reports durable positions again. Argument:
+    /// the machine's name. It must not block.
+    /// <value>Default: none.</value>
+    /// </summary>
+    public Action<string>? WriteRepaired { get; init; }
+
+    /// <summary>
+    /// How long a replica whose log broke waits before it first tries to repair it by writing a snapshot (at its next
+    /// command); the wait doubles after each attempt that fails, up to twelve times this.
+    /// <value>Default: 5 seconds.</value>
+    /// </summary>
+    public TimeSpan RepairRetryDelay { get; init; } = TimeSpan.FromSeconds(5);
 
     /// <summary>Throws an exception naming the first setting out of range.</summary>
     /// <exception cref="ArgumentException">A setting is missing or out of range.</exception>
@@ -48,5 +63,6 @@ public sealed class DurabilityOptions
         ArgumentException.ThrowIfNullOrWhiteSpace(ReplicaName, $"{nameof(DurabilityOptions)}.{nameof(ReplicaName)}");
         ArgumentNullException.ThrowIfNull(PlannedReplicas, $"{nameof(DurabilityOptions)}.{nameof(PlannedReplicas)}");
         ArgumentOutOfRangeException.ThrowIfLessThan(SnapshotEveryCommands, 1, $"{nameof(DurabilityOptions)}.{nameof(SnapshotEveryCommands)}");
+        ArgumentOutOfRangeException.ThrowIfLessThan(RepairRetryDelay, TimeSpan.Zero, $"{nameof(DurabilityOptions)}.{nameof(RepairRetryDelay)}");
     }
 }

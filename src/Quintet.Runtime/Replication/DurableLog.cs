@@ -33,19 +33,29 @@ internal sealed partial class DurableLog : IDisposable
     private readonly ILogger _logger;
     private readonly Action<long> _durable;
     private readonly Action<Exception>? _failed;
-    private readonly FileStream _log;
+    private readonly Action? _repaired;
+    private FileStream _log;
+
+    // The log's handle, kept apart so that it is closed even when closing the stream fails on a buffered write.
+    private Microsoft.Win32.SafeHandles.SafeFileHandle _handle;
     private long _fsyncs;
     private long _records;
     private long _allocated;
     private int _disposed;
-    private bool _broken;
+    private volatile bool _broken;
 
-    private DurableLog(string directory, string name, FileStream log, Action<long> durable, Action<Exception>? failed, ILogger logger)
+    // Set when a snapshot is written while the log is broken, cleared by any failure: a snapshot covers every position
+    // up to its own, so once it and everything after it are on disk, the hole the failure left no longer matters.
+    private bool _wholeSinceSnapshot;
+
+    private DurableLog(string directory, string name, FileStream log, Action<long> durable, Action<Exception>? failed, Action? repaired, ILogger logger)
     {
         _failed = failed;
+        _repaired = repaired;
         _directory = directory;
         _name = name;
         _log = log;
+        _handle = log.SafeFileHandle;
         _allocated = log.Length;
         _durable = durable;
         _logger = logger;
@@ -58,6 +68,9 @@ internal sealed partial class DurableLog : IDisposable
     /// <summary>How many commands the log has written since it opened: <see cref="Records"/> / <see cref="Fsyncs"/> is the commands per fsync.</summary>
     public long Records => Interlocked.Read(ref _records);
 
+    /// <summary>True from a failed write until a snapshot written after it repairs the log.</summary>
+    public bool Broken => _broken;
+
     /// <summary>
     /// Reads what <paramref name="directory"/> holds (creating it if need be): the snapshot and the commands after it up
     /// to the first torn or corrupt record, which is cut off with everything after it (it was never reported durable:
@@ -67,9 +80,10 @@ internal sealed partial class DurableLog : IDisposable
     /// <param name="name">The machine's name, for logs and metrics.</param>
     /// <param name="durable">Called on the writer thread after each fsync, with the position it covers.</param>
     /// <param name="logger">Where recovery and failures are reported.</param>
-    /// <param name="failed">Called once, on the writer thread, when a write or sync fails and the log stops reporting.</param>
+    /// <param name="failed">Called on the writer thread when a write or sync fails and the log stops reporting (once per break).</param>
+    /// <param name="repaired">Called on the writer thread when a snapshot written after a failure has repaired the log, which reports again.</param>
     /// <exception cref="InvalidDataException">The snapshot file fails its check: the replica's state cannot be trusted; the message says which file to move aside.</exception>
-    public static (DurableLog Log, RecoveredLog Recovered) Open(string directory, string name, Action<long> durable, ILogger? logger, Action<Exception>? failed = null)
+    public static (DurableLog Log, RecoveredLog Recovered) Open(string directory, string name, Action<long> durable, ILogger? logger, Action<Exception>? failed = null, Action? repaired = null)
     {
         logger ??= NullLogger.Instance;
         Directory.CreateDirectory(directory);
@@ -99,7 +113,7 @@ internal sealed partial class DurableLog : IDisposable
 
         var replicas = ReadReplicas(Path.Combine(directory, "replicas"));
         var position = commands.Count > 0 ? commands[^1].Position : snapshotPosition;
-        return (new DurableLog(directory, name, log, durable, failed, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
+        return (new DurableLog(directory, name, log, durable, failed, repaired, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
     }
 
     /// <summary>Queues the command at <paramref name="position"/>; called in the order of the positions.</summary>
@@ -107,7 +121,8 @@ internal sealed partial class DurableLog : IDisposable
 
     /// <summary>
     /// Queues a snapshot of the state at <paramref name="position"/>, after which the log restarts: the commands queued
-    /// before it are at or before that position. The writer disposes <paramref name="snapshot"/>.
+    /// before it are at or before that position. The writer disposes <paramref name="snapshot"/>. A snapshot written
+    /// whole after a failure repairs a broken log: it and the commands after it are all a recovery needs.
     /// </summary>
     public void Snapshot(long position, IStateSnapshot snapshot) => Add(new Item(ItemKind.Snapshot, position, default, snapshot, null));
 
@@ -123,7 +138,7 @@ internal sealed partial class DurableLog : IDisposable
         }
 
         _queue.Dispose();
-        _log.Dispose();
+        CloseLog();
         if (_broken)
         {
             DurableLogMetrics.Broken.Add(-1, new KeyValuePair<string, object?>("quintet.machine", _name));
@@ -149,21 +164,37 @@ internal sealed partial class DurableLog : IDisposable
             var next = from;
             try
             {
-                EnsureRoom(batch, from);
+                if (!_broken)
+                {
+                    EnsureRoom(batch, from);
+                }
+
                 for (; next < batch.Count; next++)
                 {
+                    if (_broken && !_wholeSinceSnapshot && batch[next].Kind == ItemKind.Append)
+                    {
+                        // Behind a hole a command on disk serves nothing (recovery stops at the hole) until a snapshot
+                        // covers it; writing it would only take the room the snapshot needs.
+                        continue;
+                    }
+
                     last = Write(batch[next], last);
                 }
 
-                DiskSync.FlushData(_log);
-                Interlocked.Increment(ref _fsyncs);
-                DurableLogMetrics.Batch.Record(batch.Count - from, new KeyValuePair<string, object?>("quintet.machine", _name));
+                if (!_broken || _wholeSinceSnapshot)
+                {
+                    DiskSync.FlushData(_log);
+                    Interlocked.Increment(ref _fsyncs);
+                    DurableLogMetrics.Batch.Record(batch.Count - from, new KeyValuePair<string, object?>("quintet.machine", _name));
+                }
             }
             catch (Exception e) when (e is IOException or UnauthorizedAccessException or InvalidDataException)
             {
-                // The log may now have a hole: this replica never again reports anything durable (the others' reports
-                // still acknowledge commands while they are a majority). A restart recovers it from its good prefix.
-                // The items after the one that failed are still written, as a batch of their own.
+                // The log may now have a hole: this replica reports nothing durable (the others' reports still
+                // acknowledge commands while they are a majority) until a snapshot written after the hole repairs it,
+                // or a restart recovers it from its good prefix. The items after the one that failed go on as a batch
+                // of their own: the snapshots and replica lists among them are still written.
+                _wholeSinceSnapshot = false;
                 if (!_broken)
                 {
                     _broken = true;
@@ -174,6 +205,14 @@ internal sealed partial class DurableLog : IDisposable
 
                 from = next + 1;
                 continue;
+            }
+
+            if (_broken && _wholeSinceSnapshot)
+            {
+                _broken = false;
+                LogRepaired(_logger, _name);
+                DurableLogMetrics.Broken.Add(-1, new KeyValuePair<string, object?>("quintet.machine", _name));
+                _repaired?.Invoke();
             }
 
             if (last >= 0 && !_broken)
@@ -200,15 +239,26 @@ internal sealed partial class DurableLog : IDisposable
             case ItemKind.Snapshot:
                 using (item.Snapshot)
                 {
-                    // The commands before the snapshot reach the disk first: the log stays whole up to the rename.
-                    DiskSync.FlushData(_log);
-                    WriteSnapshot(item.Position, item.Snapshot!);
-                    _log.SetLength(0);
-                    _log.Position = 0;
-                    _log.Flush(flushToDisk: true);
-                    _allocated = PreallocatedFile.Extend(_log, 0);
+                    if (_broken)
+                    {
+                        // What the log holds past its hole is of no use once the snapshot is on disk; it starts over on
+                        // a fresh handle, since the old one may still buffer the write that failed.
+                        WriteSnapshot(item.Position, item.Snapshot!);
+                        StartLogOver();
+                    }
+                    else
+                    {
+                        // The commands before the snapshot reach the disk first: the log stays whole up to the rename.
+                        DiskSync.FlushData(_log);
+                        WriteSnapshot(item.Position, item.Snapshot!);
+                        _log.SetLength(0);
+                        _log.Position = 0;
+                        _log.Flush(flushToDisk: true);
+                        _allocated = PreallocatedFile.Extend(_log, 0);
+                    }
                 }
 
+                _wholeSinceSnapshot = _broken;
                 return Math.Max(last, item.Position);
             case ItemKind.Replicas:
                 WriteAtomically(Path.Combine(_directory, "replicas"), stream =>
@@ -223,6 +273,31 @@ internal sealed partial class DurableLog : IDisposable
             default:
                 throw new InvalidOperationException($"Unknown item {item.Kind}.");
         }
+    }
+
+    private void CloseLog()
+    {
+        try
+        {
+            _log.Dispose();
+        }
+        catch (IOException) when (_broken)
+        {
+            // A write that failed is still buffered, and is dropped; it was never reported durable.
+        }
+        finally
+        {
+            _handle.Dispose();
+        }
+    }
+
+    private void StartLogOver()
+    {
+        CloseLog();
+        _log = new FileStream(Path.Combine(_directory, "log"), FileMode.Create, FileAccess.ReadWrite, FileShare.Read, 64 * 1024);
+        _handle = _log.SafeFileHandle;
+        _allocated = PreallocatedFile.Extend(_log, 0);
+        DiskSync.FlushDirectory(_directory);
     }
 
     /// <summary>Grows the preallocated space when the appends of <paramref name="batch"/> (from <paramref name="from"/>) would pass its end.</summary>
@@ -383,8 +458,11 @@ internal sealed partial class DurableLog : IDisposable
     [LoggerMessage(Level = LogLevel.Warning, Message = "The durable log of '{Machine}' ended in a torn or corrupt record: {Bytes} bytes after offset {Offset} dropped (never acknowledged by this replica); it resumes after position {Position}")]
     private static partial void LogTornTail(ILogger logger, string machine, long bytes, long offset, long position);
 
-    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the durable log of '{Machine}' failed; this replica reports nothing durable any more until it restarts")]
+    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the durable log of '{Machine}' failed; this replica reports nothing durable until a snapshot written after the failure repairs the log (retried, every minute at most) or the manager restarts")]
     private static partial void LogWriteFailed(ILogger logger, Exception exception, string machine);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "The durable log of '{Machine}' is repaired: a snapshot written after the failure covers the commands it may have lost, and this replica reports durable positions again")]
+    private static partial void LogRepaired(ILogger logger, string machine);
 
     private enum ItemKind
     {

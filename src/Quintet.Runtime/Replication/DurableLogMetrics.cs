@@ -12,7 +12,7 @@ internal static class DurableLogMetrics
 
     public static readonly Counter<long> TornTails = Meter.CreateCounter<long>("quintet.rsm.durable.torn_tails", "{tail}", "Durable logs found at open to end in a torn or corrupt record, which was dropped.");
 
-    public static readonly UpDownCounter<long> Broken = Meter.CreateUpDownCounter<long>("quintet.rsm.durable.broken_logs", "{log}", "Durable logs whose write or sync failed: their replica reports nothing durable until its manager restarts.");
+    public static readonly UpDownCounter<long> Broken = Meter.CreateUpDownCounter<long>("quintet.rsm.durable.broken_logs", "{log}", "Durable logs whose write or sync failed: their replica reports nothing durable until a snapshot repairs the log or its manager restarts.");
 
     public static readonly UpDownCounter<long> Waiting = Meter.CreateUpDownCounter<long>("quintet.rsm.durable.waiting_for_majority", "{replica}", "Durable replicas that restarted and wait for a majority of the replicas before they serve.");
 }

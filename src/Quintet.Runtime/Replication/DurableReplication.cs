@@ -24,6 +24,8 @@ internal sealed partial class DurableReplication : IDisposable
     private long _statusView = -1;
     private long _committed;
     private long _sinceSnapshot;
+    private long _repairAt;
+    private TimeSpan _repairDelay;
     private bool _loggedWaiting;
     private string _waiting = string.Empty;
 
@@ -86,7 +88,8 @@ internal sealed partial class DurableReplication : IDisposable
         logger ??= NullLogger.Instance;
         DurableReplication? replication = null;
         var failed = options.WriteFailed is { } report ? (Action<Exception>)(e => report(machine, e)) : null;
-        var (log, recovered) = DurableLog.Open(options.Directory, machine, position => replication!.OnFsync(position), logger, failed);
+        var repaired = options.WriteRepaired is { } told ? () => told(machine) : (Action?)null;
+        var (log, recovered) = DurableLog.Open(options.Directory, machine, position => replication!.OnFsync(position), logger, failed, repaired);
         replication = new DurableReplication(machine, options, recovered.Replicas, logger) { _log = log };
         if (!recovered.Replicas.Contains(options.ReplicaName))
         {
@@ -101,6 +104,37 @@ internal sealed partial class DurableReplication : IDisposable
     {
         _log.Append(position, command);
         return ++_sinceSnapshot >= _options.SnapshotEveryCommands;
+    }
+
+    /// <summary>
+    /// True when the log is broken and an attempt to repair it is due: the caller then writes a snapshot, which repairs
+    /// the log once it is on disk (under the machine's lock, at a command). Attempts are spaced by
+    /// <see cref="DurabilityOptions.RepairRetryDelay"/>, doubling up to twelve times it, since each writes the whole state.
+    /// </summary>
+    public bool RepairDue()
+    {
+        if (!_log.Broken)
+        {
+            _repairAt = 0;
+            return false;
+        }
+
+        var now = Environment.TickCount64;
+        if (_repairAt == 0)
+        {
+            _repairDelay = _options.RepairRetryDelay;
+            _repairAt = now + (long)_repairDelay.TotalMilliseconds;
+        }
+
+        if (now < _repairAt)
+        {
+            return false;
+        }
+
+        _repairDelay = TimeSpan.FromTicks(Math.Min(_repairDelay.Ticks * 2, _options.RepairRetryDelay.Ticks * 12));
+        _repairAt = now + Math.Max(1, (long)_repairDelay.TotalMilliseconds);
+        LogRepairing(_logger, _machine, _repairDelay.TotalSeconds);
+        return true;
     }
 
     /// <summary>Writes a snapshot at <paramref name="position"/> and truncates the log (under the machine's lock).</summary>
@@ -263,6 +297,9 @@ internal sealed partial class DurableReplication : IDisposable
     }
 
     private int Planned() => Math.Max(Math.Max(_options.PlannedReplicas(), _replicas.Count), 1);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "The durable log of '{Machine}' is broken: writing a snapshot to repair it (the next attempt, should this one fail, in {NextSeconds} s)")]
+    private static partial void LogRepairing(ILogger logger, string machine, double nextSeconds);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "The durable '{Machine}' does not serve yet: {Present} of {Planned} replicas are back after a restart, and {Majority} (a majority) must be, so that no acknowledged write is missed")]
     private static partial void LogWaitingForMajority(ILogger logger, string machine, int present, int planned, int majority);

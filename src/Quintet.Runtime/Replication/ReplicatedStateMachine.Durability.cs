@@ -107,7 +107,8 @@ public sealed partial class ReplicatedStateMachine<TState>
     /// <summary>Logs the command; its caller's wait completes once a majority holds it on disk, not now (under the lock).</summary>
     private void OnAppliedDurably(RsmCommand command, byte[] result, ref TaskCompletionSource<byte[]>? waiting)
     {
-        if (_durable!.Append(_position, command.Body.Memory))
+        // A snapshot is due every so many commands, and sooner to repair a log that a failed write left with a hole.
+        if (_durable!.Append(_position, command.Body.Memory) || _durable.RepairDue())
         {
             _durable.Snapshot(_position, _state.CaptureSnapshot());
         }

@@ -189,6 +189,8 @@ public sealed partial class SharedStructures(GroupService groups) : ISharedStruc
                 PlannedReplicas = Durability.PlannedReplicas,
                 SnapshotEveryCommands = Durability.SnapshotEveryCommands,
                 WriteFailed = Durability.WriteFailed,
+                WriteRepaired = Durability.WriteRepaired,
+                RepairRetryDelay = Durability.RepairRetryDelay,
             }
             : null,
     };

@@ -7,9 +7,10 @@ namespace Quintet.Runtime.Tests.Replication;
 /// <summary>
 /// A durable log whose disk fills up, for real: a tmpfs of 4 MiB, mounted by the test (as root), holds the first records
 /// and their preallocated space, and no more. The log stops reporting positions durable, says so once (log, metric
-/// and the <see cref="DurabilityOptions.WriteFailed"/> callback), and never reports a position it did not sync.
+/// and the <see cref="DurabilityOptions.WriteFailed"/> callback), and never reports a position it did not sync. Once
+/// the disk has room again, a snapshot written after the failure repairs it.
 /// </summary>
-public sealed class DurableLogFailureTests : IDisposable
+public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFixture<SingleManagerHost>, IDisposable
 {
     private const string Machine = "dict/full-disk";
     private static readonly TimeSpan Bound = TimeSpan.FromMinutes(1);
@@ -19,9 +20,7 @@ public sealed class DurableLogFailureTests : IDisposable
     [Fact]
     public async Task A_full_disk_stops_the_log_reporting_durable_positions_and_is_reported_once()
     {
-        Assert.True(Environment.UserName == "root", $"This test mounts a small tmpfs to fill it, which needs root; it runs as {Environment.UserName}.");
-        await RunAsync("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", _mount);
-        _mounted = true;
+        await MountAsync();
 
         var durable = new List<long>();
         var failures = new List<Exception>();
@@ -89,6 +88,150 @@ public sealed class DurableLogFailureTests : IDisposable
             Assert.True(recovered.Position >= reported, $"The log reported position {reported} durable but holds only up to {recovered.Position}.");
             Assert.Equal(Enumerable.Range(1, (int)recovered.Position).Select(p => (long)p), recovered.Commands.Select(c => c.Position));
         }
+    }
+
+    [Fact]
+    public async Task A_snapshot_written_once_the_disk_has_room_again_repairs_the_log()
+    {
+        await MountAsync();
+        var ballast = FillBallast();
+        var durable = new List<long>();
+        var failed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var repaired = 0;
+        using var broken = new BrokenLogGauge(Machine);
+        var (log, _) = DurableLog.Open(
+            _mount,
+            Machine,
+            position =>
+            {
+                lock (durable)
+                {
+                    durable.Add(position);
+                }
+            },
+            logger: null,
+            failed: _ => failed.TrySetResult(),
+            repaired: () => Interlocked.Increment(ref repaired));
+        using (log)
+        {
+            var record = new byte[64 * 1024];
+            for (var position = 1; position <= 80; position++)
+            {
+                log.Append(position, record);
+            }
+
+            await failed.Task.WaitAsync(Bound);
+            Assert.True(log.Broken);
+            var reportedWhileBroken = Reported(durable);
+
+            // Room again; the commands after the hole alone do not repair the log, a snapshot covering it does.
+            File.Delete(ballast);
+            log.Append(81, new byte[] { 81 });
+            await Task.Delay(500);
+            Assert.True(log.Broken, "the log reported itself whole without a snapshot covering the hole");
+            Assert.Equal(reportedWhileBroken, Reported(durable));
+
+            log.Snapshot(81, new PagedStateSnapshot([new byte[] { 1, 2, 3 }]));
+            for (var position = 82; position <= 85; position++)
+            {
+                log.Append(position, new byte[] { (byte)position });
+            }
+
+            var waited = Stopwatch.StartNew();
+            while (Reported(durable) < 85)
+            {
+                Assert.True(waited.Elapsed < Bound, $"The repaired log did not report position 85 within {Bound}; it reported up to {Reported(durable)}.");
+                await Task.Delay(20);
+            }
+
+            Assert.False(log.Broken);
+            Assert.Equal(0, broken.Value);
+            Assert.Equal(1, repaired);
+        }
+
+        var (reopened, recovered) = DurableLog.Open(_mount, Machine, _ => { }, logger: null);
+        using (reopened)
+        using (recovered.Snapshot)
+        {
+            Assert.Equal(81, recovered.SnapshotPosition);
+            Assert.Equal([82L, 83, 84, 85], recovered.Commands.Select(c => c.Position));
+        }
+    }
+
+    [Fact]
+    public async Task A_durable_machine_whose_disk_filled_repairs_its_log_at_a_later_command_and_acknowledges_what_waited()
+    {
+        await MountAsync();
+        var ballast = FillBallast();
+        using var timeout = new CancellationTokenSource(Bound);
+        var failures = 0;
+        var repairs = 0;
+        await using var machine = await ReplicatedStateMachine.JoinAsync(manager.Groups, "durable-" + Guid.NewGuid().ToString("N"), new Counted(), new ReplicatedStateMachineOptions
+        {
+            Durability = new DurabilityOptions
+            {
+                Directory = _mount,
+                ReplicaName = "r1",
+                PlannedReplicas = () => 1,
+                WriteFailed = (_, _) => Interlocked.Increment(ref failures),
+                WriteRepaired = _ => Interlocked.Increment(ref repairs),
+                RepairRetryDelay = TimeSpan.Zero,
+            },
+        }, timeout.Token);
+
+        // 64 KiB commands until one is not acknowledged: alone of one planned, a replica whose log broke acknowledges nothing.
+        var command = new byte[64 * 1024];
+        Task? waiting = null;
+        for (var i = 0; i < 80 && waiting is null; i++)
+        {
+            var execute = machine.ExecuteAsync(command, timeout.Token);
+            if (await Task.WhenAny(execute, Task.Delay(TimeSpan.FromSeconds(3), timeout.Token)) != execute)
+            {
+                waiting = execute;
+            }
+        }
+
+        Assert.NotNull(waiting);
+        Assert.Equal(1, Volatile.Read(ref failures));
+        Assert.True(machine.Durable!.Log.Broken);
+
+        File.Delete(ballast);
+        await machine.ExecuteAsync(new byte[] { 1 }, timeout.Token);
+        await waiting.WaitAsync(timeout.Token);
+        Assert.Equal(1, Volatile.Read(ref repairs));
+        Assert.False(machine.Durable.Log.Broken);
+        Assert.True(File.Exists(Path.Combine(_mount, "snapshot")), "the repair wrote no snapshot");
+    }
+
+    private async Task MountAsync()
+    {
+        Assert.True(Environment.UserName == "root", $"This test mounts a small tmpfs to fill it, which needs root; it runs as {Environment.UserName}.");
+        await RunAsync("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", _mount);
+        _mounted = true;
+    }
+
+    /// <summary>A file of 1 MiB in the tmpfs, to delete once the log has filled the rest: room again.</summary>
+    private string FillBallast()
+    {
+        var path = Path.Combine(_mount, "ballast");
+        File.WriteAllBytes(path, new byte[1024 * 1024]);
+        return path;
+    }
+
+    /// <summary>A state that counts its commands and keeps nothing else: its snapshot is small whatever they carry.</summary>
+    private sealed class Counted : IReplicatedState
+    {
+        private long _count;
+
+        public byte[] Apply(ReadOnlySpan<byte> command)
+        {
+            _count++;
+            return [];
+        }
+
+        public byte[] TakeSnapshot() => BitConverter.GetBytes(_count);
+
+        public void RestoreSnapshot(ReadOnlySpan<byte> snapshot) => _count = BitConverter.ToInt64(snapshot);
     }
 
     private static long Reported(List<long> durable)
