@@ -62,13 +62,7 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         return ReferenceEquals(result, AppliedResult) ? AppliedBytes : ReferenceEquals(result, NotAppliedResult) ? NotAppliedBytes : WireBytes.ToArray(result);
     }
 
-    public override byte[] TakeSnapshot()
-    {
-        using var capture = CaptureSnapshot();
-        var bytes = new byte[capture.Length];
-        capture.Read(0, bytes);
-        return bytes;
-    }
+    public override byte[] TakeSnapshot() => ReadWhole(CaptureSnapshot());
 
     /// <summary>
     /// The entries as they stand, in O(entries) references: their bytes are serialized when the capture is read, off

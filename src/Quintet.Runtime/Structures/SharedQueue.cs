@@ -47,13 +47,7 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
         return WireBytes.ToArray(result);
     }
 
-    public override byte[] TakeSnapshot()
-    {
-        using var capture = CaptureSnapshot();
-        var bytes = new byte[capture.Length];
-        capture.Read(0, bytes);
-        return bytes;
-    }
+    public override byte[] TakeSnapshot() => ReadWhole(CaptureSnapshot());
 
     /// <summary>The items as they stand, in O(items) references: serialized when read, off the machine's lock.</summary>
     public override IStateSnapshot CaptureSnapshot()

@@ -37,13 +37,7 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
         return WireBytes.ToArray(result);
     }
 
-    public override byte[] TakeSnapshot()
-    {
-        using var capture = CaptureSnapshot();
-        var bytes = new byte[capture.Length];
-        capture.Read(0, bytes);
-        return bytes;
-    }
+    public override byte[] TakeSnapshot() => ReadWhole(CaptureSnapshot());
 
     /// <summary>The members as they stand, in O(members) references: serialized when read, off the machine's lock.</summary>
     public override IStateSnapshot CaptureSnapshot()

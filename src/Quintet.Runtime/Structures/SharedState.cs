@@ -67,6 +67,17 @@ internal abstract class SharedState<TChange>(string structure, SharedStructureLi
     /// <summary>The state for a transfer or a durable snapshot; by default a copy made by <see cref="TakeSnapshot"/>.</summary>
     public virtual IStateSnapshot CaptureSnapshot() => new PagedStateSnapshot([TakeSnapshot()]);
 
+    /// <summary>All of a capture's bytes, for a state whose <see cref="TakeSnapshot"/> is its capture read at once.</summary>
+    protected static byte[] ReadWhole(IStateSnapshot capture)
+    {
+        using (capture)
+        {
+            var bytes = new byte[capture.Length];
+            capture.Read(0, bytes);
+            return bytes;
+        }
+    }
+
     public void RestoreSnapshot(ReadOnlySpan<byte> snapshot)
     {
         var before = Position;

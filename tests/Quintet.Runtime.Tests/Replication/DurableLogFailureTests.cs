@@ -29,13 +29,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
         var (log, _) = DurableLog.Open(
             _mount,
             Machine,
-            position =>
-            {
-                lock (durable)
-                {
-                    durable.Add(position);
-                }
-            },
+            Recording(durable),
             logger: null,
             failed: e =>
             {
@@ -102,13 +96,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
         var (log, _) = DurableLog.Open(
             _mount,
             Machine,
-            position =>
-            {
-                lock (durable)
-                {
-                    durable.Add(position);
-                }
-            },
+            Recording(durable),
             logger: null,
             failed: _ => failed.TrySetResult(),
             repaired: () => Interlocked.Increment(ref repaired));
@@ -233,6 +221,14 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
 
         public void RestoreSnapshot(ReadOnlySpan<byte> snapshot) => _count = BitConverter.ToInt64(snapshot);
     }
+
+    private static Action<long> Recording(List<long> durable) => position =>
+    {
+        lock (durable)
+        {
+            durable.Add(position);
+        }
+    };
 
     private static long Reported(List<long> durable)
     {
