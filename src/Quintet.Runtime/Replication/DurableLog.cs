@@ -25,6 +25,7 @@ internal sealed partial class DurableLog : IDisposable
     private const int MaxBatchItems = 4096;
     private const long SnapshotMagic = 0x3130_5041_4e53_3551; // "Q5SNAP01", little-endian
     private const int SnapshotHeaderBytes = sizeof(long) * 3 + sizeof(uint);
+    private const string PreviousLogName = "log.previous";
 
     private readonly byte[] _header = new byte[RecordHeaderBytes];
     private readonly GroupCommitQueue<Item> _queue;
@@ -44,12 +45,18 @@ internal sealed partial class DurableLog : IDisposable
     private int _disposed;
     private volatile bool _broken;
 
+    // The snapshot being written beside the log (null when none), and whether log.previous holds commands that no
+    // snapshot on disk covers yet: while it does, the next snapshot is written in line rather than rotating again.
+    private Task? _snapshotWriting;
+    private bool _previousPending;
+
     // Set when a snapshot is written while the log is broken, cleared by any failure: a snapshot covers every position
     // up to its own, so once it and everything after it are on disk, the hole the failure left no longer matters.
     private bool _wholeSinceSnapshot;
 
-    private DurableLog(string directory, string name, FileStream log, Action<long> durable, Action<Exception>? failed, Action? repaired, ILogger logger)
+    private DurableLog(string directory, string name, FileStream log, bool previousPending, Action<long> durable, Action<Exception>? failed, Action? repaired, ILogger logger)
     {
+        _previousPending = previousPending;
         _failed = failed;
         _repaired = repaired;
         _directory = directory;
@@ -88,16 +95,39 @@ internal sealed partial class DurableLog : IDisposable
         logger ??= NullLogger.Instance;
         Directory.CreateDirectory(directory);
         var (snapshotPosition, snapshot) = ReadSnapshot(Path.Combine(directory, "snapshot"));
-        var logPath = Path.Combine(directory, "log");
-        var log = new FileStream(logPath, FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.Read, 64 * 1024);
         List<(long Position, byte[] Command)> commands = [];
-        try
+        var previousPath = Path.Combine(directory, PreviousLogName);
+        var previousPending = File.Exists(previousPath);
+        var expectedFirst = -1L;
+        var logUsable = true;
+        if (previousPending)
         {
-            var (good, torn) = ReadRecords(log, snapshotPosition, commands);
-            if (torn > 0 && !PreallocatedFile.IsZeroFrom(log, good))
+            // A snapshot was being written when the replica stopped: the commands it was to cover are here.
+            using var previous = new FileStream(previousPath, FileMode.Open, FileAccess.Read, FileShare.Read, 64 * 1024);
+            var (good, torn, last) = ReadRecords(previous, snapshotPosition, commands, expectedFirst: -1);
+            expectedFirst = last < 0 ? -1 : last + 1;
+            if (torn > 0 && !PreallocatedFile.IsZeroFrom(previous, good))
             {
+                // Synced whole before the log rotated, so this is damage; what follows it cannot be replayed either.
                 LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
                 DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
+                logUsable = false;
+            }
+        }
+
+        var logPath = Path.Combine(directory, "log");
+        var log = new FileStream(logPath, FileMode.OpenOrCreate, FileAccess.ReadWrite, FileShare.Read, 64 * 1024);
+        try
+        {
+            var (good, torn, _) = logUsable ? ReadRecords(log, snapshotPosition, commands, expectedFirst) : (0, log.Length, -1);
+            if (torn > 0 && !PreallocatedFile.IsZeroFrom(log, good))
+            {
+                if (logUsable)
+                {
+                    LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
+                    DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
+                }
+
                 log.SetLength(good);
                 log.Flush(flushToDisk: true);
             }
@@ -113,7 +143,7 @@ internal sealed partial class DurableLog : IDisposable
 
         var replicas = ReadReplicas(Path.Combine(directory, "replicas"));
         var position = commands.Count > 0 ? commands[^1].Position : snapshotPosition;
-        return (new DurableLog(directory, name, log, durable, failed, repaired, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
+        return (new DurableLog(directory, name, log, previousPending, durable, failed, repaired, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
     }
 
     /// <summary>Queues the command at <paramref name="position"/>; called in the order of the positions.</summary>
@@ -125,6 +155,13 @@ internal sealed partial class DurableLog : IDisposable
     /// whole after a failure repairs a broken log: it and the commands after it are all a recovery needs.
     /// </summary>
     public void Snapshot(long position, IStateSnapshot snapshot) => Add(new Item(ItemKind.Snapshot, position, default, snapshot, null));
+
+    /// <summary>
+    /// Queues replacing the log with a snapshot of a state that came by transfer, at <paramref name="position"/>, which
+    /// may be far past the commands logged so far. Written in line, never beside the log: a stop while it was written
+    /// beside would leave commands on both sides of a gap. The writer disposes <paramref name="snapshot"/>.
+    /// </summary>
+    public void Reset(long position, IStateSnapshot snapshot) => Add(new Item(ItemKind.Reset, position, default, snapshot, null));
 
     /// <summary>Queues recording the replicas of the group, for the majority after a restart.</summary>
     public void RecordReplicas(IReadOnlyCollection<string> replicas) => Add(new Item(ItemKind.Replicas, 0, default, null, [.. replicas]));
@@ -138,6 +175,7 @@ internal sealed partial class DurableLog : IDisposable
         }
 
         _queue.Dispose();
+        AwaitSnapshotWriting();
         CloseLog();
         if (_broken)
         {
@@ -237,25 +275,18 @@ internal sealed partial class DurableLog : IDisposable
                 Interlocked.Increment(ref _records);
                 return item.Position;
             case ItemKind.Snapshot:
-                using (item.Snapshot)
+            case ItemKind.Reset:
+                AwaitSnapshotWriting();
+                if (_broken || _previousPending || item.Kind == ItemKind.Reset)
                 {
-                    if (_broken)
+                    using (item.Snapshot)
                     {
-                        // What the log holds past its hole is of no use once the snapshot is on disk; it starts over on
-                        // a fresh handle, since the old one may still buffer the write that failed.
-                        WriteSnapshot(item.Position, item.Snapshot!);
-                        StartLogOver();
+                        WriteSnapshotInLine(item.Position, item.Snapshot!);
                     }
-                    else
-                    {
-                        // The commands before the snapshot reach the disk first: the log stays whole up to the rename.
-                        DiskSync.FlushData(_log);
-                        WriteSnapshot(item.Position, item.Snapshot!);
-                        _log.SetLength(0);
-                        _log.Position = 0;
-                        _log.Flush(flushToDisk: true);
-                        _allocated = PreallocatedFile.Extend(_log, 0);
-                    }
+                }
+                else
+                {
+                    RotateForSnapshot(item.Position, item.Snapshot!);
                 }
 
                 _wholeSinceSnapshot = _broken;
@@ -273,6 +304,96 @@ internal sealed partial class DurableLog : IDisposable
             default:
                 throw new InvalidOperationException($"Unknown item {item.Kind}.");
         }
+    }
+
+    /// <summary>
+    /// Writes the snapshot while commands wait: to repair a broken log, or when <c>log.previous</c> still holds commands
+    /// that no snapshot on disk covers. The log then starts over empty.
+    /// </summary>
+    private void WriteSnapshotInLine(long position, IStateSnapshot snapshot)
+    {
+        if (_broken)
+        {
+            // What the log holds past its hole is of no use once the snapshot is on disk; it starts over on a fresh
+            // handle, since the old one may still buffer the write that failed.
+            WriteSnapshot(position, snapshot);
+            StartLogOver();
+        }
+        else
+        {
+            // The commands before the snapshot reach the disk first: the log stays whole up to the rename.
+            DiskSync.FlushData(_log);
+            WriteSnapshot(position, snapshot);
+            _log.SetLength(0);
+            _log.Position = 0;
+            _log.Flush(flushToDisk: true);
+            _allocated = PreallocatedFile.Extend(_log, 0);
+        }
+
+        DeletePreviousLog();
+    }
+
+    /// <summary>
+    /// The commands so far (synced) become <c>log.previous</c>, later ones go to a new <c>log</c>, and the snapshot is
+    /// written beside them on another thread: commands go on being written and acknowledged meanwhile, where writing a
+    /// large state in line held them for as long as it took. Once the snapshot is on disk, <c>log.previous</c> goes.
+    /// A stop before then leaves the old snapshot, <c>log.previous</c> and <c>log</c>, which recovery reads in turn.
+    /// </summary>
+    private void RotateForSnapshot(long position, IStateSnapshot snapshot)
+    {
+        try
+        {
+            DiskSync.FlushData(_log);
+            CloseLog();
+            File.Move(Path.Combine(_directory, "log"), Path.Combine(_directory, PreviousLogName));
+            _previousPending = true;
+            _log = new FileStream(Path.Combine(_directory, "log"), FileMode.CreateNew, FileAccess.ReadWrite, FileShare.Read, 64 * 1024);
+            _handle = _log.SafeFileHandle;
+            _allocated = PreallocatedFile.Extend(_log, 0);
+            DiskSync.FlushDirectory(_directory);
+        }
+        catch
+        {
+            snapshot.Dispose();
+            throw;
+        }
+
+        _snapshotWriting = Task.Run(() =>
+        {
+            using (snapshot)
+            {
+                try
+                {
+                    WriteSnapshot(position, snapshot);
+                    DeletePreviousLog();
+                }
+                catch (Exception e) when (e is IOException or UnauthorizedAccessException or InvalidDataException)
+                {
+                    // Nothing is lost: log.previous and the old snapshot still hold it all. The next snapshot is
+                    // written in line, and a failure then breaks the log as any write does.
+                    LogSnapshotFailed(_logger, e, _name);
+                }
+            }
+        });
+    }
+
+    /// <summary>Waits for the snapshot being written beside the log, if any (on the writer thread, or at dispose).</summary>
+    private void AwaitSnapshotWriting()
+    {
+        _snapshotWriting?.GetAwaiter().GetResult();
+        _snapshotWriting = null;
+    }
+
+    private void DeletePreviousLog()
+    {
+        var previous = Path.Combine(_directory, PreviousLogName);
+        if (File.Exists(previous))
+        {
+            File.Delete(previous);
+            DiskSync.FlushDirectory(_directory);
+        }
+
+        _previousPending = false;
     }
 
     private void CloseLog()
@@ -412,11 +533,12 @@ internal sealed partial class DurableLog : IDisposable
     private static InvalidDataException Corrupt(string path, string why) =>
         new($"The durable snapshot {path} is damaged ({why}). The replica cannot vouch for its state: move the machine's folder aside and restart the manager; it then takes the state from the other replicas.");
 
-    private static (long Good, long Torn) ReadRecords(FileStream log, long after, List<(long Position, byte[] Command)> commands)
+    /// <summary>Reads the good records of one log file; <paramref name="expectedFirst"/> is the first one's position, or -1 for any.</summary>
+    private static (long Good, long Torn, long Last) ReadRecords(FileStream log, long after, List<(long Position, byte[] Command)> commands, long expectedFirst)
     {
         var header = new byte[RecordHeaderBytes];
         var good = 0L;
-        var expectedPosition = -1L;
+        var expectedPosition = expectedFirst;
         log.Position = 0;
         while (true)
         {
@@ -449,7 +571,7 @@ internal sealed partial class DurableLog : IDisposable
             }
         }
 
-        return (good, log.Length - good);
+        return (good, log.Length - good, expectedPosition - 1);
     }
 
     private static HashSet<string> ReadReplicas(string path) =>
@@ -464,10 +586,16 @@ internal sealed partial class DurableLog : IDisposable
     [LoggerMessage(Level = LogLevel.Warning, Message = "The durable log of '{Machine}' is repaired: a snapshot written after the failure covers the commands it may have lost, and this replica reports durable positions again")]
     private static partial void LogRepaired(ILogger logger, string machine);
 
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Writing a snapshot of '{Machine}' beside its log failed; nothing is lost (the previous snapshot and logs are kept), and the next snapshot is written in line")]
+    private static partial void LogSnapshotFailed(ILogger logger, Exception exception, string machine);
+
     private enum ItemKind
     {
         Append,
         Snapshot,
+
+        /// <summary>A snapshot that replaces the log outright (a state received by transfer): written in line.</summary>
+        Reset,
         Replicas,
     }
 

@@ -266,7 +266,11 @@ internal sealed partial class DurableReplication : IDisposable
     }
 
     /// <summary>Replaces the log with <paramref name="snapshot"/> at <paramref name="position"/>: the state came by transfer (under the machine's lock).</summary>
-    public void Reset(long position, IStateSnapshot snapshot) => Snapshot(position, snapshot);
+    public void Reset(long position, IStateSnapshot snapshot)
+    {
+        _sinceSnapshot = 0;
+        _log.Reset(position, snapshot);
+    }
 
     /// <summary>Logs what the replica waits for, if it waits for a majority.</summary>
     public void LogStillWaiting()
