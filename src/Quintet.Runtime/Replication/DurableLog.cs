@@ -17,7 +17,9 @@ namespace Quintet.Runtime.Replication;
 /// Files, in the machine's directory: <c>snapshot</c> (written as <c>snapshot.tmp</c>, fsync'd, then renamed over the
 /// old one, so a crash leaves the old or the new one whole), <c>log</c> (records of commands after the snapshot's
 /// position; records at or before it are skipped on recovery, which covers a crash between the rename and the
-/// truncation), and <c>replicas</c> (the replicas ever seen, for the majority after a whole-cluster restart).
+/// truncation), <c>log.previous</c> (while a periodic snapshot is written beside the log: the commands up to it, which
+/// recovery reads before <c>log</c>), and <c>replicas</c> (the replicas ever seen, for the majority after a
+/// whole-cluster restart).
 /// </remarks>
 internal sealed partial class DurableLog : IDisposable
 {
