@@ -149,6 +149,10 @@ public class FaultWorkloadTests(ITestOutputHelper output)
             var traces = Path.Combine(options.LogDirectory!, "traces");
             options.Settings["Quintet:Groups:TraceDirectory"] = traces;
             options.Settings["Quintet:Cluster:Downing:Managers"] = Managers.ToString(CultureInfo.InvariantCulture);
+
+            // Durable structures write a snapshot every 40 commands rather than every 100 000, so that kills and the
+            // restart also land while snapshots are written beside the logs.
+            options.Settings["Quintet:SharedStructures:DurableSnapshotEveryCommands"] = "40";
             await ClusterTest.RunAsync(output, options, async cluster =>
             {
                 using var clients = new Clients();
