@@ -109,59 +109,48 @@ internal static class CaptureBenchmark
 
     private static List<double> AppendsAcrossSnapshot(string folder, SharedDictionaryState state, bool inLine)
     {
-        var gate = new Lock();
-        var waiting = new SortedDictionary<long, TaskCompletionSource>();
-        long next = 0;
-        void Durable(long position)
-        {
-            lock (gate)
-            {
-                while (waiting.Count > 0 && waiting.First() is var first && first.Key <= position)
-                {
-                    waiting.Remove(first.Key);
-                    first.Value.TrySetResult();
-                }
-            }
-        }
-
+        var appends = new OrderedDurableAppends();
         var record = new byte[64];
-        var (log, _) = DurableLog.Open(folder, "bench", Durable, NullLogger.Instance);
+        var (log, _) = DurableLog.Open(folder, "bench", appends.Durable, NullLogger.Instance);
+        appends.Log = log;
         using (log)
+        using (var halfSecond = new ManualResetEventSlim())
         {
-            var deadline = Stopwatch.StartNew();
+            var running = Stopwatch.StartNew();
             var writers = Enumerable.Range(0, 8).Select(_ => Task.Run(async () =>
             {
                 var latencies = new List<double>();
-                while (deadline.Elapsed < TimeSpan.FromSeconds(4))
+                while (running.Elapsed < TimeSpan.FromSeconds(4))
                 {
-                    var started = Stopwatch.GetTimestamp();
-                    var done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-                    lock (gate)
+                    if (running.Elapsed >= TimeSpan.FromSeconds(0.5))
                     {
-                        var position = ++next;
-                        waiting.Add(position, done);
-                        log.Append(position, record);
+                        halfSecond.Set();
                     }
 
-                    await done.Task.WaitAsync(TimeSpan.FromSeconds(60));
+                    var started = Stopwatch.GetTimestamp();
+                    await appends.AppendAsync(record).WaitAsync(TimeSpan.FromSeconds(60));
                     latencies.Add(Stopwatch.GetElapsedTime(started).TotalMilliseconds);
                 }
 
                 return latencies;
             })).ToArray();
 
-            Thread.Sleep(500);
-            lock (gate)
+            if (!halfSecond.Wait(TimeSpan.FromSeconds(30)))
+            {
+                throw new TimeoutException("The writers made no append past 0.5 s within 30 s.");
+            }
+
+            appends.AtLastPosition((appended, last) =>
             {
                 if (inLine)
                 {
-                    log.Reset(next, state.CaptureSnapshot());
+                    appended.Reset(last, state.CaptureSnapshot());
                 }
                 else
                 {
-                    log.Snapshot(next, state.CaptureSnapshot());
+                    appended.Snapshot(last, state.CaptureSnapshot());
                 }
-            }
+            });
 
             return [.. Task.WhenAll(writers).GetAwaiter().GetResult().SelectMany(l => l)];
         }

@@ -77,36 +77,12 @@ internal static class LogCommit
     /// </summary>
     public static async Task<(LoadFigures Figures, long Writes, long Commits)> MeasureDurableLogAsync(string folder, int writers, TimeSpan warmup, TimeSpan window, byte[] record)
     {
-        var gate = new Lock();
-        var waiting = new SortedDictionary<long, TaskCompletionSource>();
-        long next = 0;
-        void Durable(long position)
-        {
-            lock (gate)
-            {
-                while (waiting.Count > 0 && waiting.First() is var first && first.Key <= position)
-                {
-                    waiting.Remove(first.Key);
-                    first.Value.TrySetResult();
-                }
-            }
-        }
-
-        var (log, _) = DurableLog.Open(Path.Combine(folder, $"durable-log-{writers}"), "bench", Durable, NullLogger.Instance);
+        var appends = new OrderedDurableAppends();
+        var (log, _) = DurableLog.Open(Path.Combine(folder, $"durable-log-{writers}"), "bench", appends.Durable, NullLogger.Instance);
+        appends.Log = log;
         using (log)
         {
-            Func<int, long, Task> append = (_, _) =>
-            {
-                var done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-                lock (gate)
-                {
-                    var position = ++next;
-                    waiting.Add(position, done);
-                    log.Append(position, record);
-                }
-
-                return done.Task;
-            };
+            Func<int, long, Task> append = (_, _) => appends.AppendAsync(record);
             await LoadRun.MeasureAsync(writers, warmup, append);
             var (recordsBefore, fsyncsBefore) = (log.Records, log.Fsyncs);
             var figures = await LoadRun.MeasureAsync(writers, window, append);

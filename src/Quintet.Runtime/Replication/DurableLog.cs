@@ -111,8 +111,7 @@ internal sealed partial class DurableLog : IDisposable
             if (torn > 0 && !PreallocatedFile.IsZeroFrom(previous, good))
             {
                 // Synced whole before the log rotated, so this is damage; what follows it cannot be replayed either.
-                LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
-                DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
+                ReportTorn(torn, good);
                 logUsable = false;
             }
         }
@@ -126,8 +125,7 @@ internal sealed partial class DurableLog : IDisposable
             {
                 if (logUsable)
                 {
-                    LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
-                    DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
+                    ReportTorn(torn, good);
                 }
 
                 log.SetLength(good);
@@ -145,6 +143,13 @@ internal sealed partial class DurableLog : IDisposable
 
         var replicas = ReadReplicas(Path.Combine(directory, "replicas"));
         var position = commands.Count > 0 ? commands[^1].Position : snapshotPosition;
+
+        void ReportTorn(long torn, long good)
+        {
+            LogTornTail(logger, name, torn, good, commands.Count > 0 ? commands[^1].Position : snapshotPosition);
+            DurableLogMetrics.TornTails.Add(1, new KeyValuePair<string, object?>("quintet.machine", name));
+        }
+
         return (new DurableLog(directory, name, log, previousPending, durable, failed, repaired, logger), new RecoveredLog(snapshotPosition, snapshot, commands, position, replicas));
     }
 

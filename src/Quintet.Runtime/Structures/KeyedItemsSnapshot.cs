@@ -59,20 +59,21 @@ internal sealed class KeyedItemsSnapshot : ItemsSnapshot
         }
     }
 
-    protected override int SizeOf(int item) => Field(BodySize(item));
+    protected override int SizeOf(int item) => Field(BodySize(item, Encoding.UTF8.GetByteCount(_keys[item])));
 
     protected override int Write(int item, Span<byte> destination)
     {
+        var key = Encoding.UTF8.GetByteCount(_keys[item]);
         var at = 0;
         destination[at++] = _itemTag;
-        at += WriteVarint(destination[at..], (uint)BodySize(item));
+        at += WriteVarint(destination[at..], (uint)BodySize(item, key));
         if (_values is null)
         {
             return at + Encoding.UTF8.GetBytes(_keys[item], destination[at..]);
         }
 
         destination[at++] = KeyTag;
-        at += WriteVarint(destination[at..], (uint)Encoding.UTF8.GetByteCount(_keys[item]));
+        at += WriteVarint(destination[at..], (uint)key);
         at += Encoding.UTF8.GetBytes(_keys[item], destination[at..]);
         var value = _values[item];
         destination[at++] = ValueTag;
@@ -86,9 +87,5 @@ internal sealed class KeyedItemsSnapshot : ItemsSnapshot
     private static int EntryBody(int key, int value) =>
         1 + CodedOutputStream.ComputeLengthSize(key) + key + 1 + CodedOutputStream.ComputeLengthSize(value) + value;
 
-    private int BodySize(int item)
-    {
-        var key = Encoding.UTF8.GetByteCount(_keys[item]);
-        return _values is null ? key : EntryBody(key, _values[item].Length);
-    }
+    private int BodySize(int item, int keyBytes) => _values is null ? keyBytes : EntryBody(keyBytes, _values[item].Length);
 }
