@@ -256,6 +256,12 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
         await log.AppendAsync(Bytes("r2"));
         await log.AppendAsync(Bytes("r3"));
 
+        // A write b must take itself (c is down) puts a later commit behind position 2 in b's file. Otherwise b may
+        // still hold position 2 in its last commit, where damage reads as a torn append and is cut, not reported.
+        _down.Add("c");
+        await StoreOn("a").Open("later").AppendAsync(Bytes("later"));
+        _down.Clear();
+
         Stop("b");
         CheckpointLogFormat.FlipData(Path.Combine(_root, "b", ReplicaStore.FileName), "s", 2);
         Start("b");
