@@ -36,5 +36,18 @@ internal sealed class ManagerProblems
     /// <summary>A broken durable log was repaired by a snapshot (<see cref="Quintet.Runtime.Replication.DurabilityOptions.WriteRepaired"/>).</summary>
     public void DurableLogRepaired(string machine) => Clear(DurableLogSubject(machine));
 
+    /// <summary>A checkpoint store's file (the local store or this manager's replica) could not be written.</summary>
+    public void StoreWriteFailed(string path, Exception failure) =>
+        Report(
+            StoreSubject(path),
+            $"The checkpoint store {path} could not be written ({failure.Message}): it refuses writes until it repairs the file. Free or "
+            + "repair the disk of the data directory: at a write, at most a minute later, the file is cut back to its last synced commit "
+            + "and takes writes again, and this problem goes away.");
+
+    /// <summary>A checkpoint store's file broken by a failed write takes writes again.</summary>
+    public void StoreRepaired(string path) => Clear(StoreSubject(path));
+
     private static string DurableLogSubject(string machine) => "durable-log/" + machine;
+
+    private static string StoreSubject(string path) => "checkpoint-store/" + path;
 }

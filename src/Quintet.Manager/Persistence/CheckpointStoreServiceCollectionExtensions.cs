@@ -1,6 +1,7 @@
 using Microsoft.Extensions.Options;
 using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Health;
 using Quintet.Manager.Hosting;
 using Quintet.Manager.Persistence.Replication;
 using Quintet.Persistence;
@@ -25,7 +26,13 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
         services.AddSingleton(sp =>
         {
             var logger = sp.GetRequiredService<ILogger<LocalCheckpointStore>>();
-            return new LocalCheckpointStore(DataDirectory(sp, logger), logger);
+            var problems = sp.GetService<ManagerProblems>();
+            var directory = DataDirectory(sp, logger);
+            return new LocalCheckpointStore(directory, logger)
+            {
+                WriteFailed = e => problems?.StoreWriteFailed(Path.Combine(directory, LocalCheckpointStore.FileName), e),
+                WriteRepaired = () => problems?.StoreRepaired(Path.Combine(directory, LocalCheckpointStore.FileName)),
+            };
         });
         services.AddSingleton(sp => new ActiveReplicaCheckpoints(sp.GetRequiredService<LocalCheckpointStore>()));
         if (options.IsKind(StoreOptions.Local))
@@ -65,7 +72,13 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
         services.AddSingleton(sp =>
         {
             var logger = sp.GetRequiredService<ILogger<ReplicaStore>>();
-            return new ReplicaStore(DataDirectory(sp, logger), sp.GetRequiredService<ManagerIdentity>().NodeName, logger);
+            var problems = sp.GetService<ManagerProblems>();
+            var directory = DataDirectory(sp, logger);
+            return new ReplicaStore(directory, sp.GetRequiredService<ManagerIdentity>().NodeName, logger)
+            {
+                WriteFailed = e => problems?.StoreWriteFailed(Path.Combine(directory, ReplicaStore.FileName), e),
+                WriteRepaired = () => problems?.StoreRepaired(Path.Combine(directory, ReplicaStore.FileName)),
+            };
         });
         services.AddSingleton(sp => new ManagerReplicaSet(
             sp.GetRequiredService<ReplicaStore>(),

@@ -95,6 +95,19 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
     /// <summary>The largest checkpoint or record accepted, in bytes.</summary>
     public int MaxRecordBytes { get; }
 
+    /// <summary>Called on the writer thread when a commit could not be written: the store takes no writes until it repairs its file.</summary>
+    public Action<Exception>? WriteFailed { get; init; }
+
+    /// <summary>Called on the writer thread when the file, broken by a failed commit, was repaired and takes writes again.</summary>
+    public Action? WriteRepaired { get; init; }
+
+    /// <summary>How long after a failed commit the store first tries to repair its file (at a write); then twice as long each time, up to twelve times this.</summary>
+    public TimeSpan RepairRetryDelay
+    {
+        get => _file.RepairRetryDelay;
+        init => _file.RepairRetryDelay = value;
+    }
+
     /// <summary>How many commits (each one sync of the file) have completed since the store opened.</summary>
     internal long Transactions => Interlocked.Read(ref _transactions);
 
@@ -276,6 +289,11 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
 
         if (_records.Count > 0)
         {
+            if (_file.Broken && !Repaired(batch))
+            {
+                return;
+            }
+
             ReadOnlySpan<long> offsets;
             try
             {
@@ -284,16 +302,8 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
                 LogWriteFailed(_logger, e, Path, batch.Count);
-                var failure = new CheckpointStoreException(
-                    $"The checkpoint store {Path} could not write to its file ({e.Message}); the write may or may not have reached the disk. The store takes no more writes until the manager restarts.",
-                    batch[0].Stream,
-                    position: null,
-                    e);
-                foreach (var operation in batch)
-                {
-                    operation.Fail(failure);
-                }
-
+                WriteFailed?.Invoke(e);
+                Fail(batch, $"The checkpoint store {Path} could not write to its file ({e.Message}); the write may or may not have reached the disk. The store takes no more writes until it repairs the file, at a write {_file.RepairRetryDelay.TotalSeconds:0.#} s from now or later.", e);
                 return;
             }
             finally
@@ -313,6 +323,29 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
         }
 
         CompactIfWorthIt();
+    }
+
+    /// <summary>True when the broken file was repaired just now; otherwise the batch is failed, nothing written.</summary>
+    private bool Repaired(IReadOnlyList<WriteOperation> batch)
+    {
+        if (_file.TryRepair(out var problem))
+        {
+            WriteRepaired?.Invoke();
+            return true;
+        }
+
+        _records.Clear();
+        Fail(batch, $"{problem} Nothing was written.", inner: null);
+        return false;
+    }
+
+    private static void Fail(IReadOnlyList<WriteOperation> batch, string message, Exception? inner)
+    {
+        var failure = new CheckpointStoreException(message, batch[0].Stream, position: null, inner);
+        foreach (var operation in batch)
+        {
+            operation.Fail(failure);
+        }
     }
 
     private void Index(IReadOnlyList<WriteOperation> batch, long[] positions, ReadOnlySpan<long> offsets)
@@ -487,7 +520,7 @@ internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposab
     [LoggerMessage(Level = LogLevel.Error, Message = "Checkpoint store {Path} is corrupt: stream {Stream}, position {Position}: {Problem}")]
     private static partial void LogCorrupt(ILogger logger, string path, string stream, long position, string problem);
 
-    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the checkpoint store {Path} failed for a commit of {Count} writes; it takes no more writes until the manager restarts")]
+    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the checkpoint store {Path} failed for a commit of {Count} writes; it takes no more writes until it repairs the file")]
     private static partial void LogWriteFailed(ILogger logger, Exception exception, string path, int count);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Compacting the checkpoint store {Path} failed; it goes on with the file as it is")]

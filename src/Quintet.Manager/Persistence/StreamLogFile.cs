@@ -77,16 +77,21 @@ internal sealed partial class StreamLogFile : IDisposable
     private long[] _offsets = new long[64];
     private readonly ILogger _logger;
     private FileStream _file;
+
+    // The appending stream's handle, kept apart: a stream whose buffered write failed throws from Dispose, and its
+    // handle must be closed all the same, with the failed bytes dropped.
+    private SafeFileHandle _handle;
     private Generation _readers;
     private long _end;
     private long _allocated;
     private long _commit;
-    private bool _broken;
+    private Failure? _failure;
 
     private StreamLogFile(string path, FileStream file, long end, long commit, ILogger logger)
     {
         _path = path;
         _file = file;
+        _handle = file.SafeFileHandle;
         _end = end;
         _allocated = file.Length;
         _commit = commit;
@@ -99,6 +104,15 @@ internal sealed partial class StreamLogFile : IDisposable
 
     /// <summary>Where the next append starts: the bytes of the records in the file, live or not.</summary>
     public long End => Volatile.Read(ref _end);
+
+    /// <summary>
+    /// How long after a failed write the first attempt to repair the file waits; each failed attempt doubles it, up to
+    /// twelve times this. Set by the appending thread.
+    /// </summary>
+    public TimeSpan RepairRetryDelay { get; set; } = TimeSpan.FromSeconds(5);
+
+    /// <summary>True from a failed write or sync until <see cref="TryRepair"/> mends the file: appends throw meanwhile.</summary>
+    public bool Broken => _failure is not null;
 
     /// <summary>
     /// Opens (or creates) the file at <paramref name="path"/> and hands every good record to <paramref name="replay"/>,
@@ -131,17 +145,17 @@ internal sealed partial class StreamLogFile : IDisposable
 
     /// <summary>
     /// Writes <paramref name="records"/> after the last record and syncs their data: when it returns they are durable.
-    /// Called by one thread at a time. Once a write or sync has failed, every later append throws: what reached the
-    /// disk is then unknown, and only a reopen (which cuts a torn end) makes the file trustworthy again.
+    /// Called by one thread at a time. Once a write or sync has failed, every later append throws until
+    /// <see cref="TryRepair"/> succeeds: what reached the disk past the last good commit is unknown until then.
     /// </summary>
     /// <param name="records">The records, in order.</param>
     /// <returns>Where each record starts in the file, in order; valid until the next append.</returns>
-    /// <exception cref="IOException">The write or the sync failed.</exception>
+    /// <exception cref="IOException">The write or the sync failed, or an earlier one did and the file is not repaired.</exception>
     public ReadOnlySpan<long> Append(IReadOnlyList<NewRecord> records)
     {
-        if (_broken)
+        if (_failure is { } failure)
         {
-            throw new IOException($"An earlier write to {_path} failed; the file takes no more writes until the manager restarts.");
+            throw new IOException(failure.Describe(_path));
         }
 
         if (_offsets.Length < records.Count)
@@ -184,8 +198,50 @@ internal sealed partial class StreamLogFile : IDisposable
         }
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
-            _broken = true;
+            Fail(e, repairable: true);
             throw;
+        }
+    }
+
+    /// <summary>
+    /// Called by the appending thread while the file is <see cref="Broken"/>: once the retry delay has passed, cuts the
+    /// file back to its last synced commit (dropping whatever the failed write left, on disk or buffered), syncs that, and
+    /// appends again from there. True when the file takes appends again.
+    /// </summary>
+    /// <param name="problem">When false: why the file takes no appends, and when it tries again, for a person.</param>
+    /// <exception cref="InvalidOperationException">The file is not broken.</exception>
+    public bool TryRepair(out string problem)
+    {
+        var failure = _failure ?? throw new InvalidOperationException($"{_path} is not broken.");
+        var now = Environment.TickCount64;
+        if (!failure.Repairable || now < failure.RetryAt)
+        {
+            problem = failure.Describe(_path);
+            return false;
+        }
+
+        CloseAppender();
+        FileStream? file = null;
+        try
+        {
+            file = new FileStream(_path, FileMode.Open, FileAccess.ReadWrite, FileShare.ReadWrite, 64 * 1024);
+            var handle = file.SafeFileHandle;
+            file.SetLength(_end);
+            _allocated = PreallocatedFile.Extend(file, _end);
+            file.Position = _end;
+            (_file, _handle, _failure) = (file, handle, null);
+            file = null;
+            LogRepaired(_logger, _path, _end);
+            problem = string.Empty;
+            return true;
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException)
+        {
+            file?.Dispose();
+            failure.Retried(e, now, RepairRetryDelay);
+            LogRepairFailed(_logger, e, _path, failure.Delay.TotalSeconds);
+            problem = failure.Describe(_path);
+            return false;
         }
     }
 
@@ -254,10 +310,11 @@ internal sealed partial class StreamLogFile : IDisposable
                 compacted = null;
                 return rewritten;
             }
-            catch
+            catch (Exception e)
             {
-                // The path names the new file now: appends to the old one would be lost at the next open.
-                _broken = true;
+                // The path names the new file now: appends to the old one would be lost at the next open, and the
+                // old offsets do not fit the new one. Only a reopen reads it.
+                Fail(e, repairable: false);
                 throw;
             }
         }
@@ -274,8 +331,36 @@ internal sealed partial class StreamLogFile : IDisposable
     /// <summary>Closes the file; leases taken before go on reading it until they end.</summary>
     public void Dispose()
     {
-        _file.Dispose();
+        CloseAppender();
         _readers.Release();
+    }
+
+    private void Fail(Exception e, bool repairable)
+    {
+        if (_failure is null)
+        {
+            _failure = new Failure(e, repairable, Environment.TickCount64, RepairRetryDelay);
+        }
+        else
+        {
+            _failure.Retried(e, Environment.TickCount64, RepairRetryDelay);
+        }
+    }
+
+    private void CloseAppender()
+    {
+        try
+        {
+            _file.Dispose();
+        }
+        catch (IOException) when (_failure is not null)
+        {
+            // A failed write is still buffered, and is dropped: it was never reported durable.
+        }
+        finally
+        {
+            _handle.Dispose();
+        }
     }
 
     private static SafeFileHandle OpenReader(string path) =>
@@ -471,6 +556,37 @@ internal sealed partial class StreamLogFile : IDisposable
     [LoggerMessage(Level = LogLevel.Warning, Message = "The checkpoint store {Path} ended in a torn append: {Bytes} bytes after offset {Offset} dropped (never acknowledged)")]
     private static partial void LogTornEnd(ILogger logger, string path, long bytes, long offset);
 
+    [LoggerMessage(Level = LogLevel.Information, Message = "Repaired {Path} after a failed write: cut back to its last synced commit at offset {Offset}; it takes writes again")]
+    private static partial void LogRepaired(ILogger logger, string path, long offset);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Repairing {Path} after a failed write failed again; the next attempt is at a write {Seconds:0.#} s from now or later")]
+    private static partial void LogRepairFailed(ILogger logger, Exception exception, string path, double seconds);
+
+    /// <summary>The first failed write since the file was last whole, and when a repair may be tried.</summary>
+    private sealed class Failure(Exception first, bool repairable, long now, TimeSpan delay)
+    {
+        private readonly DateTime _since = DateTime.UtcNow;
+        private Exception _last = first;
+
+        public bool Repairable { get; } = repairable;
+
+        public TimeSpan Delay { get; private set; } = delay;
+
+        public long RetryAt { get; private set; } = now + (long)delay.TotalMilliseconds;
+
+        /// <summary>Another failure: the next attempt waits twice as long, up to twelve times the first delay.</summary>
+        public void Retried(Exception e, long now, TimeSpan firstDelay)
+        {
+            _last = e;
+            Delay = TimeSpan.FromTicks(Math.Min(Delay.Ticks * 2, firstDelay.Ticks * 12));
+            RetryAt = now + (long)Delay.TotalMilliseconds;
+        }
+
+        public string Describe(string path) => Repairable
+            ? $"A write to {path} failed at {_since:HH:mm:ss} UTC ({_last.Message}), and the file takes no writes until it is repaired: at a write {Math.Max(0, (RetryAt - Environment.TickCount64) / 1000.0):0.#} s from now or later, it is cut back to its last synced commit. Free or repair the disk meanwhile."
+            : $"Replacing {path} by its compacted copy failed at {_since:HH:mm:ss} UTC ({_last.Message}); the file takes no more writes until the manager restarts and reads it again.";
+    }
+
     /// <summary>What <see cref="Rewrite"/> made: the records' new offsets, in effect once switched to.</summary>
     public sealed class Rewritten
     {
@@ -496,14 +612,14 @@ internal sealed partial class StreamLogFile : IDisposable
         /// <summary>Makes the new file the one read and appended to: call it under the lock that guards the offsets.</summary>
         public void Switch()
         {
-            var old = _owner._file;
             var oldReaders = _owner._readers;
+            _owner.CloseAppender();
             _owner._file = _file;
+            _owner._handle = _file.SafeFileHandle;
             _owner._readers = _readers;
             _owner._allocated = _allocated;
             _owner._commit++;
             Volatile.Write(ref _owner._end, _end);
-            old.Dispose();
             oldReaders.Release();
         }
     }

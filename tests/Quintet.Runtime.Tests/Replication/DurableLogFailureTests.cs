@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using Quintet.Runtime.Replication;
+using Quintet.Tests.Storage;
 
 namespace Quintet.Runtime.Tests.Replication;
 
@@ -14,20 +15,21 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
 {
     private const string Machine = "dict/full-disk";
     private static readonly TimeSpan Bound = TimeSpan.FromMinutes(1);
-    private readonly string _mount = Directory.CreateTempSubdirectory("quintet-full-disk-").FullName;
-    private bool _mounted;
+    private SmallDisk? _disk;
+
+    private string Mount => _disk!.Path;
 
     [Fact]
     public async Task A_full_disk_stops_the_log_reporting_durable_positions_and_is_reported_once()
     {
-        await MountAsync();
+        _disk = await SmallDisk.MountAsync();
 
         var durable = new List<long>();
         var failures = new List<Exception>();
         var failed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         using var broken = new BrokenLogGauge(Machine);
         var (log, _) = DurableLog.Open(
-            _mount,
+            Mount,
             Machine,
             Recording(durable),
             logger: null,
@@ -76,7 +78,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
         // Every position reported durable is covered by a sync: it is among the records a reopened log recovers.
         var reported = Reported(durable);
         Assert.True(reported < 80, $"Positions up to {reported} were reported durable although the disk could not hold 80 records.");
-        var (reopened, recovered) = DurableLog.Open(_mount, Machine, _ => { }, logger: null);
+        var (reopened, recovered) = DurableLog.Open(Mount, Machine, _ => { }, logger: null);
         using (reopened)
         {
             Assert.True(recovered.Position >= reported, $"The log reported position {reported} durable but holds only up to {recovered.Position}.");
@@ -87,14 +89,14 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
     [Fact]
     public async Task A_snapshot_written_once_the_disk_has_room_again_repairs_the_log()
     {
-        await MountAsync();
-        var ballast = FillBallast();
+        _disk = await SmallDisk.MountAsync();
+        var ballast = _disk.FillBallast();
         var durable = new List<long>();
         var failed = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         var repaired = 0;
         using var broken = new BrokenLogGauge(Machine);
         var (log, _) = DurableLog.Open(
-            _mount,
+            Mount,
             Machine,
             Recording(durable),
             logger: null,
@@ -137,7 +139,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
             Assert.Equal(1, repaired);
         }
 
-        var (reopened, recovered) = DurableLog.Open(_mount, Machine, _ => { }, logger: null);
+        var (reopened, recovered) = DurableLog.Open(Mount, Machine, _ => { }, logger: null);
         using (reopened)
         using (recovered.Snapshot)
         {
@@ -149,8 +151,8 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
     [Fact]
     public async Task A_durable_machine_whose_disk_filled_repairs_its_log_at_a_later_command_and_acknowledges_what_waited()
     {
-        await MountAsync();
-        var ballast = FillBallast();
+        _disk = await SmallDisk.MountAsync();
+        var ballast = _disk.FillBallast();
         using var timeout = new CancellationTokenSource(Bound);
         var failures = 0;
         var repairs = 0;
@@ -158,7 +160,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
         {
             Durability = new DurabilityOptions
             {
-                Directory = _mount,
+                Directory = Mount,
                 ReplicaName = "r1",
                 PlannedReplicas = () => 1,
                 WriteFailed = (_, _) => Interlocked.Increment(ref failures),
@@ -188,22 +190,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
         await waiting.WaitAsync(timeout.Token);
         Assert.Equal(1, Volatile.Read(ref repairs));
         Assert.False(machine.Durable.Log.Broken);
-        Assert.True(File.Exists(Path.Combine(_mount, "snapshot")), "the repair wrote no snapshot");
-    }
-
-    private async Task MountAsync()
-    {
-        Assert.True(Environment.UserName == "root", $"This test mounts a small tmpfs to fill it, which needs root; it runs as {Environment.UserName}.");
-        await RunAsync("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", _mount);
-        _mounted = true;
-    }
-
-    /// <summary>A file of 1 MiB in the tmpfs, to delete once the log has filled the rest: room again.</summary>
-    private string FillBallast()
-    {
-        var path = Path.Combine(_mount, "ballast");
-        File.WriteAllBytes(path, new byte[1024 * 1024]);
-        return path;
+        Assert.True(File.Exists(Path.Combine(Mount, "snapshot")), "the repair wrote no snapshot");
     }
 
     /// <summary>A state that counts its commands and keeps nothing else: its snapshot is small whatever they carry.</summary>
@@ -238,24 +225,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
         }
     }
 
-    public void Dispose()
-    {
-        if (_mounted)
-        {
-            RunAsync("umount", _mount).GetAwaiter().GetResult();
-        }
-
-        Directory.Delete(_mount, recursive: true);
-    }
-
-    private static async Task RunAsync(string program, params string[] arguments)
-    {
-        using var process = Process.Start(new ProcessStartInfo(program, arguments) { RedirectStandardError = true, RedirectStandardOutput = true })!;
-        using var timeout = new CancellationTokenSource(Bound);
-        var error = await process.StandardError.ReadToEndAsync(timeout.Token);
-        await process.WaitForExitAsync(timeout.Token);
-        Assert.True(process.ExitCode == 0, $"{program} {string.Join(' ', arguments)} failed ({process.ExitCode}): {error}");
-    }
+    public void Dispose() => _disk?.Dispose();
 
     /// <summary>The broken-logs gauge for one machine, as its metric reports it.</summary>
     private sealed class BrokenLogGauge : IDisposable

@@ -46,7 +46,7 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     private readonly Dictionary<string, Located> _managers = new(StringComparer.Ordinal);
     private readonly List<NewRecord> _records = [];
     private readonly List<(Located Target, int Record)> _placed = [];
-    private readonly StreamLogFile _file;
+    private StreamLogFile _file;
     private readonly FileStream _lock;
     private readonly ILogger _logger;
     private readonly long _compactionBytes;
@@ -91,6 +91,19 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
 
     /// <summary>The replica file's full path.</summary>
     public string Path { get; }
+
+    /// <summary>Called on the writer thread when a commit could not be written: the replica takes no operations until it repairs its file.</summary>
+    public Action<Exception>? WriteFailed { get; init; }
+
+    /// <summary>Called on the writer thread when the file, broken by a failed commit, was repaired and the index rebuilt from it.</summary>
+    public Action? WriteRepaired { get; init; }
+
+    /// <summary>How long after a failed commit the replica first tries to repair its file (at an operation); then twice as long each time, up to twelve times this.</summary>
+    public TimeSpan RepairRetryDelay
+    {
+        get => _file.RepairRetryDelay;
+        init => _file.RepairRetryDelay = value;
+    }
 
     /// <summary>How many commits (each one sync) the replica has made since it opened: fewer than the writes when they share.</summary>
     public long Transactions => Interlocked.Read(ref _transactions);
@@ -214,13 +227,8 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     /// <summary>Runs a batch against the index, appends the records it made in one commit, then completes it.</summary>
     private void CommitBatch(IReadOnlyList<Work> batch)
     {
-        if (_broken is { } broken)
+        if (_broken is not null && !Repaired(batch))
         {
-            foreach (var work in batch)
-            {
-                work.Fail(broken);
-            }
-
             return;
         }
 
@@ -241,9 +249,10 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
             catch (Exception e) when (e is IOException or UnauthorizedAccessException)
             {
                 // The index already holds what the batch did: from now on it cannot be trusted, and the replica takes
-                // nothing more until a restart rebuilds it from the file.
-                _broken = new CheckpointStoreException($"The replica {Path} could not write to its file ({e.Message}); it takes no more operations until the manager restarts.", e);
+                // nothing more until the file is repaired and the index rebuilt from it.
+                _broken = new CheckpointStoreException($"The replica {Path} could not write to its file ({e.Message}); it takes no operations until it repairs the file, at an operation {_file.RepairRetryDelay.TotalSeconds:0.#} s from now or later.", e);
                 LogWriteFailed(_logger, e, Path, batch.Count);
+                WriteFailed?.Invoke(e);
                 foreach (var work in batch)
                 {
                     work.Fail(_broken);
@@ -272,6 +281,48 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
         }
 
         CompactIfWorthIt();
+    }
+
+    /// <summary>
+    /// While the replica is broken: once its file's retry delay has passed, cuts the file back to its last synced commit
+    /// and rebuilds the index from it, as a restart would. False (and the batch failed) while that cannot be done.
+    /// </summary>
+    private bool Repaired(IReadOnlyList<Work> batch)
+    {
+        Exception failure;
+        if (_file.Broken && !_file.TryRepair(out var problem))
+        {
+            failure = new CheckpointStoreException($"The replica {Path} takes no operations: {problem}");
+        }
+        else
+        {
+            try
+            {
+                _streams.Clear();
+                _managers.Clear();
+                var repaired = _file;
+                _file = OpenChecked();
+                _file.RepairRetryDelay = repaired.RepairRetryDelay;
+                repaired.Dispose();
+                _broken = null;
+                _nextCompactionCheck = 0;
+                LogRepaired(_logger, Path, _streams.Count);
+                WriteRepaired?.Invoke();
+                return true;
+            }
+            catch (Exception e) when (e is IOException or UnauthorizedAccessException or CheckpointStoreException)
+            {
+                // Tried again at the next operation: the file itself is whole.
+                failure = new CheckpointStoreException($"The replica {Path} takes no operations: reading its repaired file failed ({e.Message}).", e);
+            }
+        }
+
+        foreach (var work in batch)
+        {
+            work.Fail(failure);
+        }
+
+        return false;
     }
 
     private SealReply Seal(string stream, long epoch)
@@ -568,8 +619,11 @@ internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
     [LoggerMessage(Level = LogLevel.Error, Message = "Replica {Path}: stream {Stream} is corrupt ({Problem}); it is not served and is repaired from the other managers")]
     private static partial void LogCorruptStream(ILogger logger, string path, string stream, string problem);
 
-    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the replica {Path} failed for a commit of {Count} operations; it takes no more until the manager restarts")]
+    [LoggerMessage(Level = LogLevel.Error, Message = "Writing the replica {Path} failed for a commit of {Count} operations; it takes no more until it repairs the file")]
     private static partial void LogWriteFailed(ILogger logger, Exception exception, string path, int count);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Replica {Path} repaired after a failed write: its index was rebuilt from the file ({Streams} streams); it takes operations again")]
+    private static partial void LogRepaired(ILogger logger, string path, int streams);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Compacting the replica {Path} failed; it goes on with the file as it is")]
     private static partial void LogCompactionFailed(ILogger logger, Exception exception, string path);
