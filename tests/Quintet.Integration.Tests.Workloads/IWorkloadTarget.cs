@@ -62,6 +62,12 @@ public interface IWorkloadTarget
 
     /// <summary>Recovers this instance's stream: the last checkpoint's name and the records after it.</summary>
     Task<StoreReply> RecoverAsync(StoreRequest request, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Sends the text (repeated <see cref="StoreRequest.Repeat"/> times) to the instance's backups, under a primary/backup
+    /// QoS spec: the reply's checkpoint is the state's length and SHA-256, its log the managers that acknowledged it.
+    /// </summary>
+    Task<StoreReply> UpdateBackupsAsync(StoreRequest request, CancellationToken cancellationToken);
 }
 
 /// <summary>A queue operation.</summary>
@@ -156,6 +162,13 @@ public sealed class StoreRequest
     /// <summary>The record to append, or the checkpoint's name.</summary>
     [ProtoMember(1)]
     public string Text { get; set; } = string.Empty;
+
+    /// <summary>
+    /// When above zero: a checkpoint is <see cref="Text"/> repeated this many times (a large state from a small call),
+    /// and checkpoints are answered by their length and SHA-256 rather than their text.
+    /// </summary>
+    [ProtoMember(2)]
+    public int Repeat { get; set; }
 }
 
 /// <summary>What recovery found.</summary>

@@ -191,21 +191,37 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
     public async Task<StoreReply> CheckpointAsync(StoreRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
-        await Context.Checkpoints.WriteCheckpointAsync(Encoding.UTF8.GetBytes(request.Text), cancellationToken);
+        var checkpoint = Encoding.UTF8.GetBytes(request.Repeat > 0 ? string.Concat(Enumerable.Repeat(request.Text, request.Repeat)) : request.Text);
+        await Context.Checkpoints.WriteCheckpointAsync(checkpoint, cancellationToken);
         await Context.Checkpoints.TruncateAsync(cancellationToken);
-        return new StoreReply { Checkpoint = request.Text };
+        return new StoreReply { Checkpoint = request.Repeat > 0 ? Digest(checkpoint) : request.Text };
     }
 
     /// <inheritdoc />
     public async Task<StoreReply> RecoverAsync(StoreRequest request, CancellationToken cancellationToken)
     {
+        ArgumentNullException.ThrowIfNull(request);
         var recovery = await Context.Checkpoints.RecoverAsync(cancellationToken);
         return new StoreReply
         {
-            Checkpoint = recovery.Checkpoint is { } checkpoint ? Encoding.UTF8.GetString(checkpoint.Span) : string.Empty,
+            Checkpoint = recovery.Checkpoint is not { } checkpoint ? string.Empty
+                : request.Repeat > 0 ? Digest(checkpoint.Span)
+                : Encoding.UTF8.GetString(checkpoint.Span),
             Log = [.. recovery.Log.Select(r => Encoding.UTF8.GetString(r.Data.Span))],
         };
     }
+
+    /// <inheritdoc />
+    public async Task<StoreReply> UpdateBackupsAsync(StoreRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var state = Encoding.UTF8.GetBytes(string.Concat(Enumerable.Repeat(request.Text, Math.Max(1, request.Repeat))));
+        await Context.Backups.UpdateAsync(state, cancellationToken);
+        return new StoreReply { Checkpoint = Digest(state), Log = [.. Context.Backups.Managers] };
+    }
+
+    private static string Digest(ReadOnlySpan<byte> data) =>
+        $"{data.Length} bytes, SHA-256 {Convert.ToHexString(System.Security.Cryptography.SHA256.HashData(data))}";
 
     /// <inheritdoc />
     protected override async Task OnDeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken)

@@ -14,6 +14,12 @@ namespace Quintet.Manager.Components;
 /// </summary>
 internal sealed class PeerCalls : IDisposable
 {
+    /// <summary>
+    /// The largest message between managers about instances, either way: an instance moved with its state and stream, or
+    /// a primary's state sent to its backups. <see cref="InstanceTransferService"/> takes up to this.
+    /// </summary>
+    public const int MaxMessageBytes = 80 * 1024 * 1024;
+
     /// <summary>How many managers a call has passed through; a call goes at most a few hops while instances move.</summary>
     public const string HopsHeader = "quintet-hops";
 
@@ -82,7 +88,7 @@ internal sealed class PeerCalls : IDisposable
             cancellationToken: cancellationToken);
 
     private GrpcChannel Channel(string endpoint) =>
-        _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024, MaxSendMessageSize = 80 * 1024 * 1024 }));
+        _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = MaxMessageBytes, MaxSendMessageSize = MaxMessageBytes }));
 
     public void Dispose()
     {

@@ -80,7 +80,9 @@ public static class ManagerHostingExtensions
                 // Unknown paths go on to the component call endpoint, which serves deployed contracts.
                 o.IgnoreUnknownServices = true;
             })
-            .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024));
+            .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024))
+            .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerCalls.MaxMessageBytes)
+            .AddServiceOptions<Persistence.Replication.StoreReplicationService>(o => o.MaxReceiveMessageSize = Persistence.Replication.StoreWire.MaxMessageBytes);
         builder.Services.AddSingleton(sp =>
         {
             var node = sp.GetRequiredService<ManagerIdentity>().NodeName;

@@ -249,6 +249,33 @@ public sealed class ReplicatedCheckpointStoreTests : IDisposable
     }
 
     [Fact]
+    public async Task A_record_that_would_take_a_stream_past_its_bound_is_refused_and_a_checkpoint_starts_it_over()
+    {
+        var log = new ReplicatedCheckpointStore(new TestReplicaSet(this, "a"), NullLogger.Instance, Timeout, maxStreamBytes: 10).Open("bounded");
+        Assert.Equal(1, await log.AppendAsync(Bytes("12345")));
+        Assert.Equal(2, await log.AppendAsync(Bytes("6789")));
+
+        // The first would pass the bound and is refused, taking no position; the one after it fits and is written.
+        var tooMany = log.AppendAsync(Bytes("ab"));
+        var fits = log.AppendAsync(Bytes("0"));
+        var refused = await Assert.ThrowsAsync<CheckpointStoreException>(() => tooMany);
+        Assert.Contains("past 10 bytes", refused.Message, StringComparison.Ordinal);
+        Assert.Contains("(9 bytes now)", refused.Message, StringComparison.Ordinal);
+        Assert.Contains("nothing was written. Write a checkpoint", refused.Message, StringComparison.Ordinal);
+        Assert.Equal("bounded", refused.Stream);
+        Assert.Equal(3, await fits);
+
+        Assert.Equal(4, await log.WriteCheckpointAsync(Bytes("state")));
+        Assert.Equal(5, await log.AppendAsync(Bytes("after")));
+
+        // A later writer counts from the copy it adopts: 10 bytes are there now.
+        var successor = new ReplicatedCheckpointStore(new TestReplicaSet(this, "b"), NullLogger.Instance, Timeout, maxStreamBytes: 10).Open("bounded");
+        Assert.Equal("[state@4] after@5", Describe(await successor.RecoverAsync()));
+        await Assert.ThrowsAsync<CheckpointStoreException>(() => successor.AppendAsync(Bytes("x")));
+        Assert.Equal("[state@4] after@5", Describe(await StoreOn("c").Open("bounded").RecoverAsync()));
+    }
+
+    [Fact]
     public async Task A_corrupt_row_is_detected_and_the_copy_repaired_from_the_others()
     {
         var log = StoreOn("a").Open("s");

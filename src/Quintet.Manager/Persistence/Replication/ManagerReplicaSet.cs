@@ -129,7 +129,7 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
 
     private RemoteReplica Create(string name, string endpoint)
     {
-        var channel = _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024, MaxSendMessageSize = 80 * 1024 * 1024 }));
+        var channel = _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = StoreWire.MaxMessageBytes, MaxSendMessageSize = StoreWire.MaxMessageBytes }));
         return new RemoteReplica(name, endpoint, channel, _local.Name, _options.ReplicationTimeout);
     }
 }

@@ -75,8 +75,13 @@ internal sealed class RemoteReplica : IStoreReplica, IDisposable
         {
             while (await _queue.Reader.WaitToReadAsync(_stopping.Token))
             {
+                // A batch grows while it stays under its size, so that a large operation goes alone and every message
+                // fits the replicas' limit (StoreWire.MaxMessageBytes).
                 long bytes = 0;
-                while (batch.Count < MaxBatchOperations && bytes < MaxBatchBytes && _queue.Reader.TryRead(out var next))
+                while (batch.Count < MaxBatchOperations
+                    && _queue.Reader.TryPeek(out var peeked)
+                    && (batch.Count == 0 || bytes + peeked.Op.Bytes <= MaxBatchBytes)
+                    && _queue.Reader.TryRead(out var next))
                 {
                     // A write whose writer gave up waiting is not sent: the writer counted it as not durable here.
                     if (next.CancellationToken.IsCancellationRequested)

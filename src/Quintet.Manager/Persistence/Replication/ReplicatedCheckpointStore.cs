@@ -12,7 +12,12 @@ namespace Quintet.Manager.Persistence.Replication;
 /// earlier writer's, on a majority, takes the latest acknowledged state from their copies and writes it back to them.
 /// A replica then refuses the writes of older epochs, so a write an old owner left on a minority never resurfaces.
 /// </summary>
-internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, ILogger logger, TimeSpan timeout, int maxRecordBytes = LocalCheckpointStore.DefaultMaxRecordBytes)
+internal sealed partial class ReplicatedCheckpointStore(
+    IReplicaSet replicas,
+    ILogger logger,
+    TimeSpan timeout,
+    int maxRecordBytes = LocalCheckpointStore.DefaultMaxRecordBytes,
+    long maxStreamBytes = StoreWire.MaxStreamBytes)
     : IClusterCheckpointStore
 {
     // Concurrent sealers pick epochs in turn; a few rounds settle who writes.
@@ -20,6 +25,12 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
 
     /// <summary>The largest checkpoint or record accepted, in bytes.</summary>
     public int MaxRecordBytes { get; } = maxRecordBytes;
+
+    /// <summary>
+    /// The most a stream's last checkpoint and the records after it may hold, in bytes: a record that would take it
+    /// further is refused (a checkpoint starts it over), so that every copy fits the messages between replicas.
+    /// </summary>
+    public long MaxStreamBytes { get; } = Math.Min(maxStreamBytes, StoreWire.MaxStreamBytes);
 
     /// <inheritdoc />
     public ICheckpointLog Open(string stream)
@@ -57,6 +68,9 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
         private long _highestSeen;
         private long _next = 1;
         private long _lastCheckpoint;
+
+        // The data bytes of the last checkpoint and the records after it: what a copy of the stream carries.
+        private long _liveBytes;
         private CheckpointRecovery? _sealedState;
         private string? _fencedBy;
 
@@ -123,7 +137,7 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             {
                 await EnsureSealedAsync(cancellationToken);
                 await ReplicateAsync(new ReplicaOp(stream, _epoch, ++_version, ReplicaOpKind.Sync, [], LastPosition: 0), 0, null);
-                (_next, _lastCheckpoint, _sealedState) = (1, 0, null);
+                (_next, _lastCheckpoint, _liveBytes, _sealedState) = (1, 0, 0, null);
             }
             finally
             {
@@ -199,6 +213,8 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
         private async Task ReplicateWaitingAsync()
         {
             var batch = new List<WaitingWrite>();
+            var refused = new List<(WaitingWrite Write, long Live)>();
+            var live = _liveBytes;
             lock (_waitingGate)
             {
                 var bytes = 0L;
@@ -207,12 +223,30 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
                     && (batch.Count == 0 || bytes + next.Bytes.Length <= MaxCombinedBytes))
                 {
                     _waiting.Dequeue();
-                    if (next.TryTake())
+                    if (!next.TryTake())
                     {
-                        batch.Add(next);
-                        bytes += next.Bytes.Length;
+                        continue;
                     }
+
+                    var after = next.Kind == EntryKind.Checkpoint ? next.Bytes.Length : live + next.Bytes.Length;
+                    if (after > store.MaxStreamBytes)
+                    {
+                        refused.Add((next, live));
+                        continue;
+                    }
+
+                    live = after;
+                    batch.Add(next);
+                    bytes += next.Bytes.Length;
                 }
+            }
+
+            foreach (var (write, liveThen) in refused)
+            {
+                write.Fail(new CheckpointStoreException(
+                    $"Stream '{stream}': a record of {write.Bytes.Length} bytes would take the stream past {store.MaxStreamBytes} bytes ({store.MaxStreamBytes / (1024.0 * 1024):0.##} MiB) since its last checkpoint ({liveThen} bytes now), the most one copy of a stream may hold in the replicated store; nothing was written. Write a checkpoint: it replaces the records before it.",
+                    stream,
+                    position: null));
             }
 
             if (batch.Count == 0)
@@ -237,6 +271,7 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             }
 
             _next = last + 1;
+            _liveBytes = live;
             for (var i = batch.Count - 1; i >= 0; i--)
             {
                 if (batch[i].Kind == EntryKind.Checkpoint)
@@ -327,6 +362,7 @@ internal sealed partial class ReplicatedCheckpointStore(IReplicaSet replicas, IL
             }
 
             _next = best.LastPosition + 1;
+            _liveBytes = best.Entries.Sum(e => (long)e.Data.Length);
             _lastCheckpoint = StreamRecovery.LastCheckpoint(best.Entries);
             _sealedState = StreamRecovery.ToRecovery(best.Entries);
             LogSealed(store._logger, stream, epoch, sound.Count, reachable, best.LastPosition, source);

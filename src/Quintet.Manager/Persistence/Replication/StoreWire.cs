@@ -7,6 +7,18 @@ namespace Quintet.Manager.Persistence.Replication;
 /// <summary>Converts the store's replication messages to and from their protobuf form.</summary>
 internal static class StoreWire
 {
+    /// <summary>
+    /// The most a stream's last checkpoint and the records after it may hold, in data bytes: a seal's answer and a sync
+    /// carry that whole copy in one message.
+    /// </summary>
+    public const long MaxStreamBytes = 72L * 1024 * 1024;
+
+    /// <summary>
+    /// The largest message between managers' replicas, either way: one stream's copy of <see cref="MaxStreamBytes"/>
+    /// with room for its framing, or a batch of smaller operations.
+    /// </summary>
+    public const int MaxMessageBytes = 80 * 1024 * 1024;
+
     public static StoredEntry FromWire(StoreEntry entry) =>
         new(entry.Position, entry.Kind == (int)EntryKind.Checkpoint ? EntryKind.Checkpoint : EntryKind.Record, entry.Data.ToByteArray());
 
