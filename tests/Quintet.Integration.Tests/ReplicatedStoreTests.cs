@@ -135,10 +135,12 @@ public class ReplicatedStoreTests(ITestOutputHelper output)
                 }
             }
 
-            // Another manager is stopped and one of the account's records in its replica damaged (no checkpoint covers it).
+            // Another manager is stopped and one of the account's records in its replica damaged (no checkpoint covers
+            // it): the latest that a later commit follows, since damage in the last commit reads as a torn append.
             var damaged = cluster.Managers.First(m => m.Name != owner);
             await cluster.StopAsync(damaged);
-            Quintet.Tests.Storage.CheckpointLogFormat.FlipData(ReplicaFile(damaged), stream, 3);
+            var flipped = Quintet.Tests.Storage.CheckpointLogFormat.FlipDataBeforeLastCommit(ReplicaFile(damaged), stream);
+            output.WriteLine($"damaged position {flipped} of {stream} on {damaged.Name}");
             await cluster.RestartAsync(damaged);
             await cluster.WaitForViewAsync(cluster.Managers);
             await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");

@@ -48,12 +48,33 @@ internal static class CheckpointLogFormat
     /// <summary>Flips the first data byte of the last checkpoint or record of <paramref name="stream"/> at <paramref name="position"/>.</summary>
     public static void FlipData(string path, string stream, long position)
     {
-        var record = Read(path).Last(r => r.Stream == stream && r.Position == position && r.Kind is Checkpoint or Record);
+        var records = Read(path);
+        var record = records.Last(r => r.Stream == stream && r.Position == position && r.Kind is Checkpoint or Record);
+        if (record.Commit == records.Max(r => r.Commit))
+        {
+            // The store checks the last commit's data at open and cuts it at the first record that fails, as a torn
+            // append: damage there is never reported, and a test that expects it would test nothing.
+            throw new InvalidOperationException($"Position {position} of '{stream}' is in the last commit of {path}; damage there reads as a torn append.");
+        }
+
         using var file = new FileStream(path, FileMode.Open, FileAccess.ReadWrite, FileShare.ReadWrite);
         file.Position = record.DataOffset;
         var first = (byte)file.ReadByte();
         file.Position = record.DataOffset;
         file.WriteByte((byte)(first ^ 0x01));
+    }
+
+    /// <summary>
+    /// Flips a data byte of the latest checkpoint or record of <paramref name="stream"/> that a later commit follows
+    /// (see <see cref="FlipData"/>), and returns its position.
+    /// </summary>
+    public static long FlipDataBeforeLastCommit(string path, string stream)
+    {
+        var records = Read(path);
+        var last = records.Max(r => r.Commit);
+        var position = records.Last(r => r.Stream == stream && r.Kind is Checkpoint or Record && r.Commit < last).Position;
+        FlipData(path, stream, position);
+        return position;
     }
 
     /// <summary>
