@@ -337,13 +337,13 @@ internal sealed partial class StreamLogFile : IDisposable
 
     private void Fail(Exception e, bool repairable)
     {
-        if (_failure is null)
+        if (_failure is { Repairable: true } earlier && repairable)
         {
-            _failure = new Failure(e, repairable, Environment.TickCount64, RepairRetryDelay);
+            earlier.Retried(e, Environment.TickCount64, RepairRetryDelay);
         }
         else
         {
-            _failure.Retried(e, Environment.TickCount64, RepairRetryDelay);
+            _failure = new Failure(e, repairable, Environment.TickCount64, RepairRetryDelay);
         }
     }
 

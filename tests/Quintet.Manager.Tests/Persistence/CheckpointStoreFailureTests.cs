@@ -61,12 +61,7 @@ public sealed class CheckpointStoreFailureTests : IDisposable
         Assert.Contains("Free or repair the disk", problem, StringComparison.Ordinal);
 
         File.Delete(ballast);
-        for (var i = 0; i < 3; i++)
-        {
-            var record = Record(acknowledged.Count);
-            Assert.Equal(acknowledged.Count + 1, await log.AppendAsync(record).WaitAsync(Bound));
-            acknowledged.Add(record);
-        }
+        await WriteAfterAsync(log, acknowledged, count: 3);
 
         Assert.Equal(1, Volatile.Read(ref repairs));
         Assert.Equal(1, Volatile.Read(ref failures));
@@ -112,12 +107,7 @@ public sealed class CheckpointStoreFailureTests : IDisposable
         Assert.Equal(1, Volatile.Read(ref failures));
 
         File.Delete(ballast);
-        for (var i = 0; i < 3; i++)
-        {
-            var record = Record(acknowledged.Count);
-            Assert.Equal(acknowledged.Count + 1, await log.AppendAsync(record).WaitAsync(Bound));
-            acknowledged.Add(record);
-        }
+        await WriteAfterAsync(log, acknowledged, count: 3);
 
         Assert.Equal(1, Volatile.Read(ref repairs));
 
@@ -147,6 +137,17 @@ public sealed class CheckpointStoreFailureTests : IDisposable
 
         Assert.Fail($"{MaxWrites} records of 64 KiB were all acknowledged on a small disk mostly taken by ballast.");
         return acknowledged;
+    }
+
+    /// <summary>Appends <paramref name="count"/> more records, each acknowledged at the position after the last.</summary>
+    private static async Task WriteAfterAsync(ICheckpointLog log, List<byte[]> acknowledged, int count)
+    {
+        for (var i = 0; i < count; i++)
+        {
+            var record = Record(acknowledged.Count);
+            Assert.Equal(acknowledged.Count + 1, await log.AppendAsync(record).WaitAsync(Bound));
+            acknowledged.Add(record);
+        }
     }
 
     /// <summary>A record of 64 KiB that names its index in its first bytes.</summary>
