@@ -189,7 +189,9 @@ public class ReplicatedStoreTests(ITestOutputHelper output)
             var digest = new StoreRequest { Repeat = 1 };
             using var client = QuintetClient.Over(cluster.Managers[0].Channel);
             var target = client.GetComponent<IWorkloadTarget>("large-state");
+            var writing = Stopwatch.StartNew();
             var written = (await target.CheckpointAsync(large, new CancellationTokenSource(TimeSpan.FromSeconds(60)).Token)).Checkpoint;
+            output.WriteLine($"12 MiB checkpoint acknowledged in {writing.Elapsed.TotalMilliseconds:F0} ms");
             Assert.StartsWith($"{12 * 1024 * 1024} bytes, SHA-256 ", written, StringComparison.Ordinal);
 
             ManagerProcess? owner = null;
@@ -209,7 +211,9 @@ public class ReplicatedStoreTests(ITestOutputHelper output)
 
             // The next writer seals the stream: it reads the copies of the majority and writes the chosen one back.
             using var other = QuintetClient.Over(survivors[0].Channel);
+            var recovering = Stopwatch.StartNew();
             var recovered = await ClusterTest.Eventually(() => other.GetComponent<IWorkloadTarget>("large-state").RecoverAsync(digest, new CancellationTokenSource(TimeSpan.FromSeconds(60)).Token));
+            output.WriteLine($"recovered by the next writer {recovering.Elapsed.TotalMilliseconds:F0} ms after the survivors' view");
             Assert.Equal(written, recovered.Checkpoint);
         });
 
