@@ -68,6 +68,12 @@ public interface IWorkloadTarget
     /// QoS spec: the reply's checkpoint is the state's length and SHA-256, its log the managers that acknowledged it.
     /// </summary>
     Task<StoreReply> UpdateBackupsAsync(StoreRequest request, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Sets the key named by the text, in the registers' shared dictionary, to a value of <see cref="StoreRequest.Repeat"/>
+    /// bytes: the reply's checkpoint is the value's length and SHA-256.
+    /// </summary>
+    Task<StoreReply> PutLargeAsync(StoreRequest request, CancellationToken cancellationToken);
 }
 
 /// <summary>A queue operation.</summary>

@@ -220,6 +220,16 @@ public sealed class WorkloadTargetComponent : Component, IWorkloadTarget
         return new StoreReply { Checkpoint = Digest(state), Log = [.. Context.Backups.Managers] };
     }
 
+    /// <inheritdoc />
+    public async Task<StoreReply> PutLargeAsync(StoreRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var value = new byte[request.Repeat];
+        Array.Fill(value, (byte)'v');
+        await (await RegistersAsync(cancellationToken)).SetAsync(request.Text, value, cancellationToken);
+        return new StoreReply { Checkpoint = Digest(value) };
+    }
+
     private static string Digest(ReadOnlySpan<byte> data) =>
         $"{data.Length} bytes, SHA-256 {Convert.ToHexString(System.Security.Cryptography.SHA256.HashData(data))}";
 

@@ -72,4 +72,30 @@ public class SharedDictionaryTests(ITestOutputHelper output)
             await fronts[writer].PutAsync(new PutRequest { Key = "greeting", Value = "again" }, CancellationToken.None);
             Assert.Equal("again", (await local4.GetAsync(new GetRequest { Key = "greeting", Fresh = true }, CancellationToken.None)).Value);
         });
+
+    [Fact]
+    public Task A_value_too_large_for_one_group_message_is_refused_with_the_limit_and_the_dictionary_goes_on() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(
+                new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(Workloads.WorkloadTargetComponent).Assembly)) },
+                deadline: DateTime.UtcNow.AddSeconds(30));
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "WorkloadTarget");
+            using var client = QuintetClient.Over(cluster.Managers[0].Channel);
+            var target = client.GetComponent<Workloads.IWorkloadTarget>("large-values");
+
+            // 1 MiB goes through; 20 MiB cannot be one group message, and says so at once rather than stall the group.
+            var fits = await ClusterTest.Eventually(() => target.PutLargeAsync(new Workloads.StoreRequest { Text = "fits", Repeat = 1024 * 1024 }, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token));
+            Assert.StartsWith($"{1024 * 1024} bytes", fits.Checkpoint, StringComparison.Ordinal);
+            var refused = await Assert.ThrowsAsync<Grpc.Core.RpcException>(() => target.PutLargeAsync(new Workloads.StoreRequest { Text = "too-large", Repeat = 20 * 1024 * 1024 }, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token));
+            output.WriteLine(refused.Status.Detail);
+            Assert.Contains("at most", refused.Status.Detail, StringComparison.Ordinal);
+
+            // The group goes on: a later write is ordered and read back from another manager.
+            await target.WriteAsync(new Workloads.RegisterRequest { Key = "after", Value = 7 }, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token);
+            using var other = QuintetClient.Over(cluster.Managers[2].Channel);
+            var read = await other.GetComponent<Workloads.IWorkloadTarget>("large-values-reader").ReadAsync(new Workloads.RegisterRequest { Key = "after" }, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token);
+            Assert.Equal(7, read.Value);
+        });
 }

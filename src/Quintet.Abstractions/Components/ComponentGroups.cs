@@ -18,7 +18,11 @@ public interface IComponentGroup
     /// <summary>The current view's members.</summary>
     IReadOnlyList<GroupMember> Members { get; }
 
-    /// <summary>Multicasts to every member (with <paramref name="role"/>, to the members of that role), in total order if asked.</summary>
+    /// <summary>
+    /// Multicasts to every member (with <paramref name="role"/>, to the members of that role), in total order if asked.
+    /// A message travels whole: a payload over about 4 MiB (Quintet.Core's <c>GroupMessageLimits.MaxLightPayloadBytes</c>)
+    /// is refused with an <see cref="ArgumentException"/> and nothing is sent.
+    /// </summary>
     Task MulticastAsync(ReadOnlyMemory<byte> payload, bool totalOrder = false, string? role = null, CancellationToken cancellationToken = default);
 
     /// <summary>Sends to one member of the current view, with a multicast's guarantees; only it delivers the message.</summary>

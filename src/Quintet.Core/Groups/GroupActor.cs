@@ -542,6 +542,7 @@ public sealed class GroupHandle
     /// while a view change runs. Waits while too many of this member's messages are not yet stable (back-pressure).
     /// </summary>
     /// <exception cref="GroupUnavailableException">This member is in no view, on a minority side, or too many sends wait.</exception>
+    /// <exception cref="ArgumentException">The payload is over <see cref="GroupMessageLimits.MaxPayloadBytes"/>; nothing was sent.</exception>
     public Task MulticastAsync(ReadOnlyMemory<byte> payload, MessageOrdering ordering, CancellationToken cancellationToken = default) =>
         SendAsync(new PendingMulticast(ordering, payload, null), cancellationToken);
 
@@ -560,6 +561,7 @@ public sealed class GroupHandle
 
     private async Task SendAsync(PendingMulticast pending, CancellationToken cancellationToken)
     {
+        GroupMessageLimits.Check(pending.Payload.Length, GroupMessageLimits.MaxPayloadBytes, Name, "payload");
         await _sends.Writer.WriteAsync(pending, cancellationToken);
         if (Interlocked.Exchange(ref _drainRequested, 1) == 0)
         {

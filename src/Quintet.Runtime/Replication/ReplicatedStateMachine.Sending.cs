@@ -10,6 +10,8 @@ public sealed partial class ReplicatedStateMachine<TState>
 {
     private const int MaxBatchCommands = 1024;
     private const int MaxBatchBytes = 64 * 1024;
+
+    private const int MaxCommandBytes = ReplicatedStateMachine.MaxCommandBytes;
     private const int MaxMessagesInFlight = 2;
     private readonly Lock _sendGate = new();
     private readonly Queue<WaitingCommand> _waiting = new();
@@ -27,6 +29,7 @@ public sealed partial class ReplicatedStateMachine<TState>
     /// </summary>
     /// <exception cref="GroupUnavailableException">This replica lost its membership, or was disposed, before the command was applied; it may or may not have been.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled: the command may or may not be applied (never, if it had not gone out yet).</exception>
+    /// <exception cref="ArgumentException">The command is over <see cref="ReplicatedStateMachine.MaxCommandBytes"/>; it was not sent.</exception>
     public Task<byte[]> ExecuteAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken = default) =>
         ExecuteBytesAsync(ByteString.CopyFrom(command.Span), cancellationToken);
 
@@ -39,6 +42,14 @@ public sealed partial class ReplicatedStateMachine<TState>
 
     private async Task<byte[]> ExecuteBytesAsync(ByteString command, CancellationToken cancellationToken)
     {
+        if (command.Length > MaxCommandBytes)
+        {
+            // Refused here: in the sending loop it would stop every command behind it.
+            throw new ArgumentException(
+                $"Replicated state '{Name}' refused a command of {command.Length} bytes: a command travels whole in one group message and carries at most {MaxCommandBytes} bytes ({MaxCommandBytes / (1024.0 * 1024):0.##} MiB). Nothing was sent or changed.",
+                nameof(command));
+        }
+
         var request = Interlocked.Increment(ref _nextRequest);
         // Completed only through CallerResumptions: continuations inline, on a work item shared with other callers.
         var done = new TaskCompletionSource<byte[]>();

@@ -8,6 +8,13 @@ namespace Quintet.Runtime.Replication;
 /// <summary>Joins replicated state machines.</summary>
 public static class ReplicatedStateMachine
 {
+    /// <summary>
+    /// The longest command a replicated state machine takes: one total-order message carries it whole
+    /// (<see cref="GroupMessageLimits.MaxLightPayloadBytes"/>), with room for the message's own fields. A longer one is
+    /// refused when it is executed.
+    /// </summary>
+    public const int MaxCommandBytes = GroupMessageLimits.MaxLightPayloadBytes - 4096;
+
     /// <summary>Joins (or founds) the replicated state machine <paramref name="name"/>; completes once this replica has the state.</summary>
     /// <exception cref="TimeoutException">The state transfer made no progress for a minute.</exception>
     public static Task<ReplicatedStateMachine<TState>> JoinAsync<TState>(GroupService groups, string name, TState state, CancellationToken cancellationToken = default)

@@ -93,6 +93,25 @@ public sealed class CommandBatchTests(SingleManagerHost manager) : IClassFixture
     /// A balance: "credit N id" adds N and returns the new balance; "debit N id" takes N off, or is refused (and changes
     /// nothing) when the balance is short. Every command is recorded with its result, in the order applied.
     /// </summary>
+    [Fact]
+    public async Task A_command_too_long_for_one_group_message_is_refused_at_once_and_later_commands_are_applied()
+    {
+        using var timeout = new CancellationTokenSource(Bound);
+        var name = "too-long-" + Guid.NewGuid().ToString("N");
+        await using var replica = await ReplicatedStateMachine.JoinAsync(manager.Groups, name, new Ledger(), timeout.Token);
+
+        var longest = Encoding.UTF8.GetBytes("credit 1 ".PadRight(ReplicatedStateMachine.MaxCommandBytes));
+        Assert.Equal("1", Encoding.UTF8.GetString(await replica.ExecuteAsync(longest, timeout.Token)));
+
+        var tooLong = new byte[ReplicatedStateMachine.MaxCommandBytes + 1];
+        var refused = await Assert.ThrowsAsync<ArgumentException>(() => replica.ExecuteAsync(tooLong, timeout.Token));
+        Assert.Contains($"a command of {tooLong.Length} bytes", refused.Message, StringComparison.Ordinal);
+        Assert.Contains($"at most {ReplicatedStateMachine.MaxCommandBytes} bytes", refused.Message, StringComparison.Ordinal);
+
+        Assert.Equal("3", Encoding.UTF8.GetString(await replica.ExecuteAsync(Encoding.UTF8.GetBytes("credit 2 after"), timeout.Token)));
+        Assert.Equal(2, replica.Read(l => l.Applied.Count));
+    }
+
     private sealed class Ledger : IReplicatedState
     {
         public const string Refused = "refused";

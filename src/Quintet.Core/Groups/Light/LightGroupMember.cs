@@ -60,6 +60,7 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
     /// manager has too many unstable messages (back-pressure).
     /// </summary>
     /// <exception cref="GroupUnavailableException">This member left or lost its membership before the message went out.</exception>
+    /// <exception cref="ArgumentException">The payload is over <see cref="GroupMessageLimits.MaxLightPayloadBytes"/>; nothing was sent.</exception>
     public Task MulticastAsync(ReadOnlyMemory<byte> payload, MessageOrdering ordering = MessageOrdering.Atomic, string? role = null, CancellationToken cancellationToken = default) =>
         SendAsync(payload, ordering, null, role, cancellationToken);
 
@@ -101,6 +102,7 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
 
     private async Task SendAsync(ReadOnlyMemory<byte> payload, MessageOrdering ordering, LightMemberId? to, string? role, CancellationToken cancellationToken)
     {
+        GroupMessageLimits.Check(payload.Length, GroupMessageLimits.MaxLightPayloadBytes, Group, nameof(payload));
         await _sendSlots.WaitAsync(cancellationToken);
         var command = new SendCommand(this, ordering, payload, to, role);
         LightSendOutcome outcome;
