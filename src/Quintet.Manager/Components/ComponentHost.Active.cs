@@ -121,6 +121,9 @@ internal sealed partial class ComponentHost
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): replica failed to run {Operation}")]
     private static partial void LogReplicaCallFailed(ILogger logger, Exception exception, string @class, string key, string operation);
 
+    [LoggerMessage(Level = LogLevel.Error, Message = "{Class} (key '{Key}'): its state of {Bytes} bytes is too large to hand to a new replica in one group message; the new replica gets no state")]
+    private static partial void LogReplicaStateTooLarge(ILogger logger, Exception exception, string @class, string key, int bytes);
+
     /// <summary>One manager's replica of an actively replicated instance and its membership in the replica group.</summary>
     internal sealed class ReplicaGroup(ComponentHost host, ComponentClass componentClass, string key) : IAsyncDisposable
     {
@@ -269,6 +272,12 @@ internal sealed partial class ComponentHost
                 catch (GroupUnavailableException)
                 {
                     // It left already.
+                }
+                catch (ArgumentException e)
+                {
+                    // Too large for one group message: said in the log; the replica goes on serving.
+                    LogReplicaStateTooLarge(host.logger, e, Class.Name, Id.Key, state.Length);
+                    return;
                 }
             }
         }
