@@ -28,10 +28,11 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
             var logger = sp.GetRequiredService<ILogger<LocalCheckpointStore>>();
             var problems = sp.GetService<ManagerProblems>();
             var directory = DataDirectory(sp, logger);
+            var file = Path.Combine(directory, LocalCheckpointStore.FileName);
             return new LocalCheckpointStore(directory, logger)
             {
-                WriteFailed = e => problems?.StoreWriteFailed(Path.Combine(directory, LocalCheckpointStore.FileName), e),
-                WriteRepaired = () => problems?.StoreRepaired(Path.Combine(directory, LocalCheckpointStore.FileName)),
+                WriteFailed = e => problems?.StoreWriteFailed(file, e),
+                WriteRepaired = () => problems?.StoreRepaired(file),
             };
         });
         services.AddSingleton(sp => new ActiveReplicaCheckpoints(sp.GetRequiredService<LocalCheckpointStore>()));
@@ -74,10 +75,11 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
             var logger = sp.GetRequiredService<ILogger<ReplicaStore>>();
             var problems = sp.GetService<ManagerProblems>();
             var directory = DataDirectory(sp, logger);
+            var file = Path.Combine(directory, ReplicaStore.FileName);
             return new ReplicaStore(directory, sp.GetRequiredService<ManagerIdentity>().NodeName, logger)
             {
-                WriteFailed = e => problems?.StoreWriteFailed(Path.Combine(directory, ReplicaStore.FileName), e),
-                WriteRepaired = () => problems?.StoreRepaired(Path.Combine(directory, ReplicaStore.FileName)),
+                WriteFailed = e => problems?.StoreWriteFailed(file, e),
+                WriteRepaired = () => problems?.StoreRepaired(file),
             };
         });
         services.AddSingleton(sp => new ManagerReplicaSet(

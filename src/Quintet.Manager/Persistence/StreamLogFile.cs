@@ -214,7 +214,7 @@ internal sealed partial class StreamLogFile : IDisposable
     {
         var failure = _failure ?? throw new InvalidOperationException($"{_path} is not broken.");
         var now = Environment.TickCount64;
-        if (!failure.Repairable || now < failure.RetryAt)
+        if (!failure.Repairable || !failure.Repairs.IsDue(now))
         {
             problem = failure.Describe(_path);
             return false;
@@ -238,8 +238,8 @@ internal sealed partial class StreamLogFile : IDisposable
         catch (Exception e) when (e is IOException or UnauthorizedAccessException)
         {
             file?.Dispose();
-            failure.Retried(e, now, RepairRetryDelay);
-            LogRepairFailed(_logger, e, _path, failure.Delay.TotalSeconds);
+            failure.Retried(e, now);
+            LogRepairFailed(_logger, e, _path, failure.Repairs.Delay.TotalSeconds);
             problem = failure.Describe(_path);
             return false;
         }
@@ -339,7 +339,7 @@ internal sealed partial class StreamLogFile : IDisposable
     {
         if (_failure is { Repairable: true } earlier && repairable)
         {
-            earlier.Retried(e, Environment.TickCount64, RepairRetryDelay);
+            earlier.Retried(e, Environment.TickCount64);
         }
         else
         {
@@ -347,21 +347,7 @@ internal sealed partial class StreamLogFile : IDisposable
         }
     }
 
-    private void CloseAppender()
-    {
-        try
-        {
-            _file.Dispose();
-        }
-        catch (IOException) when (_failure is not null)
-        {
-            // A failed write is still buffered, and is dropped: it was never reported durable.
-        }
-        finally
-        {
-            _handle.Dispose();
-        }
-    }
+    private void CloseAppender() => DiskSync.Close(_file, _handle, failed: _failure is not null);
 
     private static SafeFileHandle OpenReader(string path) =>
         File.OpenHandle(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite);
@@ -570,20 +556,17 @@ internal sealed partial class StreamLogFile : IDisposable
 
         public bool Repairable { get; } = repairable;
 
-        public TimeSpan Delay { get; private set; } = delay;
+        public RepairBackoff Repairs { get; } = new(delay, now);
 
-        public long RetryAt { get; private set; } = now + (long)delay.TotalMilliseconds;
-
-        /// <summary>Another failure: the next attempt waits twice as long, up to twelve times the first delay.</summary>
-        public void Retried(Exception e, long now, TimeSpan firstDelay)
+        /// <summary>Another failure (of a write or of a repair): the next attempt waits longer.</summary>
+        public void Retried(Exception e, long now)
         {
             _last = e;
-            Delay = TimeSpan.FromTicks(Math.Min(Delay.Ticks * 2, firstDelay.Ticks * 12));
-            RetryAt = now + (long)Delay.TotalMilliseconds;
+            Repairs.Attempted(now);
         }
 
         public string Describe(string path) => Repairable
-            ? $"A write to {path} failed at {_since:HH:mm:ss} UTC ({_last.Message}), and the file takes no writes until it is repaired: at a write {Math.Max(0, (RetryAt - Environment.TickCount64) / 1000.0):0.#} s from now or later, it is cut back to its last synced commit. Free or repair the disk meanwhile."
+            ? $"A write to {path} failed at {_since:HH:mm:ss} UTC ({_last.Message}), and the file takes no writes until it is repaired: at a write {Math.Max(0, (Repairs.DueAt - Environment.TickCount64) / 1000.0):0.#} s from now or later, it is cut back to its last synced commit. Free or repair the disk meanwhile."
             : $"Replacing {path} by its compacted copy failed at {_since:HH:mm:ss} UTC ({_last.Message}); the file takes no more writes until the manager restarts and reads it again.";
     }
 

@@ -403,21 +403,7 @@ internal sealed partial class DurableLog : IDisposable
         _previousPending = false;
     }
 
-    private void CloseLog()
-    {
-        try
-        {
-            _log.Dispose();
-        }
-        catch (IOException) when (_broken)
-        {
-            // A write that failed is still buffered, and is dropped; it was never reported durable.
-        }
-        finally
-        {
-            _handle.Dispose();
-        }
-    }
+    private void CloseLog() => DiskSync.Close(_log, _handle, _broken);
 
     private void StartLogOver()
     {

@@ -1,6 +1,7 @@
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Core.Groups.Light;
+using Quintet.Runtime.Storage;
 using Quintet.Runtime.Wire;
 
 namespace Quintet.Runtime.Replication;
@@ -24,8 +25,7 @@ internal sealed partial class DurableReplication : IDisposable
     private long _statusView = -1;
     private long _committed;
     private long _sinceSnapshot;
-    private long _repairAt;
-    private TimeSpan _repairDelay;
+    private RepairBackoff? _repairs;
     private bool _loggedWaiting;
     private string _waiting = string.Empty;
 
@@ -115,25 +115,19 @@ internal sealed partial class DurableReplication : IDisposable
     {
         if (!_log.Broken)
         {
-            _repairAt = 0;
+            _repairs = null;
             return false;
         }
 
         var now = Environment.TickCount64;
-        if (_repairAt == 0)
-        {
-            _repairDelay = _options.RepairRetryDelay;
-            _repairAt = now + (long)_repairDelay.TotalMilliseconds;
-        }
-
-        if (now < _repairAt)
+        _repairs ??= new RepairBackoff(_options.RepairRetryDelay, now);
+        if (!_repairs.IsDue(now))
         {
             return false;
         }
 
-        _repairDelay = TimeSpan.FromTicks(Math.Min(_repairDelay.Ticks * 2, _options.RepairRetryDelay.Ticks * 12));
-        _repairAt = now + Math.Max(1, (long)_repairDelay.TotalMilliseconds);
-        LogRepairing(_logger, _machine, _repairDelay.TotalSeconds);
+        _repairs.Attempted(now);
+        LogRepairing(_logger, _machine, _repairs.Delay.TotalSeconds);
         return true;
     }
 

@@ -10,6 +10,27 @@ namespace Quintet.Runtime.Storage;
 /// </summary>
 internal static partial class DiskSync
 {
+    /// <summary>
+    /// Closes <paramref name="file"/> and always its <paramref name="handle"/> (taken when the file was opened): after a
+    /// failed write (<paramref name="failed"/>) the stream still buffers it and throws from <c>Dispose</c>; that write
+    /// is dropped, since it was never reported durable.
+    /// </summary>
+    public static void Close(FileStream file, SafeFileHandle handle, bool failed)
+    {
+        try
+        {
+            file.Dispose();
+        }
+        catch (IOException) when (failed)
+        {
+            // Dropped: see above.
+        }
+        finally
+        {
+            handle.Dispose();
+        }
+    }
+
     /// <summary>Fsyncs <paramref name="directory"/> (nothing to do on Windows, where the rename is journaled with the file).</summary>
     /// <exception cref="IOException">The directory could not be opened or synced; the message gives the errno.</exception>
     public static void FlushDirectory(string directory)
