@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using Grpc.Core;
+using Quintet.Protocol;
 
 namespace Quintet.Client;
 
@@ -71,7 +72,7 @@ internal sealed class ClusterConnection : IDisposable
     /// </summary>
     public void Learn(string service, string key, ManagerEndpoint called, Metadata responseHeaders)
     {
-        var servedBy = responseHeaders.GetValue(QuintetClient.ServedByHeader);
+        var servedBy = responseHeaders.GetValue(CallHeaders.ServedBy);
         if (servedBy is null)
         {
             Routes.Set(service, key, called);

@@ -4,6 +4,7 @@ using Grpc.Core.Interceptors;
 using Grpc.Net.Client;
 using ProtoBuf.Grpc.Configuration;
 using Quintet.Components;
+using Quintet.Protocol;
 
 namespace Quintet.Client;
 
@@ -42,15 +43,6 @@ namespace Quintet.Client;
 /// </remarks>
 public sealed class QuintetClient : IDisposable
 {
-    /// <summary>The header that names the instance a call is for.</summary>
-    public const string KeyHeader = "quintet-key";
-
-    /// <summary>
-    /// The response header in which a manager that passed a call on names the gRPC endpoint of the manager owning the
-    /// instance, for example <c>http://127.0.0.1:5054</c>.
-    /// </summary>
-    public const string ServedByHeader = "quintet-served-by";
-
     private static readonly ClientFactory Factory = ClientFactory.Create(BinderConfiguration.Create(binder: new ContractBinder()));
     private static readonly QuintetClientStatistics NoStatistics = new(0, 0, 0, 0, 0);
 
@@ -133,7 +125,7 @@ public sealed class QuintetClient : IDisposable
 
         var invoker = _channel!.Intercept(metadata =>
         {
-            metadata.Add(KeyHeader, key);
+            metadata.Add(CallHeaders.Key, key);
             return metadata;
         });
         return Factory.CreateClient<TContract>(invoker);

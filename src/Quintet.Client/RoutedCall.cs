@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Globalization;
 using Grpc.Core;
+using Quintet.Protocol;
 
 namespace Quintet.Client;
 
@@ -40,13 +41,13 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         _headers = [];
         foreach (var entry in options.Headers ?? [])
         {
-            if (!string.Equals(entry.Key, QuintetClient.KeyHeader, StringComparison.OrdinalIgnoreCase))
+            if (!string.Equals(entry.Key, CallHeaders.Key, StringComparison.OrdinalIgnoreCase))
             {
                 _headers.Add(entry);
             }
         }
 
-        _headers.Add(QuintetClient.KeyHeader, key);
+        _headers.Add(CallHeaders.Key, key);
         _cancel = CancellationTokenSource.CreateLinkedTokenSource(options.CancellationToken);
     }
 

@@ -6,7 +6,6 @@ using Google.Protobuf.WellKnownTypes;
 using Quintet.Core.Cluster;
 using Quintet.Core.Serialization;
 using Quintet.Protocol.Admin;
-using Quintet.Protocol.Internal;
 
 namespace Quintet.Core.Tests;
 
@@ -21,7 +20,7 @@ public sealed class WireSerializerTests : IAsyncLifetime
             .WithFallback(AkkaConfig.Build(new ClusterOptions(), ["test"]));
         _system = ActorSystem.Create("wire", ActorSystemSetup.Create(
             BootstrapSetup.Create().WithConfig(config),
-            new WireMessageSetup([AdminReflection.Descriptor, ManagerInternalReflection.Descriptor])));
+            new WireMessageSetup([AdminReflection.Descriptor])));
         return Task.CompletedTask;
     }
 
@@ -30,7 +29,7 @@ public sealed class WireSerializerTests : IAsyncLifetime
     [Fact]
     public void Protobuf_messages_are_bound_to_the_wire_serializer()
     {
-        var serializer = _system.Serialization.FindSerializerFor(new ManagerReportRequest());
+        var serializer = _system.Serialization.FindSerializerFor(new ListManagersRequest());
 
         Assert.IsType<WireSerializer>(serializer);
     }

@@ -171,7 +171,7 @@ public class ComponentCallTests(ITestOutputHelper output)
         public async Task<byte[]> CallAsync(string service, string method, byte[] request, string key)
         {
             var definition = new Method<byte[], byte[]>(MethodType.Unary, service, method, Bytes, Bytes);
-            var headers = new Metadata { { QuintetClient.KeyHeader, key } };
+            var headers = new Metadata { { Quintet.Protocol.CallHeaders.Key, key } };
             return await channel.CreateCallInvoker().AsyncUnaryCall(definition, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(30)), request);
         }
     }

@@ -1,6 +1,6 @@
 using Akka.Actor;
 using Quintet.Manager.Hosting;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Admin;
 

@@ -5,7 +5,7 @@ using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Hosting;
 using Quintet.Protocol.Admin;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Admin;
 

@@ -36,23 +36,6 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
         return new DeployPackageResponse { Package = Describe(package) };
     }
 
-    public override async Task<GetPackageResponse> GetPackage(GetPackageRequest request, ServerCallContext context)
-    {
-        var package = host.Packages.FirstOrDefault(p => p.Name == request.Name)
-            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No package named '{request.Name}' is deployed on this manager."));
-        var zip = PackageStore.ZipOf(package.Directory);
-        if (!File.Exists(zip))
-        {
-            throw new RpcException(new Status(StatusCode.NotFound, $"Package '{request.Name}' was deployed here from a folder; there is no zip to hand out."));
-        }
-
-        return new GetPackageResponse
-        {
-            PackageZip = Google.Protobuf.ByteString.CopyFrom(await File.ReadAllBytesAsync(zip, context.CancellationToken)),
-            Sha256 = Google.Protobuf.ByteString.CopyFrom(package.Sha256),
-        };
-    }
-
     public override async Task<UndeployPackageResponse> UndeployPackage(UndeployPackageRequest request, ServerCallContext context)
     {
         if (!await host.UndeployAsync(request.Name, context.CancellationToken))

@@ -3,6 +3,7 @@ using System.Buffers.Binary;
 using System.Globalization;
 using System.IO.Pipelines;
 using Grpc.Core;
+using Quintet.Protocol;
 
 namespace Quintet.Manager.Components;
 
@@ -21,19 +22,7 @@ internal delegate Task<(byte[] Reply, string? ServedBy)> UnaryHandler(UnaryCall 
 
 internal static class ComponentCallEndpoint
 {
-    /// <summary>The header that names the instance a call is for.</summary>
-    public const string KeyHeader = "quintet-key";
-
-    /// <summary>The header with the client's request id; the manager makes one when it is missing.</summary>
-    public const string RequestIdHeader = "quintet-request-id";
-
-    /// <summary>The header with who the caller says it is.</summary>
-    public const string CallerHeader = "quintet-caller";
-
     private static long s_requests;
-
-    /// <summary>A response header naming the endpoint of the manager that owns the instance, when it is not this one.</summary>
-    public const string ServedByHeader = "quintet-served-by";
 
     /// <summary>The largest request accepted, as gRPC's default.</summary>
     public const int MaxRequestBytes = 4 * 1024 * 1024;
@@ -44,11 +33,11 @@ internal static class ComponentCallEndpoint
     private static Task HandleAsync(HttpContext context, string service, string operation, ComponentHost host) =>
         ServeAsync(context, service, operation, (call, cancellationToken) =>
         {
-            var requestId = call.Headers[RequestIdHeader].FirstOrDefault()
+            var requestId = call.Headers[CallHeaders.RequestId].FirstOrDefault()
                 ?? string.Create(CultureInfo.InvariantCulture, $"{host.NodeName}-{Interlocked.Increment(ref s_requests)}");
             var hops = int.TryParse(call.Headers[PeerCalls.HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
             var routeEpoch = long.TryParse(call.Headers[PeerCalls.RouteEpochHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var e) ? e : 0;
-            var info = new CallInfo(requestId, call.Headers[CallerHeader].FirstOrDefault(), call.Deadline, hops, routeEpoch);
+            var info = new CallInfo(requestId, call.Headers[CallHeaders.Caller].FirstOrDefault(), call.Deadline, hops, routeEpoch);
             return host.InvokeAsync(service, operation, call.Key, call.Message, info, cancellationToken);
         });
 
@@ -86,12 +75,12 @@ internal static class ComponentCallEndpoint
         try
         {
             var message = await ReadMessageAsync(request.BodyReader, deadline.Token);
-            var key = request.Headers[KeyHeader].FirstOrDefault() ?? string.Empty;
+            var key = request.Headers[CallHeaders.Key].FirstOrDefault() ?? string.Empty;
             var (reply, servedBy) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), deadline.Token);
             if (servedBy is not null)
             {
                 // The instance lives on another manager: a client that reads this calls it there directly next time.
-                response.Headers[ServedByHeader] = servedBy;
+                response.Headers[CallHeaders.ServedBy] = servedBy;
             }
 
             await response.StartAsync(deadline.Token);

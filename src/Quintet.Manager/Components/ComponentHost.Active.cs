@@ -4,7 +4,7 @@ using Grpc.Core;
 using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Components;
 

@@ -1,7 +1,7 @@
 using Google.Protobuf;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Components;
 

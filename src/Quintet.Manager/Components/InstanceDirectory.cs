@@ -6,7 +6,7 @@ using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Hosting;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Components;
 

@@ -5,6 +5,7 @@ using Grpc.Net.Client;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Admin;
+using Quintet.Manager.Internal;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Components;
@@ -139,7 +140,7 @@ internal sealed partial class PackageReplicator(
         try
         {
             using var channel = GrpcChannel.ForAddress(source, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024 });
-            var response = await new ComponentAdmin.ComponentAdminClient(channel).GetPackageAsync(
+            var response = await new PackageDistribution.PackageDistributionClient(channel).GetPackageAsync(
                 new GetPackageRequest { Name = name }, deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
             await host.DeployZipAsync(response.PackageZip.Memory, cancellationToken);
         }

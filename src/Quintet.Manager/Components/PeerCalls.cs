@@ -3,8 +3,9 @@ using System.Globalization;
 using Google.Protobuf;
 using Grpc.Core;
 using Grpc.Net.Client;
+using Quintet.Manager.Internal;
 using Quintet.Persistence;
-using Quintet.Protocol.Internal;
+using Quintet.Protocol;
 
 namespace Quintet.Manager.Components;
 
@@ -37,14 +38,14 @@ internal sealed class PeerCalls : IDisposable
         var method = _methods.GetOrAdd((service, operation), m => new Method<byte[], byte[]>(MethodType.Unary, m.Service, m.Operation, Bytes, Bytes));
         var headers = new Metadata
         {
-            { ComponentCallEndpoint.KeyHeader, key },
+            { CallHeaders.Key, key },
             { HopsHeader, call.Hops.ToString(CultureInfo.InvariantCulture) },
             { RouteEpochHeader, call.RouteEpoch.ToString(CultureInfo.InvariantCulture) },
-            { ComponentCallEndpoint.RequestIdHeader, call.RequestId },
+            { CallHeaders.RequestId, call.RequestId },
         };
         if (call.Caller is { } caller)
         {
-            headers.Add(ComponentCallEndpoint.CallerHeader, caller);
+            headers.Add(CallHeaders.Caller, caller);
         }
 
         try

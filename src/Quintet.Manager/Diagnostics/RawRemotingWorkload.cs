@@ -2,7 +2,7 @@ using Akka.Actor;
 using Akka.Cluster;
 using Google.Protobuf;
 using Quintet.Core.Cluster;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Diagnostics;
 

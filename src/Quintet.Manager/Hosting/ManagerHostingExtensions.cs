@@ -16,7 +16,7 @@ using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifetime;
 using Quintet.Manager.Persistence;
 using Quintet.Protocol.Admin;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Hosting;
 
@@ -148,6 +148,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<ClusterAdminService>();
         app.MapGrpcService<GroupDiagnosticsService>();
         app.MapGrpcService<ComponentAdminService>();
+        app.MapGrpcService<PackageDistributionService>();
         app.MapGrpcService<InstanceTransferService>();
         app.MapGrpcService<ReplicaHostingService>();
         app.MapGrpcService<Persistence.Replication.StoreReplicationService>();

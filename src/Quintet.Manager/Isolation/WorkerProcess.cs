@@ -7,6 +7,7 @@ using Grpc.Core;
 using Grpc.Net.Client;
 using Quintet.Components;
 using Quintet.Manager.Components;
+using Quintet.Protocol;
 
 namespace Quintet.Manager.Isolation;
 
@@ -126,7 +127,7 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
         }
 
         var method = _methods.GetOrAdd((service, operation), m => new Method<byte[], byte[]>(MethodType.Unary, m.Service, m.Operation, Bytes, Bytes));
-        var headers = new Metadata { { ComponentCallEndpoint.KeyHeader, key } };
+        var headers = new Metadata { { CallHeaders.Key, key } };
 
         // The exit fails the calls in flight at once, whatever the transport makes of the lost connection.
         using var call = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, _exited.Token);

@@ -42,7 +42,7 @@ public sealed class IsolatedWorkerTests : IDisposable
     private static async Task<long> AddAsync(CallInvoker invoker, string key, long amount)
     {
         var method = new Method<byte[], byte[]>(MethodType.Unary, "samples.counter.Counter", "Add", Bytes, Bytes);
-        var reply = await invoker.AsyncUnaryCall(method, null, new CallOptions(new Metadata { { ComponentCallEndpoint.KeyHeader, key } }, DateTime.UtcNow.AddSeconds(30)), Serialize(new AddRequest { Amount = amount }));
+        var reply = await invoker.AsyncUnaryCall(method, null, new CallOptions(new Metadata { { Quintet.Protocol.CallHeaders.Key, key } }, DateTime.UtcNow.AddSeconds(30)), Serialize(new AddRequest { Amount = amount }));
         return ProtoBuf.Serializer.Deserialize<CounterValue>(reply.AsSpan()).Value;
     }
 

@@ -1,7 +1,7 @@
 using System.Threading.Channels;
 using Grpc.Core;
 using Grpc.Net.Client;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Persistence.Replication;
 

@@ -1,5 +1,5 @@
 using Grpc.Core;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Persistence.Replication;
 

@@ -1,5 +1,5 @@
 using Google.Protobuf;
-using Quintet.Protocol.Internal;
+using Quintet.Manager.Internal;
 using Quintet.Runtime.Storage;
 
 namespace Quintet.Manager.Persistence.Replication;
