@@ -116,6 +116,13 @@ public class ComponentCallTests(ITestOutputHelper output)
 
             Assert.Single(owners);
 
+            // Hops and the route epoch steer calls between managers on their own route: a client that sends them on the
+            // public route is served as any client (with them honoured, a manager that does not own "k" would refuse it).
+            var notOwner = cluster.Managers.First(m => m.Name != owners.Single());
+            var steered = await new RawCaller(notOwner.Channel).CallAsync(
+                "samples.counter.Counter", "Get", [], "k", new Metadata { { "quintet-hops", "4" }, { "quintet-route-epoch", "999999" } });
+            Assert.Equal(expected, ProtoBuf.Serializer.Deserialize<CounterValue>(steered.AsSpan()).Value);
+
             var fourth = await cluster.AddManagerAsync();
             await ClusterTest.WaitForPackagesAsync([fourth], "Counter");
             using (var client = QuintetClient.Over(fourth.Channel))
@@ -168,10 +175,15 @@ public class ComponentCallTests(ITestOutputHelper output)
     {
         private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(b => b, b => b);
 
-        public async Task<byte[]> CallAsync(string service, string method, byte[] request, string key)
+        public async Task<byte[]> CallAsync(string service, string method, byte[] request, string key, Metadata? extra = null)
         {
             var definition = new Method<byte[], byte[]>(MethodType.Unary, service, method, Bytes, Bytes);
             var headers = new Metadata { { Quintet.Protocol.CallHeaders.Key, key } };
+            foreach (var entry in extra ?? [])
+            {
+                headers.Add(entry);
+            }
+
             return await channel.CreateCallInvoker().AsyncUnaryCall(definition, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(30)), request);
         }
     }

@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Runtime.CompilerServices;
 using Quintet.Manager.Components;
+using Quintet.Manager.Invocation;
 using Samples.Counter;
 
 namespace Quintet.Manager.Tests;
@@ -188,7 +189,7 @@ public sealed class PackageLoaderTests : IDisposable
     [InlineData("2500u", 25_000)]
     public void Grpc_timeouts_parse(string header, long ticks)
     {
-        Assert.True(ComponentCallEndpoint.TryParseTimeout(header, out var timeout));
+        Assert.True(UnaryFraming.TryParseTimeout(header, out var timeout));
         Assert.Equal(ticks, timeout.Ticks);
     }
 
@@ -199,7 +200,7 @@ public sealed class PackageLoaderTests : IDisposable
     [InlineData("-5S")]
     [InlineData("123456789S")]
     [InlineData("5s")]
-    public void Bad_grpc_timeouts_are_refused(string header) => Assert.False(ComponentCallEndpoint.TryParseTimeout(header, out _));
+    public void Bad_grpc_timeouts_are_refused(string header) => Assert.False(UnaryFraming.TryParseTimeout(header, out _));
 
     public void Dispose() => Directory.Delete(_root, recursive: true);
 }

@@ -1,6 +1,7 @@
 using System.IO.Compression;
 using Grpc.Core;
 using Quintet.Components;
+using Quintet.Manager.Invocation;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Components;

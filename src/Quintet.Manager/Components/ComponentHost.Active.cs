@@ -5,6 +5,7 @@ using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Internal;
+using Quintet.Manager.Invocation;
 
 namespace Quintet.Manager.Components;
 

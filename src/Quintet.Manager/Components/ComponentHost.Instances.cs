@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using Grpc.Core;
 using Quintet.Components;
+using Quintet.Manager.Invocation;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Components;
@@ -17,7 +18,6 @@ internal sealed partial class ComponentHost
     private static readonly TimeSpan BackupDeadline = TimeSpan.FromSeconds(5);
     private readonly ConcurrentDictionary<InstanceId, (long Epoch, byte[]? State)> _arrivals = new();
     private readonly ConcurrentDictionary<InstanceId, BackupCopy> _backupCopies = new();
-    private readonly PeerCalls _peers = new();
 
     /// <summary>The shadows of the instances this manager hosts.</summary>
     public IReadOnlyCollection<Shadow> Shadows => [.. _shadows.Values];
@@ -572,7 +572,6 @@ internal sealed partial class ComponentHost
 
         _shadows.Clear();
         await LeaveReplicasAsync(_ => true);
-        _peers.Dispose();
     }
 
     /// <summary>The <see cref="IBackups"/> a primary's context hands it.</summary>

@@ -5,16 +5,11 @@ using Grpc.Core;
 using ProtoBuf;
 using Quintet.Components;
 using Quintet.Manager.Hosting;
+using Quintet.Manager.Invocation;
 using Quintet.Manager.Isolation;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Components;
-
-/// <summary>A call could not be completed; <see cref="Status"/> says why, in words a caller can act on.</summary>
-internal sealed class InvocationException(StatusCode code, string message) : Exception(message)
-{
-    public StatusCode Code { get; } = code;
-}
 
 /// <summary>
 /// The components this manager hosts: deployed packages, the contracts they serve, and the live instances, each
@@ -35,9 +30,11 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     private readonly Persistence.ActiveReplicaCheckpoints _replicaCheckpoints;
     private readonly FactoryMemberships _factories;
     private readonly IsolatedWorkers _isolated;
+    private readonly PeerCalls _peers;
 
-    public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints, Persistence.ActiveReplicaCheckpoints replicaCheckpoints, IsolatedWorkers isolated)
+    public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints, Persistence.ActiveReplicaCheckpoints replicaCheckpoints, IsolatedWorkers isolated, PeerCalls peers)
     {
+        _peers = peers;
         _replicaCheckpoints = replicaCheckpoints;
         _isolated = isolated;
         this.logger = logger;
@@ -174,128 +171,84 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         return true;
     }
 
-    /// <summary>
-    /// Calls <paramref name="operation"/> of <paramref name="service"/> on the instance with <paramref name="key"/>:
-    /// here if this manager owns it (activating or reactivating it on first use), else at its owner, placing it first
-    /// if it has none. Returns the serialized response and, when another manager served it, that manager's endpoint.
-    /// </summary>
-    /// <exception cref="InvocationException">Unknown contract or operation, malformed request, failed activation,
-    /// unreachable owner or a failing component; each with its own status.</exception>
-    public async Task<(byte[] Reply, string? ServedBy)> InvokeAsync(string service, string operation, string key, ReadOnlyMemory<byte> request, CallInfo call, CancellationToken cancellationToken)
+    /// <summary>The class serving <paramref name="service"/> and its contract.</summary>
+    /// <exception cref="InvocationException">No deployed class serves it (<c>UNIMPLEMENTED</c>).</exception>
+    public (ComponentClass Class, ComponentContract Contract) Resolve(string service)
     {
-        ComponentClass componentClass;
-        ComponentContract contract;
         lock (_gate)
         {
-            if (!_services.TryGetValue(service, out var served))
+            if (_services.TryGetValue(service, out var served))
             {
-                var known = _services.Count == 0 ? "none is deployed" : "deployed: " + string.Join(", ", _services.Keys.Order(StringComparer.Ordinal));
-                throw new InvocationException(StatusCode.Unimplemented, $"No component serves contract '{service}' ({known}).");
+                return served;
             }
 
-            (componentClass, contract) = served;
-        }
-
-        if (!contract.Operations.TryGetValue(operation, out var op))
-        {
-            throw new InvocationException(StatusCode.Unimplemented, $"Contract '{service}' has no operation '{operation}'; it has {string.Join(", ", contract.Operations.Keys.Order(StringComparer.Ordinal))}.");
-        }
-
-        object message;
-        try
-        {
-            message = op.ReadRequest(new ReadOnlySequence<byte>(request));
-        }
-        catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException)
-        {
-            throw new InvocationException(StatusCode.InvalidArgument, $"The request to {service}/{operation} is not a valid {op.RequestType.Name} message: {e.Message}");
-        }
-
-        var id = new InstanceId(componentClass.Name, key);
-        if (componentClass.Qos.Instancing == InstancingStyle.Fresh && !_directory.Exists(id))
-        {
-            throw new InvocationException(StatusCode.NotFound, $"{componentClass.Name} makes fresh instances: create one with CreateInstance and call it by the key it returns; '{key}' was never created, or was destroyed.");
-        }
-
-        // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs
-        // every call in the one total order anyway), rather than passing it to the owner.
-        if (componentClass.Qos is { Replication: ReplicationStyle.Active, LoadBalancing: not LoadBalancingPolicy.PrimaryOnly }
-            && _replicas.TryGetValue(id, out var localReplica) && localReplica.Ready.IsCompletedSuccessfully)
-        {
-            EnsureLease(id);
-            return (await localReplica.CallAsync(service, operation, request, cancellationToken), null);
-        }
-
-        var caughtUp = false;
-        for (var attempt = 0; ; attempt++)
-        {
-            if (!_directory.TryRoute(id, out var route))
-            {
-                route = await _directory.RouteAsync(id, componentClass.Qos, cancellationToken);
-            }
-
-            if (!route.IsLocal && call.RouteEpoch > route.Epoch && !caughtUp)
-            {
-                // The manager that forwarded the call here knows a later placement than this copy of the directory:
-                // passing it back would bounce it between the two until the hops ran out. Wait for this copy instead.
-                caughtUp = true;
-                if (await _directory.CatchUpAsync(id, call.RouteEpoch, CatchUpWait, cancellationToken))
-                {
-                    continue;
-                }
-            }
-
-            if (!route.IsLocal)
-            {
-                if (call.Hops >= MaxHops)
-                {
-                    throw new InvocationException(StatusCode.Unavailable, $"{id} is moving between managers faster than the call could follow ({call.Hops} hops); retry.");
-                }
-
-                var reply = await _peers.ForwardAsync(route.Endpoint!, service, operation, key, request, call with { Hops = call.Hops + 1, RouteEpoch = route.Epoch }, cancellationToken);
-                return (reply, route.Endpoint);
-            }
-
-            var shadow = _shadows.GetOrAdd(id, _ => new Shadow(componentClass, key, route.Epoch));
-            if (componentClass.Qos.Replication == ReplicationStyle.Active)
-            {
-                var started = System.Diagnostics.Stopwatch.GetTimestamp();
-                var replicated = await ActiveCallAsync(shadow, service, operation, request, cancellationToken);
-                shadow.Record(op.Name, message, null, null, System.Diagnostics.Stopwatch.GetElapsedTime(started), debug: false);
-                return (replicated, null);
-            }
-
-            if (componentClass.Qos.Isolation == IsolationMode.Process && shadow.State != ShadowState.Gone)
-            {
-                return (await CallIsolatedAsync(shadow, op, message, service, request, cancellationToken), null);
-            }
-
-            var outcome = await CallAsync(shadow, op, message, call, cancellationToken);
-            if (outcome is { } response)
-            {
-                var writer = new ArrayBufferWriter<byte>();
-                op.WriteResponse(writer, response.Value);
-                var bytes = writer.WrittenSpan.ToArray();
-                shadow.Record(op.Name, message, response.Value, null, response.Elapsed, componentClass.Qos.Debug);
-                return (bytes, null);
-            }
-
-            // The instance left this manager (migrated, or its ownership ended) while the call waited: route again.
-            if (attempt >= MaxHops)
-            {
-                throw new InvocationException(StatusCode.Unavailable, $"{id} kept moving while the call waited; retry.");
-            }
+            var known = _services.Count == 0 ? "none is deployed" : "deployed: " + string.Join(", ", _services.Keys.Order(StringComparer.Ordinal));
+            throw new InvocationException(StatusCode.Unimplemented, $"No component serves contract '{service}' ({known}).");
         }
     }
 
-    private const int MaxHops = 4;
+    /// <summary>
+    /// For an actively replicated class that balances load: runs the call on this manager's live replica of the instance,
+    /// if it has one; null otherwise. The request is checked before it is multicast to every replica.
+    /// </summary>
+    public Task<byte[]>? TryCallLocalReplica(InstanceId id, QosSpec qos, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+    {
+        if (qos is not { Replication: ReplicationStyle.Active, LoadBalancing: not LoadBalancingPolicy.PrimaryOnly }
+            || !_replicas.TryGetValue(id, out var localReplica) || !localReplica.Ready.IsCompletedSuccessfully)
+        {
+            return null;
+        }
+
+        Decode(Resolve(service).Contract.Operations[operation], service, request);
+        EnsureLease(id);
+        return localReplica.CallAsync(service, operation, request, cancellationToken);
+    }
 
     /// <summary>
-    /// How long a forwarded call waits for this manager's directory to learn the placement it was routed by. Copies lag
-    /// by milliseconds; the bound matters only when the wait is moot: an instance released and placed again starts its
-    /// epochs over, so a forwarder with an older copy can name a higher epoch than this newer copy ever will.
+    /// Serves a call on an instance this manager owns (by the directory, at <paramref name="epoch"/>): activating or
+    /// reactivating it on first use. Returns null when the instance left this manager while the call waited.
     /// </summary>
-    private static readonly TimeSpan CatchUpWait = TimeSpan.FromSeconds(2);
+    /// <exception cref="InvocationException">A malformed request, a failed activation or a failing component.</exception>
+    public async Task<byte[]?> ServeHereAsync(ComponentClass componentClass, ComponentOperation op, string key, long epoch, string service, ReadOnlyMemory<byte> request, CallInfo call, CancellationToken cancellationToken)
+    {
+        var message = Decode(op, service, request);
+        var id = new InstanceId(componentClass.Name, key);
+        var shadow = _shadows.GetOrAdd(id, _ => new Shadow(componentClass, key, epoch));
+        if (componentClass.Qos.Replication == ReplicationStyle.Active)
+        {
+            var started = Stopwatch.GetTimestamp();
+            var replicated = await ActiveCallAsync(shadow, service, op.Name, request, cancellationToken);
+            shadow.Record(op.Name, message, null, null, Stopwatch.GetElapsedTime(started), debug: false);
+            return replicated;
+        }
+
+        if (componentClass.Qos.Isolation == IsolationMode.Process && shadow.State != ShadowState.Gone)
+        {
+            return await CallIsolatedAsync(shadow, op, message, service, request, cancellationToken);
+        }
+
+        if (await CallAsync(shadow, op, message, call, cancellationToken) is not { } response)
+        {
+            return null;
+        }
+
+        var writer = new ArrayBufferWriter<byte>();
+        op.WriteResponse(writer, response.Value);
+        shadow.Record(op.Name, message, response.Value, null, response.Elapsed, componentClass.Qos.Debug);
+        return writer.WrittenSpan.ToArray();
+    }
+
+    private static object Decode(ComponentOperation op, string service, ReadOnlyMemory<byte> request)
+    {
+        try
+        {
+            return op.ReadRequest(new ReadOnlySequence<byte>(request));
+        }
+        catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException)
+        {
+            throw new InvocationException(StatusCode.InvalidArgument, $"The request to {service}/{op.Name} is not a valid {op.RequestType.Name} message: {e.Message}");
+        }
+    }
 
     /// <summary>
     /// Runs one call on an instance owned here whose class is isolated: in its package's worker process, as the caller's

@@ -1,4 +1,5 @@
 using Grpc.Core;
+using Quintet.Manager.Invocation;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Components;

@@ -7,6 +7,7 @@ using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Hosting;
 using Quintet.Manager.Internal;
+using Quintet.Manager.Invocation;
 
 namespace Quintet.Manager.Components;
 
@@ -532,8 +533,22 @@ internal sealed partial class InstanceDirectory(
     {
         _isSynced = true;
         _synced.TrySetResult();
-        var announce = new DirectoryEvent { Manager = new DirectoryManager { Member = ToWire(member.Self), GrpcEndpoint = identity.GrpcEndpoint, NodeName = identity.NodeName } };
-        _ = AnnounceAsync(member, announce);
+        _ = AnnounceSelfAsync(member);
+    }
+
+    private async Task AnnounceSelfAsync(LightGroupMember member)
+    {
+        string endpoint;
+        try
+        {
+            endpoint = await identity.ListeningEndpointAsync();
+        }
+        catch (OperationCanceledException)
+        {
+            return;
+        }
+
+        await AnnounceAsync(member, new DirectoryEvent { Manager = new DirectoryManager { Member = ToWire(member.Self), GrpcEndpoint = endpoint, NodeName = identity.NodeName } });
     }
 
     private async Task AnnounceAsync(LightGroupMember member, DirectoryEvent announce)

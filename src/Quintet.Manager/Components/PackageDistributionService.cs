@@ -22,4 +22,11 @@ internal sealed class PackageDistributionService(ComponentHost host) : PackageDi
             Sha256 = Google.Protobuf.ByteString.CopyFrom(package.Sha256),
         };
     }
+
+    public override Task<ListDeployedResponse> ListDeployed(ListDeployedRequest request, ServerCallContext context)
+    {
+        var response = new ListDeployedResponse();
+        response.Names.AddRange(host.Packages.Select(p => p.Name));
+        return Task.FromResult(response);
+    }
 }

@@ -1,12 +1,11 @@
 using Akka.Actor;
 using Google.Protobuf;
 using Grpc.Core;
-using Grpc.Net.Client;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Admin;
 using Quintet.Manager.Internal;
-using Quintet.Protocol.Admin;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Components;
 
@@ -21,6 +20,7 @@ internal sealed partial class PackageReplicator(
     ComponentHost host,
     ManagerReports reports,
     Hosting.ManagerIdentity identity,
+    PeerChannels channels,
     ILogger<PackageReplicator> logger) : BackgroundService
 {
     /// <summary>The light group every manager joins to hear of deploys and undeploys.</summary>
@@ -127,11 +127,10 @@ internal sealed partial class PackageReplicator(
             return;
         }
 
-        using var channel = GrpcChannel.ForAddress(endpoint, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024 });
-        var list = await new ComponentAdmin.ComponentAdminClient(channel).ListPackagesAsync(new ListPackagesRequest(), deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
-        foreach (var package in list.Packages.Where(p => host.Packages.All(h => h.Name != p.Name)))
+        var list = await new PackageDistribution.PackageDistributionClient(channels.For(endpoint)).ListDeployedAsync(new ListDeployedRequest(), deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
+        foreach (var name in list.Names.Where(n => host.Packages.All(h => h.Name != n)))
         {
-            await FetchAndDeployAsync(package.Name, endpoint, cancellationToken);
+            await FetchAndDeployAsync(name, endpoint, cancellationToken);
         }
     }
 
@@ -139,8 +138,7 @@ internal sealed partial class PackageReplicator(
     {
         try
         {
-            using var channel = GrpcChannel.ForAddress(source, new GrpcChannelOptions { MaxReceiveMessageSize = 80 * 1024 * 1024 });
-            var response = await new PackageDistribution.PackageDistributionClient(channel).GetPackageAsync(
+            var response = await new PackageDistribution.PackageDistributionClient(channels.For(source)).GetPackageAsync(
                 new GetPackageRequest { Name = name }, deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
             await host.DeployZipAsync(response.PackageZip.Memory, cancellationToken);
         }

@@ -12,11 +12,13 @@ using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Diagnostics;
 using Quintet.Manager.Health;
+using Quintet.Manager.Internal;
+using Quintet.Manager.Invocation;
 using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifetime;
+using Quintet.Manager.Peers;
 using Quintet.Manager.Persistence;
 using Quintet.Protocol.Admin;
-using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Hosting;
 
@@ -57,7 +59,7 @@ public static class ManagerHostingExtensions
             ? settings.Cluster.Host
             : settings.GrpcHost;
         builder.Services.AddSingleton<ManagerProblems>();
-        builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<TimeProvider>(), sp.GetRequiredService<ManagerProblems>()));
+        builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<IHostApplicationLifetime>(), sp.GetRequiredService<TimeProvider>(), sp.GetRequiredService<ManagerProblems>()));
         builder.Services.AddSingleton<ManagerExitStatus>();
         builder.Services.AddSingleton<ManagerReports>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerReports>());
@@ -81,7 +83,7 @@ public static class ManagerHostingExtensions
                 o.IgnoreUnknownServices = true;
             })
             .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024))
-            .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerCalls.MaxMessageBytes)
+            .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerChannels.MaxMessageBytes)
             .AddServiceOptions<Persistence.Replication.StoreReplicationService>(o => o.MaxReceiveMessageSize = Persistence.Replication.StoreWire.MaxMessageBytes);
         builder.Services.AddSingleton(sp =>
         {
@@ -110,6 +112,9 @@ public static class ManagerHostingExtensions
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
         builder.Services.AddSingleton(settings.Store);
         builder.Services.AddCheckpointStore(builder.Configuration);
+        builder.Services.AddSingleton<PeerChannels>();
+        builder.Services.AddSingleton<PeerCalls>();
+        builder.Services.AddInvocationPipeline();
         builder.Services.AddSingleton(sp =>
         {
             var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);

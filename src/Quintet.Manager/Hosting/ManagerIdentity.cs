@@ -9,7 +9,7 @@ using Quintet.Protocol.Admin;
 namespace Quintet.Manager.Hosting;
 
 /// <summary>Who this manager is and where it listens: what it tells the others and the admin tools about itself.</summary>
-internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IServer server, TimeProvider time, ManagerProblems problems)
+internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IServer server, IHostApplicationLifetime lifetime, TimeProvider time, ManagerProblems problems)
 {
     private static readonly string ProductVersion =
         typeof(ManagerIdentity).Assembly.GetCustomAttribute<AssemblyInformationalVersionAttribute>()?.InformationalVersion ?? "unknown";
@@ -31,6 +31,25 @@ internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IS
 
             return $"{uri.Scheme}://{advertisedHost}:{uri.Port}";
         }
+    }
+
+    /// <summary>
+    /// The gRPC endpoint once the server listens. Hosted services (the directory among them) start before Kestrel binds,
+    /// and an endpoint announced before then would be empty for good in every other manager's copy.
+    /// </summary>
+    /// <exception cref="OperationCanceledException">The manager stopped before it listened.</exception>
+    public async Task<string> ListeningEndpointAsync()
+    {
+        if (!lifetime.ApplicationStarted.IsCancellationRequested)
+        {
+            var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            await using (lifetime.ApplicationStarted.Register(() => started.TrySetResult()))
+            {
+                await started.Task.WaitAsync(lifetime.ApplicationStopping);
+            }
+        }
+
+        return GrpcEndpoint;
     }
 
     public ManagerReport CreateReport()

@@ -1,3 +1,5 @@
+using Quintet.Manager.Invocation;
+
 namespace Quintet.Manager.Isolation;
 
 /// <summary>
@@ -9,6 +11,6 @@ internal interface IComponentInvoker
 {
     /// <summary>Calls <paramref name="operation"/> of <paramref name="service"/> on the instance with <paramref name="key"/>.</summary>
     /// <returns>The serialized response.</returns>
-    /// <exception cref="Components.InvocationException">The call failed; its status and message go to the caller as they are.</exception>
+    /// <exception cref="InvocationException">The call failed; its status and message go to the caller as they are.</exception>
     Task<byte[]> InvokeAsync(string service, string operation, string key, ReadOnlyMemory<byte> request, CancellationToken cancellationToken);
 }

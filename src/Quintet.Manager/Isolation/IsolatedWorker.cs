@@ -2,6 +2,7 @@ using System.ComponentModel;
 using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Components;
+using Quintet.Manager.Invocation;
 
 namespace Quintet.Manager.Isolation;
 

@@ -3,8 +3,9 @@ using Microsoft.Extensions.Options;
 using Quintet.Components;
 using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
-using Quintet.Manager.Persistence;
 using Quintet.Manager.Hosting;
+using Quintet.Manager.Invocation;
+using Quintet.Manager.Persistence;
 
 namespace Quintet.Manager.Isolation;
 

@@ -1,11 +1,11 @@
-using Quintet.Manager.Components;
+using Quintet.Manager.Invocation;
 
 namespace Quintet.Manager.Isolation;
 
 /// <summary>
 /// gRPC unary framing over an <see cref="IComponentInvoker"/>: one length-prefixed message in, one out, the status always
 /// in trailers. The isolated worker serves its package's <c>/{service}/{operation}</c> with it, for the one client it
-/// has, its manager, which sends the caller's bytes unchanged. The framing is <see cref="ComponentCallEndpoint"/>'s.
+/// has, its manager, which sends the caller's bytes unchanged. The framing is <see cref="UnaryFraming"/>'s.
 /// </summary>
 internal static class WorkerCallEndpoint
 {
@@ -16,6 +16,6 @@ internal static class WorkerCallEndpoint
 
     /// <summary>Serves one unary call through <paramref name="invoker"/>.</summary>
     public static Task HandleAsync(HttpContext context, string service, string operation, IComponentInvoker invoker) =>
-        ComponentCallEndpoint.ServeAsync(context, service, operation, async (call, cancellationToken) =>
-            (await invoker.InvokeAsync(service, operation, call.Key, call.Message, cancellationToken), null));
+        UnaryFraming.ServeAsync(context, service, operation, async (call, cancellationToken) =>
+            new InvocationResult(await invoker.InvokeAsync(service, operation, call.Key, call.Message, cancellationToken), null));
 }

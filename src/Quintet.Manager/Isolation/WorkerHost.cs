@@ -8,6 +8,7 @@ using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Quintet.Components;
 using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Invocation;
 using Quintet.Manager.Lifetime;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;

@@ -4,6 +4,7 @@ using Grpc.Core;
 using ProtoBuf;
 using Quintet.Components;
 using Quintet.Manager.Components;
+using Quintet.Manager.Invocation;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Isolation;

@@ -6,7 +6,7 @@ using System.Text;
 using Grpc.Core;
 using Grpc.Net.Client;
 using Quintet.Components;
-using Quintet.Manager.Components;
+using Quintet.Manager.Invocation;
 using Quintet.Protocol;
 
 namespace Quintet.Manager.Isolation;
@@ -301,7 +301,7 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
             new GrpcChannelOptions
             {
                 MaxReceiveMessageSize = 80 * 1024 * 1024,
-                MaxSendMessageSize = ComponentCallEndpoint.MaxRequestBytes,
+                MaxSendMessageSize = UnaryFraming.MaxRequestBytes,
                 HttpHandler = new SocketsHttpHandler
                 {
                     ConnectTimeout = TimeSpan.FromSeconds(5),

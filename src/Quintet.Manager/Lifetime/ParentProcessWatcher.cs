@@ -6,7 +6,7 @@ namespace Quintet.Manager.Lifetime;
 
 /// <summary>
 /// Stops the manager when the process named by <see cref="ManagerOptions.ParentProcessId"/> ends, so that managers
-/// started by a test or by <c>quintet demo</c> never outlive it, even when it is killed.
+/// started by a test or by <c>quintet-demo</c> never outlive it, even when it is killed.
 /// </summary>
 internal sealed partial class ParentProcessWatcher(
     IOptions<ManagerOptions> options,

@@ -85,7 +85,8 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
         services.AddSingleton(sp => new ManagerReplicaSet(
             sp.GetRequiredService<ReplicaStore>(),
             sp.GetRequiredService<InstanceDirectory>(),
-            sp.GetRequiredService<IOptions<StoreOptions>>().Value));
+            sp.GetRequiredService<IOptions<StoreOptions>>().Value,
+            sp.GetRequiredService<Peers.PeerChannels>()));
         services.AddSingleton(sp =>
         {
             var options = sp.GetRequiredService<IOptions<StoreOptions>>().Value;

@@ -6,6 +6,7 @@ using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Components;
 using Quintet.Manager.Components;
+using Quintet.Manager.Invocation;
 using Quintet.Manager.Isolation;
 using Samples.Counter;
 

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
-using Grpc.Net.Client;
 using Quintet.Manager.Components;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Persistence.Replication;
 
@@ -16,12 +16,13 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
     private readonly InstanceDirectory _directory;
     private readonly StoreOptions _options;
     private readonly ConcurrentDictionary<string, RemoteReplica> _remotes = new(StringComparer.Ordinal);
-    private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
+    private readonly PeerChannels _channels;
     private readonly HashSet<string> _known;
     private readonly Lock _gate = new();
 
-    public ManagerReplicaSet(ReplicaStore local, InstanceDirectory directory, StoreOptions options)
+    public ManagerReplicaSet(ReplicaStore local, InstanceDirectory directory, StoreOptions options, PeerChannels channels)
     {
+        _channels = channels;
         _local = local;
         _directory = directory;
         _options = options;
@@ -100,11 +101,6 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
         {
             remote.Dispose();
         }
-
-        foreach (var channel in _channels.Values)
-        {
-            channel.Dispose();
-        }
     }
 
     private RemoteReplica Remote(string name, string endpoint)
@@ -129,7 +125,6 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
 
     private RemoteReplica Create(string name, string endpoint)
     {
-        var channel = _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = StoreWire.MaxMessageBytes, MaxSendMessageSize = StoreWire.MaxMessageBytes }));
-        return new RemoteReplica(name, endpoint, channel, _local.Name, _options.ReplicationTimeout);
+        return new RemoteReplica(name, endpoint, _channels.For(endpoint), _local.Name, _options.ReplicationTimeout);
     }
 }

@@ -17,7 +17,7 @@ internal static class StoreWire
     /// The largest message between managers' replicas, either way: one stream's copy of <see cref="MaxStreamBytes"/>
     /// with room for its framing, or a batch of smaller operations.
     /// </summary>
-    public const int MaxMessageBytes = 80 * 1024 * 1024;
+    public const int MaxMessageBytes = Peers.PeerChannels.MaxMessageBytes;
 
     public static StoredEntry FromWire(StoreEntry entry) =>
         new(entry.Position, entry.Kind == (int)EntryKind.Checkpoint ? EntryKind.Checkpoint : EntryKind.Record, entry.Data.ToByteArray());

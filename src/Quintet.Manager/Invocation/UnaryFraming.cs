@@ -5,46 +5,27 @@ using System.IO.Pipelines;
 using Grpc.Core;
 using Quintet.Protocol;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Invocation;
 
-/// <summary>
-/// Serves the operations of deployed contracts as plain gRPC unary methods, <c>/{service}/{operation}</c>, so that any
-/// gRPC client can call them from the contract's <c>.proto</c>. grpc-dotnet binds methods only at startup and cannot
-/// add a package's methods later (grpc/grpc-dotnet#972), so this endpoint speaks gRPC's unary framing itself: one
-/// length-prefixed message in, one out, the status in trailers. The instance key travels in the <c>quintet-key</c>
-/// header, the deadline in <c>grpc-timeout</c>.
-/// </summary>
-/// <summary>One unary call as the endpoint read it.</summary>
+/// <summary>One unary call as the framing read it: the instance key, the undecoded message, the deadline and the headers.</summary>
 internal readonly record struct UnaryCall(string Key, byte[] Message, DateTimeOffset? Deadline, IHeaderDictionary Headers);
 
 /// <summary>Answers a unary call: the reply, and the endpoint of the manager that served it when another one did.</summary>
-internal delegate Task<(byte[] Reply, string? ServedBy)> UnaryHandler(UnaryCall call, CancellationToken cancellationToken);
+internal delegate Task<InvocationResult> UnaryHandler(UnaryCall call, CancellationToken cancellationToken);
 
-internal static class ComponentCallEndpoint
+/// <summary>
+/// gRPC's unary framing, spoken by hand: grpc-dotnet binds methods only at startup and cannot add a deployed package's
+/// methods later (grpc/grpc-dotnet#972). One length-prefixed message in, one out, the status always in trailers; the
+/// deadline from <c>grpc-timeout</c>. The component call endpoint and the isolated workers' endpoint share it.
+/// </summary>
+internal static class UnaryFraming
 {
-    private static long s_requests;
-
     /// <summary>The largest request accepted, as gRPC's default.</summary>
     public const int MaxRequestBytes = 4 * 1024 * 1024;
 
-    public static IEndpointConventionBuilder MapComponentCalls(this IEndpointRouteBuilder endpoints) =>
-        endpoints.MapPost("/{service}/{operation}", HandleAsync);
-
-    private static Task HandleAsync(HttpContext context, string service, string operation, ComponentHost host) =>
-        ServeAsync(context, service, operation, (call, cancellationToken) =>
-        {
-            var requestId = call.Headers[CallHeaders.RequestId].FirstOrDefault()
-                ?? string.Create(CultureInfo.InvariantCulture, $"{host.NodeName}-{Interlocked.Increment(ref s_requests)}");
-            var hops = int.TryParse(call.Headers[PeerCalls.HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
-            var routeEpoch = long.TryParse(call.Headers[PeerCalls.RouteEpochHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var e) ? e : 0;
-            var info = new CallInfo(requestId, call.Headers[CallHeaders.Caller].FirstOrDefault(), call.Deadline, hops, routeEpoch);
-            return host.InvokeAsync(service, operation, call.Key, call.Message, info, cancellationToken);
-        });
-
     /// <summary>
     /// Serves one gRPC unary call with <paramref name="handler"/>: reads the one message (refusing compressed, oversized
-    /// or extra ones), applies the deadline, writes the reply, and puts the status in trailers. Shared with the isolated
-    /// workers' endpoint.
+    /// or extra ones), applies the deadline, writes the reply, and puts the status in trailers.
     /// </summary>
     internal static async Task ServeAsync(HttpContext context, string service, string operation, UnaryHandler handler)
     {
@@ -101,6 +82,12 @@ internal static class ComponentCallEndpoint
         catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
         {
             // The caller went away; nobody is left to answer.
+        }
+        catch (Exception e) when (!context.RequestAborted.IsCancellationRequested)
+        {
+            // A fault of this manager, not of the call: said as INTERNAL with what failed, never as a bare HTTP 500.
+            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming)).LogError(e, "{Service}/{Operation} failed inside the manager", service, operation);
+            await FinishAsync(response, StatusCode.Internal, $"{service}/{operation} failed inside manager: {e.GetType().Name}: {e.Message}");
         }
     }
 

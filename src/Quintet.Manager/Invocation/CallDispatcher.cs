@@ -1,0 +1,96 @@
+using Grpc.Core;
+using Quintet.Components;
+using Quintet.Manager.Components;
+
+namespace Quintet.Manager.Invocation;
+
+/// <summary>
+/// The last stage of the <see cref="InvocationPipeline"/>: finds the class serving the contract and the instance's
+/// owner in the directory (placing the instance first if it has none), and either serves the call here or forwards its
+/// bytes to the owner. Calls that reach a manager whose copy of the directory lags are held until it catches up rather
+/// than bounced back; calls on an instance that moves while they wait are routed again, a few hops at most.
+/// </summary>
+internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwarding)
+{
+    private const int MaxHops = 4;
+
+    /// <summary>
+    /// How long a forwarded call waits for this manager's directory to learn the placement it was routed by. Copies lag
+    /// by milliseconds; the bound matters only when the wait is moot: an instance released and placed again starts its
+    /// epochs over, so a forwarder with an older copy can name a higher epoch than this newer copy ever will.
+    /// </summary>
+    private static readonly TimeSpan CatchUpWait = TimeSpan.FromSeconds(2);
+
+    /// <summary>Dispatches one call.</summary>
+    /// <exception cref="InvocationException">Unknown contract or operation, malformed request, failed activation,
+    /// unreachable owner or a failing component; each with its own status.</exception>
+    public async Task<InvocationResult> DispatchAsync(ComponentInvocation call, CancellationToken cancellationToken)
+    {
+        var (componentClass, contract) = host.Resolve(call.Service);
+        if (!contract.Operations.TryGetValue(call.Operation, out var op))
+        {
+            throw new InvocationException(StatusCode.Unimplemented, $"Contract '{call.Service}' has no operation '{call.Operation}'; it has {string.Join(", ", contract.Operations.Keys.Order(StringComparer.Ordinal))}.");
+        }
+
+        var id = new InstanceId(componentClass.Name, call.Key);
+        var directory = host.Directory;
+        if (componentClass.Qos.Instancing == InstancingStyle.Fresh && !directory.Exists(id))
+        {
+            throw new InvocationException(StatusCode.NotFound, $"{componentClass.Name} makes fresh instances: create one with CreateInstance and call it by the key it returns; '{call.Key}' was never created, or was destroyed.");
+        }
+
+        // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs
+        // every call in the one total order anyway), rather than passing it to the owner.
+        if (host.TryCallLocalReplica(id, componentClass.Qos, call.Service, call.Operation, call.Request, cancellationToken) is { } replicated)
+        {
+            return new InvocationResult(await replicated, null);
+        }
+
+        var caughtUp = false;
+        for (var attempt = 0; ; attempt++)
+        {
+            if (!directory.TryRoute(id, out var route))
+            {
+                route = await directory.RouteAsync(id, componentClass.Qos, cancellationToken);
+            }
+
+            if (!route.IsLocal && call.Info.RouteEpoch > route.Epoch && !caughtUp)
+            {
+                // The manager that forwarded the call here knows a later placement than this copy of the directory:
+                // passing it back would bounce it between the two until the hops ran out. Wait for this copy instead.
+                caughtUp = true;
+                if (await directory.CatchUpAsync(id, call.Info.RouteEpoch, CatchUpWait, cancellationToken))
+                {
+                    continue;
+                }
+            }
+
+            if (!route.IsLocal)
+            {
+                if (call.Info.Hops >= MaxHops)
+                {
+                    throw new InvocationException(StatusCode.Unavailable, $"{id} is moving between managers faster than the call could follow ({call.Info.Hops} hops); retry.");
+                }
+
+                if (string.IsNullOrEmpty(route.Endpoint))
+                {
+                    throw new InvocationException(StatusCode.Unavailable, $"{id} is owned by manager {route.OwnerNode}, whose endpoint this manager does not know yet; retry.");
+                }
+
+                var reply = await forwarding.ForwardAsync(route.Endpoint, call, call.Info with { Hops = call.Info.Hops + 1, RouteEpoch = route.Epoch }, cancellationToken);
+                return new InvocationResult(reply, route.Endpoint);
+            }
+
+            if (await host.ServeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, cancellationToken) is { } served)
+            {
+                return new InvocationResult(served, null);
+            }
+
+            // The instance left this manager (migrated, or its ownership ended) while the call waited: route again.
+            if (attempt >= MaxHops)
+            {
+                throw new InvocationException(StatusCode.Unavailable, $"{id} kept moving while the call waited; retry.");
+            }
+        }
+    }
+}

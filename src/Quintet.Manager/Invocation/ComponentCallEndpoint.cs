@@ -1,0 +1,38 @@
+using System.Globalization;
+using Quintet.Manager.Hosting;
+using Quintet.Protocol;
+
+namespace Quintet.Manager.Invocation;
+
+/// <summary>
+/// Serves the operations of deployed contracts as plain gRPC unary methods, <c>/{service}/{operation}</c>, so that any
+/// gRPC client can call them from the contract's <c>.proto</c>, and the same calls passed on by other managers on the
+/// managers' own route (<see cref="PeerForwarding.RoutePrefix"/>). Both go through the <see cref="InvocationPipeline"/>.
+/// The instance key travels in the <c>quintet-key</c> header, the deadline in <c>grpc-timeout</c>.
+/// </summary>
+internal static class ComponentCallEndpoint
+{
+    private static long s_requests;
+
+    /// <summary>Maps the public route for clients and the forwarded route for managers.</summary>
+    public static IEndpointRouteBuilder MapComponentCalls(this IEndpointRouteBuilder endpoints)
+    {
+        endpoints.MapPost("/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
+            ServeAsync(context, CallOrigin.Client, service, operation, pipeline, identity.NodeName));
+        endpoints.MapPost(PeerForwarding.RoutePrefix + "/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
+            ServeAsync(context, CallOrigin.Forwarded, service, operation, pipeline, identity.NodeName));
+        return endpoints;
+    }
+
+    private static Task ServeAsync(HttpContext context, CallOrigin origin, string service, string operation, InvocationPipeline pipeline, string nodeName) =>
+        UnaryFraming.ServeAsync(context, service, operation, (call, cancellationToken) =>
+        {
+            var requestId = call.Headers[CallHeaders.RequestId].FirstOrDefault()
+                ?? string.Create(CultureInfo.InvariantCulture, $"{nodeName}-{Interlocked.Increment(ref s_requests)}");
+
+            // Hops and the route epoch steer a call between managers; a client cannot set them.
+            var (hops, routeEpoch) = origin == CallOrigin.Forwarded ? PeerForwarding.ReadRouting(call.Headers) : (0, 0L);
+            var info = new CallInfo(requestId, Caller: null, call.Deadline, hops, routeEpoch);
+            return pipeline.InvokeAsync(new ComponentInvocation(context, origin, service, operation, call.Key, call.Message, info), cancellationToken);
+        });
+}
