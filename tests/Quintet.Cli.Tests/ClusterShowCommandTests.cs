@@ -87,15 +87,4 @@ public class ClusterShowCommandTests
         Assert.Equal(ExitCodes.Usage, code);
         Assert.Contains("clutser", error, StringComparison.Ordinal);
     }
-
-    [Theory]
-    [InlineData("0")]
-    [InlineData("17")]
-    public async Task Demo_refuses_a_cluster_size_outside_1_to_16(string size)
-    {
-        var (code, _, error) = await RunAsync("demo", "--managers", size);
-
-        Assert.Equal(ExitCodes.Usage, code);
-        Assert.Contains("--managers must be between 1 and 16", error, StringComparison.Ordinal);
-    }
 }

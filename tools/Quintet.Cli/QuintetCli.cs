@@ -12,7 +12,20 @@ public static class QuintetCli
     /// <param name="output">Where results go; the process's standard output when null.</param>
     /// <param name="error">Where errors go; the process's standard error when null.</param>
     /// <param name="cancellationToken">Stops the command as Ctrl+C would.</param>
-    public static async Task<int> RunAsync(string[] args, TextWriter? output = null, TextWriter? error = null, CancellationToken cancellationToken = default)
+    public static Task<int> RunAsync(string[] args, TextWriter? output = null, TextWriter? error = null, CancellationToken cancellationToken = default) =>
+        RunAsync(args, "quintet", context => new RootCommand("Quintet: a reliable component application server for .NET.")
+        {
+            ClusterCommand.Create(context),
+            ComponentCommand.Create(context),
+            ComponentCommand.CreateProto(context),
+            QosCommand.Create(context),
+        }, output, error, cancellationToken);
+
+    /// <summary>
+    /// Runs the command line that <paramref name="createRoot"/> builds for the program <paramref name="program"/>, with the
+    /// console, error messages and exit codes of <c>quintet</c>.
+    /// </summary>
+    internal static async Task<int> RunAsync(string[] args, string program, Func<CliContext, RootCommand> createRoot, TextWriter? output = null, TextWriter? error = null, CancellationToken cancellationToken = default)
     {
         output ??= Console.Out;
         error ??= Console.Error;
@@ -29,26 +42,19 @@ public static class QuintetCli
             console.Profile.Width = 200;
         }
 
-        var context = new CliContext(console, error);
+        var context = new CliContext(console, error, program);
 
-        var root = new RootCommand("Quintet: a reliable component application server for .NET.")
-        {
-            DemoCommand.Create(context),
-            ClusterCommand.Create(context),
-            ComponentCommand.Create(context),
-            ComponentCommand.CreateProto(context),
-            QosCommand.Create(context),
-        };
+        var root = createRoot(context);
 
         var parse = root.Parse(args);
         if (parse.Errors.Count > 0)
         {
             foreach (var parseError in parse.Errors)
             {
-                await error.WriteLineAsync($"quintet: {parseError.Message}");
+                await error.WriteLineAsync($"{program}: {parseError.Message}");
             }
 
-            await error.WriteLineAsync("Run 'quintet --help' for usage.");
+            await error.WriteLineAsync($"Run '{program} --help' for usage.");
             return ExitCodes.Usage;
         }
 
@@ -65,11 +71,11 @@ public static class QuintetCli
 }
 
 /// <summary>What every command writes to: the rich console for results, a plain writer for errors.</summary>
-internal sealed record CliContext(IAnsiConsole Console, TextWriter Error)
+internal sealed record CliContext(IAnsiConsole Console, TextWriter Error, string Program = "quintet")
 {
     public int Fail(int exitCode, string message)
     {
-        Error.WriteLine($"quintet: {message}");
+        Error.WriteLine($"{Program}: {message}");
         return exitCode;
     }
 }

@@ -1,19 +1,21 @@
 using System.CommandLine;
 using System.Diagnostics;
 using Grpc.Core;
+using Quintet.Cli;
 using Quintet.Cli.Rendering;
 using Quintet.Protocol.Admin;
 using Quintet.TestingHost;
 using Spectre.Console;
 
-namespace Quintet.Cli.Commands;
+namespace Quintet.Demo;
 
-/// <summary><c>quintet demo</c>: a local cluster of managers on loopback, running until Ctrl+C.</summary>
+/// <summary><c>quintet-demo</c>: a local cluster of managers on loopback, running until Ctrl+C.</summary>
 internal static class DemoCommand
 {
     private static readonly TimeSpan WatchInterval = TimeSpan.FromSeconds(1);
 
-    public static Command Create(CliContext context)
+    /// <summary>The demo's command line: its options and what it runs.</summary>
+    public static RootCommand CreateRoot(CliContext context)
     {
         var managers = new Option<int>("--managers", "-n")
         {
@@ -44,7 +46,7 @@ internal static class DemoCommand
         };
         var noKill = new Option<bool>("--no-kill") { Description = "Kill no manager." };
 
-        var demo = new Command("demo", "Start a local cluster on loopback, deploy the BankAccount sample, drive clients, kill a manager; Ctrl+C stops everything.")
+        var demo = new RootCommand("Start a local Quintet cluster on loopback, deploy the BankAccount sample, drive clients, kill a manager; Ctrl+C stops everything.")
         {
             managers, host, duration, killAfter, noKill,
         };

@@ -7,7 +7,7 @@ using Quintet.Protocol.Admin;
 using Quintet.TestingHost;
 using Samples.BankAccount;
 
-namespace Quintet.Cli.Commands;
+namespace Quintet.Demo;
 
 /// <summary>
 /// The demo's sample traffic: deploys the BankAccount sample (it ships beside the CLI; primary/backup accounts) and
