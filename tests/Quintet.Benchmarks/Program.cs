@@ -1,7 +1,3 @@
-using System.Diagnostics;
-using System.Globalization;
-using Quintet.Benchmarks;
-
 // Figures of Quintet, each beside a peer measured in the same run:
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5]
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N]
@@ -14,6 +10,10 @@ using Quintet.Benchmarks;
 //   (log: the local log's commit alone beside the fdatasync floor, in a few seconds, without a cluster)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- capture [--entries 1000000 --value-bytes 64 --rounds 5]
 //   (capture: how long a large shared dictionary's capture holds its replica's commands, beside the capture it replaced)
+using System.Diagnostics;
+using System.Globalization;
+using Quintet.Benchmarks;
+
 if (args.Length > 0 && args[0] == "calls")
 {
     await CallBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--concurrency", [1, 64]), Arguments.Int(args, "--instances", 100_000));

@@ -1,7 +1,7 @@
 using System.Buffers;
 using System.Runtime.CompilerServices;
-using Quintet.Manager.Components;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Packages;
 using Samples.Counter;
 
 namespace Quintet.Manager.Tests;

@@ -1,5 +1,5 @@
 using Quintet.Components;
-using Quintet.Manager.Components;
+using Quintet.Manager.Packages;
 
 namespace Quintet.Manager.Tests;
 

@@ -4,8 +4,8 @@ using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Hosting;
-using Quintet.Protocol.Admin;
 using Quintet.Manager.Internal;
+using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Admin;
 

@@ -3,6 +3,9 @@ using System.Diagnostics;
 using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Lifecycle;
+using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Components;

@@ -7,6 +7,9 @@ using Quintet.Components;
 using Quintet.Manager.Hosting;
 using Quintet.Manager.Invocation;
 using Quintet.Manager.Isolation;
+using Quintet.Manager.Lifecycle;
+using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Components;
@@ -62,6 +65,12 @@ internal sealed partial class ComponentHost : IAsyncDisposable
 
     /// <summary>This manager's node name.</summary>
     public string NodeName => identity.NodeName;
+
+    /// <summary>The host's logger, shared with the replicas it runs.</summary>
+    internal ILogger Logger => logger;
+
+    /// <summary>Where active replicas keep their streams: each its own, in this manager's local store.</summary>
+    internal Persistence.ActiveReplicaCheckpoints ReplicaCheckpoints => _replicaCheckpoints;
 
     /// <summary>Instances this manager hosts (active, retired or migrating).</summary>
     public int InstanceCount => _shadows.Count;

@@ -1,3 +1,4 @@
+
 namespace Quintet.Manager.Configuration;
 
 /// <summary>The manager's configuration is invalid; each failure names the setting to fix.</summary>

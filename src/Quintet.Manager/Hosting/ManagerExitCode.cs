@@ -1,3 +1,4 @@
+
 namespace Quintet.Manager.Hosting;
 
 /// <summary>The process exit codes of the manager, for supervisors and scripts.</summary>

@@ -1,3 +1,4 @@
+
 namespace Quintet.Manager.Hosting;
 
 /// <summary>The exit code the process will return when the host stops; set by whatever decided to stop it.</summary>

@@ -1,6 +1,7 @@
 using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Components;
+using Quintet.Manager.Ownership;
 
 namespace Quintet.Manager.Invocation;
 

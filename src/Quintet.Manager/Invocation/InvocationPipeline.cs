@@ -1,3 +1,4 @@
+
 namespace Quintet.Manager.Invocation;
 
 /// <summary>The rest of the pipeline after a step: the next step, or finally the <see cref="CallDispatcher"/>.</summary>

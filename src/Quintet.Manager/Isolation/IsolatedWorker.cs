@@ -1,8 +1,8 @@
 using System.ComponentModel;
 using Grpc.Core;
 using Quintet.Components;
-using Quintet.Manager.Components;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Packages;
 
 namespace Quintet.Manager.Isolation;
 

@@ -1,10 +1,10 @@
 using Grpc.Core;
 using Microsoft.Extensions.Options;
 using Quintet.Components;
-using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Hosting;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Packages;
 using Quintet.Manager.Persistence;
 
 namespace Quintet.Manager.Isolation;

@@ -6,10 +6,10 @@ using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Quintet.Components;
-using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Invocation;
 using Quintet.Manager.Lifetime;
+using Quintet.Manager.Packages;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 

@@ -5,6 +5,8 @@ using ProtoBuf;
 using Quintet.Components;
 using Quintet.Manager.Components;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Isolation;

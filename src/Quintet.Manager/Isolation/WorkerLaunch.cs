@@ -1,3 +1,4 @@
+
 namespace Quintet.Manager.Isolation;
 
 /// <summary>

@@ -1,8 +1,8 @@
 using Microsoft.Extensions.Options;
-using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Health;
 using Quintet.Manager.Hosting;
+using Quintet.Manager.Ownership;
 using Quintet.Manager.Persistence.Replication;
 using Quintet.Persistence;
 

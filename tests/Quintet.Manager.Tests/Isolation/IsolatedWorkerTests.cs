@@ -5,9 +5,9 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Components;
-using Quintet.Manager.Components;
 using Quintet.Manager.Invocation;
 using Quintet.Manager.Isolation;
+using Quintet.Manager.Packages;
 using Samples.Counter;
 
 namespace Quintet.Manager.Tests.Isolation;

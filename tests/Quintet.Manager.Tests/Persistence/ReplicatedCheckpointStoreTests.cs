@@ -1,7 +1,7 @@
 using System.Text;
 using Microsoft.Extensions.Logging.Abstractions;
-using Quintet.Manager.Persistence.Replication;
 using Quintet.Manager.Persistence;
+using Quintet.Manager.Persistence.Replication;
 using Quintet.Persistence;
 using Quintet.Runtime.Storage;
 using Quintet.Tests.Storage;

@@ -1,5 +1,5 @@
 using System.Collections.Concurrent;
-using Quintet.Manager.Components;
+using Quintet.Manager.Ownership;
 using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Persistence.Replication;

@@ -1,7 +1,8 @@
 using Grpc.Core;
+using Quintet.Manager.Components;
 using Quintet.Manager.Internal;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Packages;
 
 /// <summary>Hands the zip of a package deployed here to a manager that is deploying it too (managers only).</summary>
 internal sealed class PackageDistributionService(ComponentHost host) : PackageDistribution.PackageDistributionBase

@@ -4,10 +4,11 @@ using Grpc.Core;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Admin;
+using Quintet.Manager.Components;
 using Quintet.Manager.Internal;
 using Quintet.Manager.Peers;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Packages;
 
 /// <summary>
 /// Keeps every manager's packages the same: a deploy or undeploy on one manager is told to the others in total order

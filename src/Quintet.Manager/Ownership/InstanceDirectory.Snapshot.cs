@@ -3,7 +3,7 @@ using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Internal;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Ownership;
 
 // The directory as a snapshot for a joining manager (sent in chunks, installed once the last arrives), and the
 // conversion of its entries to and from the wire.

@@ -3,7 +3,7 @@ using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Runtime.States;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Lifecycle;
 
 /// <summary>
 /// An activation's groups and state registrations: each a light group member of this manager, whose deliveries and

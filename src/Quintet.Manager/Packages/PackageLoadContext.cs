@@ -1,7 +1,7 @@
 using System.Reflection;
 using System.Runtime.Loader;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Packages;
 
 /// <summary>
 /// The collectible load context of one deployed package: its own assemblies load here, so undeploying unloads them;

@@ -5,7 +5,7 @@ using Quintet.Components;
 using YamlDotNet.Core;
 using YamlDotNet.RepresentationModel;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Packages;
 
 /// <summary>The two ways a QoS spec is written.</summary>
 internal enum QosSpecFormat

@@ -5,7 +5,7 @@ using ProtoBuf;
 using ProtoBuf.Meta;
 using Quintet.Components;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Packages;
 
 /// <summary>One operation of a contract, ready to call: its wire name, its message types and a compiled invoker.</summary>
 internal sealed class ComponentOperation

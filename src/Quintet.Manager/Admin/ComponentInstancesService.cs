@@ -1,8 +1,11 @@
 using Grpc.Core;
+using Quintet.Manager.Components;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
 using Quintet.Protocol.Admin;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Admin;
 
 /// <summary>Creating and destroying fresh instances (QoS <c>instancing: fresh</c>) for clients.</summary>
 internal sealed class ComponentInstancesService(ComponentHost host) : ComponentInstances.ComponentInstancesBase

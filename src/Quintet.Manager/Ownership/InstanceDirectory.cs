@@ -9,7 +9,7 @@ using Quintet.Manager.Hosting;
 using Quintet.Manager.Internal;
 using Quintet.Manager.Invocation;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Ownership;
 
 /// <summary>One keyed instance of a component class, cluster-wide.</summary>
 internal readonly record struct InstanceId(string ClassName, string Key)

@@ -1,8 +1,10 @@
 using System.Diagnostics;
 using System.Text.Json;
 using Quintet.Components;
+using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Lifecycle;
 
 /// <summary>Where an instance owned by this manager stands.</summary>
 internal enum ShadowState

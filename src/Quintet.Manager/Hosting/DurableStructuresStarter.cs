@@ -1,7 +1,7 @@
 using Quintet.Core.Cluster;
 using Quintet.Runtime.Structures;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Hosting;
 
 /// <summary>
 /// Once this manager is up, joins the catalog of durable shared structures and opens its replica of each (see

@@ -4,7 +4,7 @@ using ProtoBuf;
 using ProtoBuf.Meta;
 using Quintet.Components;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Packages;
 
 /// <summary>A package loaded in its own collectible context: its component classes, ready to instantiate and call.</summary>
 internal sealed class ComponentPackage(PackageManifest manifest, string directory, PackageLoadContext context, IReadOnlyList<ComponentClass> classes)

@@ -2,8 +2,9 @@ using System.Collections.Concurrent;
 using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
+using Quintet.Manager.Packages;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Lifecycle;
 
 /// <summary>
 /// Puts the factory of each class whose manifest names one into the class's ClassGroup on this manager (role

@@ -1,7 +1,7 @@
 using System.Text.Json;
 using System.Text.Json.Serialization;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.Packages;
 
 /// <summary>
 /// A component package's manifest, <c>quintet-package.json</c> at the package's root: its name and version, the

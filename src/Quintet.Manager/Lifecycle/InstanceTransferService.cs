@@ -1,0 +1,45 @@
+using Grpc.Core;
+using Quintet.Manager.Components;
+using Quintet.Manager.Internal;
+using Quintet.Manager.Invocation;
+using Quintet.Manager.Ownership;
+
+namespace Quintet.Manager.Lifecycle;
+
+/// <summary>The receiving side of <see cref="PeerCalls.AcceptInstanceAsync"/>.</summary>
+internal sealed class InstanceTransferService(ComponentHost host) : InstanceTransfer.InstanceTransferBase
+{
+    public override async Task<AcceptInstanceResponse> AcceptInstance(AcceptInstanceRequest request, ServerCallContext context)
+    {
+        try
+        {
+            await host.AcceptInstanceAsync(
+                new InstanceId(request.Instance.ClassName, request.Instance.Key),
+                request.Epoch,
+                request.HasMigratedState ? request.MigratedState.ToByteArray() : null,
+                request.HasCheckpoint ? request.Checkpoint.Memory : null,
+                [.. request.Log.Select(r => r.Memory)],
+                context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return new AcceptInstanceResponse();
+    }
+
+    public override async Task<PushBackupResponse> PushBackup(PushBackupRequest request, ServerCallContext context)
+    {
+        try
+        {
+            await host.KeepBackupAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return new PushBackupResponse { Manager = host.NodeName };
+    }
+}
