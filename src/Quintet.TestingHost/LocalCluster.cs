@@ -242,6 +242,17 @@ public sealed class LocalCluster : IAsyncDisposable
     }
 
     /// <summary>
+    /// What the manager's member of the managers group still has in flight (blocked by a view change, entries some
+    /// member has not processed, sends not yet out), asked of its group actor through the diagnostics API.
+    /// </summary>
+    public async Task<GroupProgress> GroupProgressAsync(ManagerProcess manager, CancellationToken cancellationToken = default)
+    {
+        EnsureOwned(manager);
+        return await new GroupDiagnostics.GroupDiagnosticsClient(manager.Channel).GetGroupProgressAsync(
+            new GroupStatusRequest(), deadline: DateTime.UtcNow + CallDeadline, cancellationToken: cancellationToken);
+    }
+
+    /// <summary>
     /// Waits until every one of <paramref name="managers"/> is in the primary component, in one and the same group view of
     /// exactly those managers, and returns how long that took.
     /// </summary>

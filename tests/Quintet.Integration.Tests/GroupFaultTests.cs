@@ -38,29 +38,25 @@ public class GroupFaultTests(ITestOutputHelper output)
                 deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
         }));
 
-    /// <summary>Stops the traffic, lets the groups settle, and checks every manager's trace and every light group's.</summary>
+    /// <summary>Stops the traffic, waits until the group is quiet, and checks every manager's and light group's trace.</summary>
     private async Task StopAndCheckAsync(LocalCluster cluster, string traceDirectory)
     {
-        // Every light member leaves (the workload returns once they have), so no message is in flight while the traces
-        // are read: a send read after its delivery would look invented.
+        // Every light member leaves (the workload returns once they have), and the traces are read once nothing is in
+        // flight: a send read after its delivery would look invented, a send read before it delivered would look lost.
         await Task.WhenAll(cluster.Active.SelectMany(m => new Task[]
         {
             Diagnostics(m).SetWorkloadAsync(new SetWorkloadRequest(), deadline: DateTime.UtcNow.AddSeconds(5)).ResponseAsync,
             Diagnostics(m).SetLightWorkloadAsync(new SetLightWorkloadRequest(), deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
         }));
-        await Task.Delay(TimeSpan.FromSeconds(3));
-        var files = Directory.GetFiles(traceDirectory, "*.jsonl");
-        var light = files.Where(f => Path.GetFileName(f).StartsWith("light-", StringComparison.Ordinal)).ToList();
-        var events = files.Except(light).SelectMany(JsonLinesTraceSink.Read).ToList();
+        var (events, lightEvents) = await GroupTraces.ReadWhenQuiescentAsync(cluster, traceDirectory, output);
         var sends = events.Count(e => e.Kind == GroupTraceKind.Send);
         var deliveries = events.Count(e => e.Kind == GroupTraceKind.Deliver);
-        output.WriteLine($"managers group traces: {files.Length - light.Count} members, {sends} sends, {deliveries} deliveries, {events.Count(e => e.Kind == GroupTraceKind.Install)} installs");
+        output.WriteLine($"managers group traces: {events.Select(e => e.Member).Distinct().Count()} members, {sends} sends, {deliveries} deliveries, {events.Count(e => e.Kind == GroupTraceKind.Install)} installs");
         Assert.True(sends > 100, $"only {sends} messages were multicast");
 
         var result = VirtualSynchronyChecker.Check(events, quiescent: true);
         Assert.True(result.Passed, result.ToString());
 
-        var lightEvents = light.SelectMany(JsonLinesTraceSink.Read).ToList();
         foreach (var group in lightEvents.GroupBy(e => e.Group))
         {
             var members = group.Select(e => e.Member).Distinct().Count();

@@ -81,6 +81,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             _engine.AcknowledgeNow(Now);
         });
         Receive<GroupHandle.Drain>(_ => DrainSends());
+        Receive<GroupHandle.ProgressQuery>(_ => Sender.Tell(new GroupMemberProgress(
+            _engine.View, _engine.IsBlocked, _engine.UnstableEntries, _engine.QueuedSends + _light.WaitingSends + _handle.WaitingSends)));
         Receive<GroupHandle.LeaveCommand>(_ => _engine.Leave(Now));
         Receive<LightGroupMember.JoinCommand>(c => c.Member.Joining(_light.Join(c.Member.Group, c.Member.Role, c.Member, c.Member.Tag)));
         Receive<LightGroupMember.LeaveCommand>(c => _light.Leave(c.Member.Self));
@@ -584,6 +586,14 @@ public sealed class GroupHandle
     }
 
     /// <summary>
+    /// What this member still has in flight, asked of its actor: the answer reflects every input the actor handled
+    /// before the question. For tests and diagnostics that wait until the group is quiet.
+    /// </summary>
+    /// <exception cref="AskTimeoutException">The actor did not answer within <paramref name="timeout"/> (or is gone).</exception>
+    public Task<GroupMemberProgress> GetProgressAsync(TimeSpan timeout, CancellationToken cancellationToken = default) =>
+        _actor.Ask<GroupMemberProgress>(ProgressQuery.Instance, timeout, cancellationToken);
+
+    /// <summary>
     /// Joins (or creates) the light group <paramref name="group"/> multiplexed on this group, as a new member hosted by
     /// this manager. Completes once a view of the light group includes the member.
     /// </summary>
@@ -640,6 +650,14 @@ public sealed class GroupHandle
     internal void DrainStarted() => Volatile.Write(ref _drainRequested, 0);
 
     internal bool TryTakeSend(out PendingMulticast pending) => _sends.Reader.TryRead(out pending!);
+
+    /// <summary>Multicasts handed to this handle that the actor has not taken into the protocol yet.</summary>
+    internal int WaitingSends => _sends.Reader.Count;
+
+    internal sealed class ProgressQuery
+    {
+        public static readonly ProgressQuery Instance = new();
+    }
 
     internal sealed class Drain
     {

@@ -85,6 +85,38 @@ internal sealed partial class GroupEngine
     /// <summary>Payload bytes held for all senders.</summary>
     public long HeldBytes => _streams.Sum(s => s.HeldBytes);
 
+    /// <summary>
+    /// Entries of the current view (messages and order records) held here that some member has not processed yet, as
+    /// far as this member knows: per sender, the highest seq held less the least any member reported processed in its
+    /// last digest. A message in flight counts at its sender at least, until every member told the sender it delivered
+    /// it; a quiet group gets to 0 everywhere within a digest interval, with no traffic but the digests.
+    /// </summary>
+    public long UnstableEntries
+    {
+        get
+        {
+            long unstable = 0;
+            for (var r = 0; r < _streams.Length; r++)
+            {
+                var least = _streams[r].Processed;
+                for (var member = 0; member < _digests.Length; member++)
+                {
+                    if (member != _rank)
+                    {
+                        least = Math.Min(least, _digests[member][r]);
+                    }
+                }
+
+                unstable += Math.Max(0, _streams[r].HighestReceived - least);
+            }
+
+            return unstable;
+        }
+    }
+
+    /// <summary>Sends held while a view change runs; they go out in the next view.</summary>
+    public int QueuedSends => _queuedSends.Count;
+
     /// <summary>Starts a new group with this member alone, in view 1 (or above every view id it has known).</summary>
     public void Bootstrap(TimeSpan now)
     {

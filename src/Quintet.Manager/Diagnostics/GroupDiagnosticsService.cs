@@ -26,6 +26,9 @@ internal sealed class GroupDiagnosticsService(
     LightGroupWorkload light,
     IOptions<DiagnosticsOptions> options) : GroupDiagnostics.GroupDiagnosticsBase
 {
+    /// <summary>A busy actor answers within milliseconds; a stopped one never does.</summary>
+    private static readonly TimeSpan ProgressTimeout = TimeSpan.FromSeconds(2);
+
     public override Task<GroupStatus> GetGroupStatus(GroupStatusRequest request, ServerCallContext context)
     {
         if (request.Group.Length > 0 && request.Group != GroupService.ManagersGroup)
@@ -58,6 +61,40 @@ internal sealed class GroupDiagnosticsService(
         }
 
         return Task.FromResult(status);
+    }
+
+    public override async Task<GroupProgress> GetGroupProgress(GroupStatusRequest request, ServerCallContext context)
+    {
+        if (request.Group.Length > 0 && request.Group != GroupService.ManagersGroup)
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"This manager is in no group '{request.Group}'; it knows '{GroupService.ManagersGroup}'."));
+        }
+
+        var group = monitor.Group;
+        GroupMemberProgress progress;
+        try
+        {
+            progress = await group.GetProgressAsync(ProgressTimeout, context.CancellationToken);
+        }
+        catch (Akka.Actor.AskTimeoutException)
+        {
+            throw new RpcException(new Status(StatusCode.Unavailable, $"The group actor did not answer within {ProgressTimeout.TotalSeconds:F0} s."));
+        }
+
+        var status = new GroupProgress
+        {
+            Self = group.Self.ToString(),
+            ViewId = progress.View?.Id ?? 0,
+            Blocked = progress.Blocked,
+            UnstableEntries = progress.UnstableEntries,
+            WaitingSends = progress.WaitingSends,
+        };
+        if (progress.View is { } view)
+        {
+            status.Members.AddRange(view.Members.Select(m => m.ToString()));
+        }
+
+        return status;
     }
 
     public override Task<SetWorkloadResponse> SetWorkload(SetWorkloadRequest request, ServerCallContext context)

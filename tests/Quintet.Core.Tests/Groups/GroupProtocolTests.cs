@@ -215,6 +215,57 @@ public class GroupProtocolTests(ITestOutputHelper output)
         Assert.All(simulation.Members, m => Assert.Equal(0, m.Engine.HeldBytes));
     }
 
+    /// <summary>
+    /// A run's last messages need no traffic after them: the digests of the ticks alone acknowledge and announce them.
+    /// Members acknowledge as a manager's do (<see cref="GroupEngine.HoldAcks"/>), here with nobody ever calling
+    /// <see cref="GroupEngine.AcknowledgeNow"/>, so that only the ticks are left to do it.
+    /// </summary>
+    [Fact]
+    public void The_last_total_order_messages_of_a_quiet_group_are_delivered_everywhere_with_nothing_but_ticks()
+    {
+        var simulation = Start(3);
+        simulation.RunFor(Second);
+        var (sequencer, other) = (simulation.Members[0], simulation.Members[2]);
+        Assert.Equal(sequencer.Engine.Self, sequencer.Engine.View!.Members[0]);
+        foreach (var member in simulation.Members)
+        {
+            member.Engine.HoldAcks();
+        }
+
+        Assert.Equal(SendStatus.Sent, sequencer.Engine.Send(MessageOrdering.Total, new byte[] { 1 }, simulation.Now));
+        Assert.Equal(SendStatus.Sent, sequencer.Engine.Send(MessageOrdering.Total, new byte[] { 2 }, simulation.Now));
+        Assert.Equal(SendStatus.Sent, other.Engine.Send(MessageOrdering.Total, new byte[] { 3 }, simulation.Now));
+        simulation.RunFor(Second);
+
+        Assert.All(simulation.Members, m => Assert.Equal<byte>([1, 2, 3], m.Deliveries.Where(d => d.ViewId == m.Engine.View!.Id).Select(d => d.Payload.Span[0]).Order()));
+        Assert.All(simulation.Members, m => Assert.Equal(0, m.Engine.UnstableEntries));
+        AssertProperties(simulation);
+    }
+
+    /// <summary>
+    /// What a test waits on before it reads a group's traces: a message counts as unstable at its sender until every
+    /// member told the sender that it processed it; a member that does not deliver keeps it so.
+    /// </summary>
+    [Fact]
+    public void A_message_is_unstable_at_its_sender_until_every_member_told_it_that_it_delivered_it()
+    {
+        var simulation = Start(3);
+        simulation.RunFor(Second);
+        var (sender, reader) = (simulation.Members[1], simulation.Members[2]);
+        Assert.All(simulation.Members, m => Assert.Equal(0, m.Engine.UnstableEntries));
+
+        reader.ApplicationStalled = true;
+        Assert.Equal(SendStatus.Sent, sender.Engine.Send(MessageOrdering.Total, new byte[] { 1 }, simulation.Now));
+        Assert.True(sender.Engine.UnstableEntries > 0);
+        simulation.RunFor(Second);
+        Assert.True(sender.Engine.UnstableEntries > 0, "a member that has not delivered the message holds it unstable at its sender");
+
+        reader.ApplicationStalled = false;
+        simulation.RunFor(Second);
+        Assert.All(simulation.Members, m => Assert.Equal(0, m.Engine.UnstableEntries));
+        AssertProperties(simulation);
+    }
+
     [Fact]
     public void Crash_of_a_member_under_traffic_installs_a_view_without_it()
     {

@@ -104,6 +104,12 @@ internal sealed class LightGroupEngine : IGroupObserver
         }
     }
 
+    /// <summary>
+    /// Local members' light sends that have not gone out yet, and their joins and leaves that have not taken effect
+    /// here; control messages waiting for the managers view they belong to.
+    /// </summary>
+    public int WaitingSends => _control.Count + _locals.Values.Sum(local => local.Sends.Count + (local.Leaving || !local.JoinApplied ? 1 : 0));
+
     /// <summary>The sender's credit: light data waits while this manager has more unstable bytes in the group.</summary>
     public long MaxUnstableBytes { get; }
 
