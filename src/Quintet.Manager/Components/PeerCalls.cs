@@ -32,6 +32,8 @@ internal sealed class PeerCalls : IDisposable
     private readonly ConcurrentDictionary<(string Service, string Operation), Method<byte[], byte[]>> _methods = new();
 
     /// <summary>Passes a call on to the manager at <paramref name="endpoint"/>; its status comes back as it was.</summary>
+    /// <exception cref="InvocationException">The owner answered with an error status, or could not be reached.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired (the caller cancelled, or its deadline passed).</exception>
     public async Task<byte[]> ForwardAsync(string endpoint, string service, string operation, string key, ReadOnlyMemory<byte> request, CallInfo call, CancellationToken cancellationToken)
     {
         var method = _methods.GetOrAdd((service, operation), m => new Method<byte[], byte[]>(MethodType.Unary, m.Service, m.Operation, Bytes, Bytes));
@@ -51,7 +53,12 @@ internal sealed class PeerCalls : IDisposable
         {
             return await Channel(endpoint).CreateCallInvoker().AsyncUnaryCall(method, null, new CallOptions(headers, call.Deadline?.UtcDateTime, cancellationToken), request.ToArray());
         }
-        catch (RpcException e) when (!cancellationToken.IsCancellationRequested)
+        catch (RpcException e) when (cancellationToken.IsCancellationRequested)
+        {
+            // The caller's deadline or cancellation, not the owner's answer: the manager's endpoint answers for it.
+            throw new OperationCanceledException($"The call passed on to {endpoint} was cancelled: {e.Status.Detail}", e, cancellationToken);
+        }
+        catch (RpcException e)
         {
             var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{key}' did not answer" : e.Status.Detail;
             throw new InvocationException(e.StatusCode, detail);
