@@ -79,8 +79,9 @@ public sealed class ProbeComponent : Component, IProbe
     {
         if (_hold is { } hold)
         {
-            _hold = null;
+            // Forgotten only once released: a release that throws left the hold to be released again.
             await hold.ReleaseAsync(cancellationToken);
+            _hold = null;
         }
 
         return Reply(true);

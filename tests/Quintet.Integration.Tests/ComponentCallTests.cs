@@ -3,6 +3,7 @@ using System.Text;
 using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Client;
+using Quintet.Integration.Tests.Probe;
 using Quintet.Protocol.Admin;
 using Quintet.TestingHost;
 using Samples.Counter;
@@ -169,6 +170,66 @@ public class ComponentCallTests(ITestOutputHelper output)
             var again = await Assert.ThrowsAsync<RpcException>(() => viaFirst.DestroyInstanceAsync<ICounter>(key));
             Assert.Equal(StatusCode.NotFound, again.StatusCode);
         });
+
+    [Fact]
+    public Task A_forwarded_call_the_client_cancels_or_lets_expire_ends_without_an_error_at_the_manager_that_forwarded_it() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(2), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            var (forwarder, owner) = (cluster.Managers[0], cluster.Managers[1]);
+            var probes = await Admin(forwarder).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(ProbeComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, probes.Package.Name);
+            using var client = QuintetClient.Over(forwarder.Channel);
+            string? waiterKey = null;
+            for (var i = 0; waiterKey is null && i < 30; i++)
+            {
+                var where = await ClusterTest.Eventually(() => client.GetComponent<IProbe>($"waiter-{i}").WhereAsync(new ProbeRequest(), CancellationToken.None));
+                waiterKey = where.Manager == owner.Name ? $"waiter-{i}" : null;
+            }
+
+            Assert.NotNull(waiterKey);
+            var waiter = client.GetComponent<IProbe>(waiterKey);
+            Assert.True((await client.GetComponent<IProbe>("holder").AcquireAsync(new ProbeRequest { Group = "l", Exclusive = true, TimeoutMs = 10_000 }, CancellationToken.None)).Ok);
+            var logged = new FileInfo(forwarder.LogFile).Length;
+
+            // Calls the forwarder passes on to the waiter's owner, where they wait for the lock until they end.
+            var blocked = new ProbeRequest { Group = "l", Exclusive = true, TimeoutMs = 60_000 };
+            using (var cancel = new CancellationTokenSource(TimeSpan.FromSeconds(1)))
+            {
+                var cancelled = await Assert.ThrowsAsync<RpcException>(() => waiter.AcquireAsync(blocked, cancel.Token));
+                Assert.Equal(StatusCode.Cancelled, cancelled.StatusCode);
+            }
+
+            using (var message = new MemoryStream())
+            {
+                ProtoBuf.Serializer.Serialize(message, blocked);
+                var method = new Method<byte[], byte[]>(MethodType.Unary, "quintet.tests.Probe", "Acquire", Marshallers.Create(b => b, b => b), Marshallers.Create(b => b, b => b));
+                var expired = await Assert.ThrowsAsync<RpcException>(async () => await forwarder.Channel.CreateCallInvoker().AsyncUnaryCall(
+                    method, null, new CallOptions(new Metadata { { Quintet.Protocol.CallHeaders.Key, waiterKey } }, DateTime.UtcNow.AddSeconds(1)), message.ToArray()));
+                Assert.Equal(StatusCode.DeadlineExceeded, expired.StatusCode);
+            }
+
+            // The waiter's turn is free once both calls ended at the owner; a deployment then logs a line after anything
+            // the forwarder logged about them.
+            Assert.Equal(owner.Name, (await waiter.WhereAsync(new ProbeRequest(), CancellationToken.None)).Manager);
+            await Admin(forwarder).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            var since = await ClusterTest.Eventually(() =>
+            {
+                var text = ReadFrom(forwarder.LogFile, logged);
+                return text.Contains("Deployed package Counter", StringComparison.Ordinal) ? Task.FromResult(text) : throw new InvalidOperationException("the deployment is not logged yet");
+            });
+            var errors = since.Split('\n').Where(l => l.Contains(" fail: ", StringComparison.Ordinal) || l.Contains(" crit: ", StringComparison.Ordinal) || l.Contains("unhandled exception", StringComparison.OrdinalIgnoreCase)).ToList();
+            Assert.True(errors.Count == 0, "The forwarder logged errors for calls its client ended:\n" + string.Join('\n', errors));
+        });
+
+    /// <summary>What a log file holds from <paramref name="offset"/> on (it may be growing).</summary>
+    private static string ReadFrom(string path, long offset)
+    {
+        using var stream = new FileStream(path, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+        stream.Seek(offset, SeekOrigin.Begin);
+        using var reader = new StreamReader(stream);
+        return reader.ReadToEnd();
+    }
 
     /// <summary>Calls any method with raw bytes, as a client from another language could.</summary>
     private sealed class RawCaller(ChannelBase channel)

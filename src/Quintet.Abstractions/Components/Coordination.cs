@@ -270,7 +270,9 @@ public enum LockMode
 
 /// <summary>
 /// A hold on a distributed lock. <see cref="Token"/> is its fencing token; <see cref="Lost"/> is cancelled when the hold
-/// ends without a release (the view excluded the holder's manager). Disposing releases it.
+/// ends without a release (the view excluded the holder's manager). Disposing releases it: a release that cannot be
+/// confirmed at once is retried in the background until it is (or the holder's manager leaves the view), so a disposed
+/// hold never keeps the lock.
 /// </summary>
 public interface ILockHold : IAsyncDisposable
 {
@@ -283,7 +285,16 @@ public interface ILockHold : IAsyncDisposable
     /// <summary>Cancelled when the lock was taken away from this holder.</summary>
     CancellationToken Lost { get; }
 
-    /// <summary>Releases the hold.</summary>
+    /// <summary>
+    /// Releases the hold and returns once the release has taken effect in the lock's total order (a waiter may then be
+    /// granted). A release either takes effect or throws; after it throws, the hold stays releasable: call this again
+    /// (with a token that is not cancelled) until it returns, or dispose the hold. Releasing a hold that was already
+    /// released, or lost, returns without effect.
+    /// </summary>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled before the release
+    /// was confirmed: the lock may still be held.</exception>
+    /// <exception cref="TimeoutException">The lock's group did not order the release within 10 s (ordering stalled, for
+    /// example during a view change): the lock may still be held.</exception>
     Task ReleaseAsync(CancellationToken cancellationToken = default);
 }
 

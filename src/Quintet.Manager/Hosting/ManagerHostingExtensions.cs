@@ -130,7 +130,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<PackageStore>();
         builder.Services.AddSingleton<PackageReplicator>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<PackageReplicator>());
-        builder.Services.AddGrpcHealthChecks().AddCheck<ClusterMembershipHealthCheck>("cluster-membership");
+        builder.Services.AddManagerHealth();
 
         builder.WebHost.ConfigureKestrel(kestrel =>
         {
@@ -153,7 +153,7 @@ public static class ManagerHostingExtensions
     public static WebApplication MapQuintetManager(this WebApplication app)
     {
         ArgumentNullException.ThrowIfNull(app);
-        app.MapGrpcHealthChecksService();
+        app.MapGrpcService<ManagerHealthService>();
         app.MapGrpcService<ClusterAdminService>();
         app.MapGrpcService<GroupDiagnosticsService>();
         app.MapGrpcService<ComponentAdminService>();

@@ -29,6 +29,8 @@ internal sealed class PeerForwarding(PeerChannels channels)
     /// Passes a call on to the manager at <paramref name="endpoint"/>; its status comes back as it was. A call the caller
     /// cancelled, or whose deadline passed, ends with <see cref="OperationCanceledException"/>, as a local call would.
     /// </summary>
+    /// <exception cref="InvocationException">The owner answered with an error status, or could not be reached.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired (the caller cancelled, or its deadline passed).</exception>
     public async Task<byte[]> ForwardAsync(string endpoint, ComponentInvocation call, CallInfo info, CancellationToken cancellationToken)
     {
         // gRPC builds the path "/" + service + "/" + name: the forwarded route's three segments.

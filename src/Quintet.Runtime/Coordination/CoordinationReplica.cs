@@ -43,6 +43,12 @@ internal sealed class CoordinationReplica : IAsyncDisposable
 
     public string Name { get; }
 
+    /// <summary>True once the replica is being disposed: it leaves its group, which ends this manager's holds and requests.</summary>
+    public bool IsStopping => _stop.IsCancellationRequested;
+
+    /// <summary>Total-order messages that carried this replica's commands, for diagnostics and tests.</summary>
+    internal long CommandMessagesSent => _machine.CommandMessagesSent;
+
     /// <summary>This replica's identity, which commands carry as their origin.</summary>
     public string Self => _machine.Self.ToString();
 

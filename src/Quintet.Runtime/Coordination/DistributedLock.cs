@@ -6,6 +6,7 @@ namespace Quintet.Runtime.Coordination;
 /// <summary>An instance's client of a distributed lock: its requests and holds.</summary>
 internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver, IAsyncDisposable
 {
+    private static readonly TimeSpan RetryPause = TimeSpan.FromSeconds(1);
     private readonly CoordinationReplica _replica;
     private readonly string _key;
     private readonly Lock _gate = new();
@@ -21,6 +22,9 @@ internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver,
     }
 
     public string Name { get; }
+
+    /// <summary>How long one release waits for the lock's group to order it before it reports that it did not take effect.</summary>
+    internal TimeSpan ReleaseTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
     public async Task<ILockHold> AcquireAsync(LockMode mode, TimeSpan timeout, CancellationToken cancellationToken = default)
     {
@@ -62,8 +66,9 @@ internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver,
         }
         catch (Exception e) when (e is TimeoutException or OperationCanceledException)
         {
-            // Withdraw the request; if it was granted meanwhile, this releases the grant.
-            _ = ReleaseAsync(id, CancellationToken.None);
+            // Withdraw the request; if it was granted meanwhile, this releases the grant. Nobody holds it to release it
+            // later, so the withdrawal is retried until it is ordered.
+            _ = ReleaseUntilConfirmedAsync(id);
             if (e is TimeoutException)
             {
                 throw new TimeoutException($"Lock '{Name}' was not granted ({mode}) within {timeout.TotalSeconds:0.###} s.", e);
@@ -97,29 +102,94 @@ internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver,
             {
                 if (!data.Holders.Exists(h => h.Id == id))
                 {
-                    then.Add(hold.MarkLost);
+                    // Gone after a release was sent: released (by it or by a view change) even if its caller stopped
+                    // waiting, so not a loss to report.
+                    then.Add(hold.ReleaseSent ? () => Forget(id) : hold.MarkLost);
                 }
             }
         }
     }
 
+    /// <summary>
+    /// Orders the release of request or hold <paramref name="id"/> and returns once it is applied; a hold stays releasable
+    /// until then, so that a release that did not take effect can be retried rather than leave the lock held for good.
+    /// </summary>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
+    /// <exception cref="TimeoutException">The group did not order the release within <see cref="ReleaseTimeout"/>.</exception>
     private async Task ReleaseAsync(string id, CancellationToken cancellationToken)
     {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException($"The release of lock '{Name}' was cancelled before it was sent: nothing was released; release it again.", cancellationToken);
+        }
+
         lock (_gate)
         {
-            _holds.Remove(id);
+            if (_holds.TryGetValue(id, out var hold))
+            {
+                hold.ReleaseSent = true;
+            }
         }
 
         using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        bounded.CancelAfter(TimeSpan.FromSeconds(10));
+        bounded.CancelAfter(ReleaseTimeout);
         try
         {
             await _replica.ExecuteAsync(new CoordinationCommand { Op = CoordinationCommand.Release, Id = id }, bounded.Token);
         }
-        catch (Exception e) when (e is GroupUnavailableException or InvalidOperationException or OperationCanceledException)
+        catch (OperationCanceledException e) when (cancellationToken.IsCancellationRequested)
+        {
+            throw new OperationCanceledException($"The release of lock '{Name}' was cancelled before it was confirmed; the lock may still be held: release it again.", e, cancellationToken);
+        }
+        catch (OperationCanceledException e)
+        {
+            throw new TimeoutException($"The release of lock '{Name}' was not ordered within {ReleaseTimeout.TotalSeconds:0.###} s; the lock may still be held: release it again.", e);
+        }
+        catch (Exception e) when (e is GroupUnavailableException or InvalidOperationException)
         {
             // This manager lost its membership: the view change took the hold away already.
         }
+
+        Forget(id);
+    }
+
+    /// <summary>
+    /// Releases <paramref name="id"/> for a caller that cannot retry (a withdrawn request, a disposal): an attempt that
+    /// is not ordered in time is made again until one is, or until this manager leaves the group (which ends the hold).
+    /// </summary>
+    private async Task ReleaseUntilConfirmedAsync(string id)
+    {
+        while (true)
+        {
+            try
+            {
+                await ReleaseAsync(id, CancellationToken.None);
+                return;
+            }
+            catch (TimeoutException) when (!_replica.IsStopping)
+            {
+                // Ordering stalled (a view change, a slow majority): the lock stays held until a release is ordered.
+            }
+            catch (TimeoutException)
+            {
+                // This manager is leaving the lock's group, which ends its holds.
+                return;
+            }
+
+            await Task.Delay(RetryPause);
+        }
+    }
+
+    /// <summary>The hold <paramref name="id"/> is released: later releases of it have nothing to do.</summary>
+    private void Forget(string id)
+    {
+        Hold? hold;
+        lock (_gate)
+        {
+            _holds.Remove(id, out hold);
+        }
+
+        hold?.MarkReleased();
     }
 
     public async ValueTask DisposeAsync()
@@ -133,20 +203,31 @@ internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver,
 
         foreach (var id in held)
         {
-            await ReleaseAsync(id, CancellationToken.None);
+            try
+            {
+                await ReleaseAsync(id, CancellationToken.None);
+            }
+            catch (TimeoutException)
+            {
+                // The activation is ending and cannot retry: keep trying without it, so the lock is not left held.
+                _ = ReleaseUntilConfirmedAsync(id);
+            }
         }
     }
 
     private sealed class Hold(DistributedLock owner, string id, LockMode mode, long token) : ILockHold
     {
         private readonly CancellationTokenSource _lost = new();
-        private int _released;
+        private volatile bool _released;
 
         public LockMode Mode => mode;
 
         public long Token => token;
 
         public CancellationToken Lost => _lost.Token;
+
+        /// <summary>True once a release of this hold was sent, confirmed or not; read under the lock's gate.</summary>
+        public bool ReleaseSent { get; set; }
 
         public void MarkLost()
         {
@@ -165,14 +246,27 @@ internal sealed class DistributedLock : IDistributedLock, ICoordinationObserver,
             }
         }
 
+        public void MarkReleased() => _released = true;
+
         public async Task ReleaseAsync(CancellationToken cancellationToken = default)
         {
-            if (Interlocked.Exchange(ref _released, 1) == 0)
+            if (!_released)
             {
                 await owner.ReleaseAsync(id, cancellationToken);
             }
         }
 
-        public async ValueTask DisposeAsync() => await ReleaseAsync();
+        public async ValueTask DisposeAsync()
+        {
+            try
+            {
+                await ReleaseAsync();
+            }
+            catch (TimeoutException)
+            {
+                // A disposal is not retried by its caller: keep trying without it, so the lock is not left held.
+                _ = owner.ReleaseUntilConfirmedAsync(id);
+            }
+        }
     }
 }
