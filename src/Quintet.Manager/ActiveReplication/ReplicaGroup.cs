@@ -7,6 +7,7 @@ using Quintet.Core.Groups.Light;
 using Quintet.Manager.Components;
 using Quintet.Manager.Internal;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 
@@ -194,11 +195,7 @@ internal sealed partial class ReplicaGroup(ComponentHost host, ComponentClass co
             await ((IMigrateState)instance).ImportStateAsync(state, cancellationToken);
         }
 
-        var context = new ComponentContext(Class.Name, Id.Key, host.NodeName)
-        {
-            Checkpoints = host.ReplicaCheckpoints.Store.Open(ComponentHost.StreamOf(Id)),
-            Qos = Class.Qos,
-        };
+        var context = ComponentContexts.ForActiveReplica(Class, Id.Key, host.NodeName, host.ReplicaCheckpoints.Store.Open(ComponentHost.StreamOf(Id)));
         await ((IComponentLifecycle)instance).ActivateAsync(context, reason, cancellationToken);
         _instance = instance;
         _readyMembers.Add(_member!.Self.ToString());

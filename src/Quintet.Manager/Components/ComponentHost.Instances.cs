@@ -125,28 +125,18 @@ internal sealed partial class ComponentHost
         }
 
         var instance = shadow.Class.CreateInstance();
-        var context = new ComponentContext(shadow.Class.Name, shadow.Key, identity.NodeName)
-        {
-            Checkpoints = _checkpoints.Open(StreamOf(shadow.Id)),
-            Qos = shadow.Class.Qos,
-            Backups = new BackupSet(this, shadow),
-        };
         if (_groups is { } groupService)
         {
             shadow.Groups = new InstanceGroups(groupService, shadow, instance);
-            context = context with { Groups = shadow.Groups, States = shadow.Groups };
-        }
-
-        if (_shared is { } shared)
-        {
-            context = context with { Shared = shared };
         }
 
         if (_coordination is { } coordination)
         {
             shadow.Coordination = coordination.ForInstance(shadow.Key);
-            context = context with { Coordination = shadow.Coordination };
         }
+
+        var context = ComponentContexts.ForOwner(
+            shadow.Class, shadow.Key, identity.NodeName, _checkpoints.Open(StreamOf(shadow.Id)), new BackupSet(this, shadow), shadow.Groups, _shared, shadow.Coordination);
 
         try
         {

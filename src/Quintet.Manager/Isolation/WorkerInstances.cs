@@ -5,6 +5,7 @@ using ProtoBuf;
 using Quintet.Components;
 using Quintet.Manager.Components;
 using Quintet.Manager.Invocation;
+using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Persistence;
@@ -116,11 +117,7 @@ internal sealed partial class WorkerInstances : IComponentInvoker
     private async Task<Component> ActivateAsync(Slot slot, ComponentClass componentClass, string key, CancellationToken cancellationToken)
     {
         var instance = componentClass.CreateInstance();
-        var context = new ComponentContext(componentClass.Name, key, _managerName)
-        {
-            Checkpoints = _checkpoints.Open(ComponentHost.StreamOf(new InstanceId(componentClass.Name, key))),
-            Qos = componentClass.Qos,
-        };
+        var context = ComponentContexts.ForIsolatedWorker(componentClass, key, _managerName, _checkpoints.Open(ComponentHost.StreamOf(new InstanceId(componentClass.Name, key))));
 
         // Created also after a crash of an earlier worker, as after the failover of a manager without backups: the
         // instance finds what it wrote in its checkpoint stream.
