@@ -18,9 +18,7 @@ namespace Quintet.Manager.Components;
 /// </summary>
 internal sealed partial class ComponentHost
 {
-    private static readonly TimeSpan BackupDeadline = TimeSpan.FromSeconds(5);
     private readonly ConcurrentDictionary<InstanceId, (long Epoch, byte[]? State)> _arrivals = new();
-    private readonly ConcurrentDictionary<InstanceId, BackupCopy> _backupCopies = new();
 
     /// <summary>The shadows of the instances this manager hosts.</summary>
     public IReadOnlyCollection<Shadow> Shadows => [.. _shadows.Values];
@@ -118,7 +116,7 @@ internal sealed partial class ComponentHost
 
         var arrived = _arrivals.TryRemove(shadow.Id, out var arrival) && arrival.Epoch == shadow.Epoch;
         var reason = arrived ? ActivationReason.Migrated : shadow.WasActivated ? ActivationReason.Reactivated : ActivationReason.Created;
-        if (!arrived && !shadow.WasActivated && _backupCopies.TryRemove(shadow.Id, out var copy) && copy.Epoch < shadow.Epoch)
+        if (!arrived && !shadow.WasActivated && _backups.TryTakeCopy(shadow.Id, out var copy) && copy.Epoch < shadow.Epoch)
         {
             // This manager held the failed primary's backup and was chosen to take over: start from that state.
             (arrived, arrival, reason) = (true, (shadow.Epoch, copy.State), ActivationReason.Promoted);
@@ -136,7 +134,7 @@ internal sealed partial class ComponentHost
         }
 
         var context = ComponentContexts.ForOwner(
-            shadow.Class, shadow.Key, identity.NodeName, _checkpoints.Open(StreamOf(shadow.Id)), new BackupSet(this, shadow), shadow.Groups, _shared, shadow.Coordination);
+            shadow.Class, shadow.Key, identity.NodeName, _checkpoints.Open(StreamOf(shadow.Id)), _backups.For(shadow), shadow.Groups, _shared, shadow.Coordination);
 
         try
         {
@@ -435,6 +433,12 @@ internal sealed partial class ComponentHost
         return true;
     }
 
+    /// <summary>Keeps a primary's state as a backup here (see <see cref="PrimaryBackups"/>).</summary>
+    public Task KeepBackupAsync(InstanceId id, long epoch, long sequence, byte[] state, CancellationToken cancellationToken) =>
+        FindClass(id.ClassName) is null
+            ? throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.")
+            : _backups.KeepAsync(id, epoch, sequence, state, cancellationToken);
+
     /// <summary>Takes in an instance another manager is moving here: its checkpoint stream and migrated state.</summary>
     public async Task AcceptInstanceAsync(InstanceId id, long epoch, byte[]? state, ReadOnlyMemory<byte>? checkpoint, IReadOnlyList<ReadOnlyMemory<byte>> log, CancellationToken cancellationToken)
     {
@@ -463,64 +467,6 @@ internal sealed partial class ComponentHost
         }
 
         _arrivals[id] = (epoch, state);
-    }
-
-    /// <summary>Keeps a primary's state as a backup here; the first copy of an epoch registers this manager as a holder.</summary>
-    public async Task KeepBackupAsync(InstanceId id, long epoch, long sequence, byte[] state, CancellationToken cancellationToken)
-    {
-        if (FindClass(id.ClassName) is null)
-        {
-            throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
-        }
-
-        var kept = _backupCopies.AddOrUpdate(
-            id,
-            _ => new BackupCopy(epoch, sequence, state),
-            (_, held) => (epoch, sequence).CompareTo((held.Epoch, held.Sequence)) > 0 ? new BackupCopy(epoch, sequence, state) : held);
-        if (kept.Epoch == epoch && kept.Sequence == sequence && !_directory.HoldsBackup(id))
-        {
-            await _directory.AnnounceBackupAsync(id, identity.NodeName, dropped: false, cancellationToken);
-        }
-    }
-
-    /// <summary>Sends a primary's state to its backups; the ones that fail are unregistered before the update completes.</summary>
-    private async Task<IReadOnlyList<string>> UpdateBackupsAsync(Shadow shadow, ReadOnlyMemory<byte> state, CancellationToken cancellationToken)
-    {
-        var qos = shadow.Class.Qos;
-        var wanted = qos.Replication == ReplicationStyle.PrimaryBackup ? qos.Replicas - 1 : 0;
-        var targets = _directory.BackupTargets(shadow.Id, wanted);
-        if (targets.Count == 0)
-        {
-            return [];
-        }
-
-        var sequence = ++shadow.BackupSequence;
-        var bytes = state.ToArray();
-        var results = await Task.WhenAll(targets.Select(async target =>
-        {
-            try
-            {
-                using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-                bounded.CancelAfter(BackupDeadline);
-                await _peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, bounded.Token);
-                return (target.NodeName, Kept: true, target.Holds);
-            }
-            catch (Exception e) when (e is RpcException or OperationCanceledException && !cancellationToken.IsCancellationRequested)
-            {
-                LogBackupFailed(logger, e, shadow.Class.Name, shadow.Key, target.NodeName);
-                return (target.NodeName, Kept: false, target.Holds);
-            }
-        }));
-
-        // A holder that missed this update must not be promoted: it would lose an acknowledged update.
-        foreach (var missed in results.Where(r => !r.Kept && r.Holds))
-        {
-            await _directory.AnnounceBackupAsync(shadow.Id, missed.NodeName, dropped: true, cancellationToken);
-        }
-
-        var acknowledged = results.Where(r => r.Kept).Select(r => r.NodeName).ToList();
-        shadow.BackupManagers = acknowledged;
-        return acknowledged;
     }
 
     private void OnOwnershipEnded(InstanceId id)
@@ -566,20 +512,6 @@ internal sealed partial class ComponentHost
         _shadows.Clear();
         await LeaveReplicasAsync(_ => true);
     }
-
-    /// <summary>The <see cref="IBackups"/> a primary's context hands it.</summary>
-    private sealed class BackupSet(ComponentHost host, Shadow shadow) : IBackups
-    {
-        public IReadOnlyList<string> Managers => shadow.BackupManagers;
-
-        public Task UpdateAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken) =>
-            host.UpdateBackupsAsync(shadow, state, cancellationToken);
-    }
-
-    private sealed record BackupCopy(long Epoch, long Sequence, byte[] State);
-
-    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): backup on {Manager} not updated; it is no longer a backup")]
-    private static partial void LogBackupFailed(ILogger logger, Exception exception, string @class, string key, string manager);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not retire; it stays active")]
     private static partial void LogRetireFailed(ILogger logger, Exception exception, string @class, string key);

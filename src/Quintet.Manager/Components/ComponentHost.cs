@@ -34,10 +34,12 @@ internal sealed partial class ComponentHost : IAsyncDisposable
     private readonly FactoryMemberships _factories;
     private readonly IsolatedWorkers _isolated;
     private readonly PeerCalls _peers;
+    private readonly PrimaryBackups _backups;
 
     public ComponentHost(ILogger<ComponentHost> logger, ManagerIdentity identity, PackageStore store, InstanceDirectory directory, ICheckpointStore checkpoints, Persistence.ActiveReplicaCheckpoints replicaCheckpoints, IsolatedWorkers isolated, PeerCalls peers)
     {
         _peers = peers;
+        _backups = new PrimaryBackups(directory, peers, identity.NodeName, logger);
         _replicaCheckpoints = replicaCheckpoints;
         _isolated = isolated;
         this.logger = logger;
