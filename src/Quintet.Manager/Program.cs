@@ -1,7 +1,6 @@
-// The same executable runs the isolated workers of packages whose QoS says isolation: process.
+// The composition root: the plug-ins this executable offers. The same executable runs the isolated workers of packages
+// whose QoS says isolation: process, which get the same plug-ins to open a store their manager shares with them.
 using Quintet.Manager.Hosting;
-using Quintet.Manager.Isolation;
+using Quintet.Persistence;
 
-return WorkerArguments.IsWorkerCommand(args)
-    ? await WorkerHost.RunAsync(args)
-    : await ManagerHost.RunAsync(args);
+return await ManagerProgram.RunAsync(args, manager => manager.Services.AddPostgreSqlCheckpointStore());

@@ -8,6 +8,9 @@ public sealed class PostgresCheckpointStoreOptions
     /// <summary>The configuration section these settings are read from.</summary>
     public const string SectionName = "Quintet:Store:PostgreSql";
 
+    /// <summary>The store kind's name, which <c>Quintet:Store:Kind</c> chooses it by (its settings are in <see cref="SectionName"/>).</summary>
+    public const string KindName = "postgresql";
+
     /// <summary>The largest checkpoint or record accepted unless <see cref="MaxRecordBytes"/> says otherwise: 64 MiB, as the local store.</summary>
     public const int DefaultMaxRecordBytes = 64 * 1024 * 1024;
 

@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Quintet.Persistence.PostgreSql;
@@ -33,5 +34,43 @@ public static class PostgresCheckpointStoreServiceCollectionExtensions
         services.AddSingleton(sp => new PostgresCheckpointStore(options, sp.GetRequiredService<ILogger<PostgresCheckpointStore>>()));
         services.AddSingleton<ICheckpointStore>(sp => sp.GetRequiredService<PostgresCheckpointStore>());
         return services;
+    }
+
+    /// <summary>
+    /// Offers the PostgreSQL store as the store kind <c>postgresql</c> (<see cref="PostgresCheckpointStoreOptions.KindName"/>):
+    /// a host that reads <c>Quintet:Store:Kind</c> from its registry (<see cref="CheckpointStoreKinds"/>) makes it when
+    /// that setting chooses it, with the settings of <c>Quintet:Store:PostgreSql</c>, and checks those at startup.
+    /// Isolated workers open the same database.
+    /// </summary>
+    public static IServiceCollection AddPostgreSqlCheckpointStore(this IServiceCollection services)
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        return services.AddCheckpointStoreKind(new CheckpointStoreKind(
+            PostgresCheckpointStoreOptions.KindName,
+            sp => new PostgresCheckpointStore(Bind(sp.GetRequiredService<IConfiguration>()), sp.GetRequiredService<ILogger<PostgresCheckpointStore>>()))
+        {
+            SettingsType = typeof(PostgresCheckpointStoreOptions),
+            Validate = Validate,
+            SharedWithWorkers = true,
+        });
+    }
+
+    private static PostgresCheckpointStoreOptions Bind(IConfiguration configuration) =>
+        configuration.GetSection(PostgresCheckpointStoreOptions.SectionName).Get<PostgresCheckpointStoreOptions>() ?? new PostgresCheckpointStoreOptions();
+
+    private static IEnumerable<string> Validate(IConfiguration configuration)
+    {
+        PostgresCheckpointStoreOptions options;
+        try
+        {
+            options = Bind(configuration);
+        }
+        catch (InvalidOperationException e)
+        {
+            // The binder names the full path of the value it could not convert.
+            return [e.InnerException is { } inner ? $"{e.Message} {inner.Message}" : e.Message];
+        }
+
+        return options.Validate();
     }
 }

@@ -1,7 +1,7 @@
 using System.Threading.Channels;
 using Microsoft.Extensions.Logging;
 using Npgsql;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
 namespace Quintet.Persistence.PostgreSql;
 

@@ -1,5 +1,5 @@
 using Npgsql;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
 namespace Quintet.Persistence.PostgreSql;
 

@@ -1,9 +1,9 @@
 using System.Globalization;
 using Microsoft.Extensions.Logging.Abstractions;
-using Quintet.Manager.Persistence;
-using Quintet.Manager.Persistence.Replication;
+using Quintet.Persistence;
+using Quintet.Persistence.Replication;
+using Quintet.Persistence.Storage;
 using Quintet.Runtime.Replication;
-using Quintet.Runtime.Storage;
 
 namespace Quintet.Benchmarks;
 

@@ -1,7 +1,7 @@
 using Microsoft.Extensions.Logging.Abstractions;
 using ProtoBuf;
 using Quintet.Components;
-using Quintet.Manager.Persistence;
+using Quintet.Persistence;
 
 namespace Quintet.Manager.Tests;
 

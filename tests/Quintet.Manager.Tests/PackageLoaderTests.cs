@@ -49,7 +49,7 @@ public sealed class PackageLoaderTests : IDisposable
 
         var instance = counter.CreateInstance();
         var storeDirectory = Directory.CreateTempSubdirectory("quintet-loader-");
-        using var checkpoints = new Quintet.Manager.Persistence.LocalCheckpointStore(storeDirectory.FullName, Microsoft.Extensions.Logging.Abstractions.NullLogger<Quintet.Manager.Persistence.LocalCheckpointStore>.Instance);
+        using var checkpoints = new Quintet.Persistence.LocalCheckpointStore(storeDirectory.FullName, Microsoft.Extensions.Logging.Abstractions.NullLogger<Quintet.Persistence.LocalCheckpointStore>.Instance);
         var context = new Quintet.Components.ComponentContext("Samples.Counter.CounterComponent", "k", "test") { Checkpoints = checkpoints.Open("Samples.Counter.CounterComponent/k") };
         await ((Quintet.Components.IComponentLifecycle)instance).ActivateAsync(context, Quintet.Components.ActivationReason.Created, CancellationToken.None);
         var add = contract.Operations["Add"];

@@ -120,7 +120,7 @@ public class StartupSettingsTests
 
         Assert.Collection(
             error.Failures,
-            f => Assert.Contains("Quintet:Store:Kind: 'mysql' is not a store kind; use 'replicated'", f, StringComparison.Ordinal),
+            f => Assert.Equal("Quintet:Store:Kind: 'mysql' is not a store kind; use 'replicated' (the default), 'local'.", f),
             f => Assert.StartsWith("Quintet:Store:Managers:", f, StringComparison.Ordinal),
             f => Assert.StartsWith("Quintet:Store:ReplicationTimeout:", f, StringComparison.Ordinal));
         Assert.Empty(StoreDefaults().Validate());

@@ -3,6 +3,7 @@ using System.Reflection;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
 using Quintet.Manager.Persistence;
+using Quintet.Persistence;
 
 namespace Quintet.Manager.Configuration;
 
@@ -18,16 +19,20 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
     /// <summary>The node name actually used.</summary>
     public string NodeName => Manager.NodeName ?? $"{Environment.MachineName}-{Cluster.Port}";
 
-    /// <summary>Reads and validates the settings.</summary>
+    /// <summary>
+    /// Reads and validates the settings; <c>Quintet:Store:Kind</c> must name one of <paramref name="kinds"/> (the
+    /// manager's built-in kinds when null), whose own settings (<c>Quintet:Store:&lt;kind&gt;</c>) are checked too.
+    /// </summary>
     /// <exception cref="ConfigurationErrorException">Some setting is unknown, unreadable or invalid.</exception>
-    public static StartupSettings Load(IConfiguration configuration)
+    public static StartupSettings Load(IConfiguration configuration, CheckpointStoreKinds? kinds = null)
     {
+        kinds ??= CheckpointStoreServiceCollectionExtensions.BuiltInKinds();
         var failures = new List<string>();
         var cluster = Bind<ClusterOptions>(configuration, ClusterOptions.SectionName, failures);
         var manager = Bind<ManagerOptions>(configuration, ManagerOptions.SectionName, failures);
         Bind<Quintet.Core.Groups.GroupsOptions>(configuration, Quintet.Core.Groups.GroupsOptions.SectionName, failures);
         Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
-        var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures);
+        var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures, KindSections(kinds));
         var structures = Bind<SharedStructuresOptions>(configuration, SharedStructuresOptions.SectionName, failures);
         if (cluster is not null)
         {
@@ -41,7 +46,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
 
         if (store is not null)
         {
-            failures.AddRange(store.Validate());
+            failures.AddRange(store.Validate(kinds, configuration));
         }
 
         if (structures is not null)
@@ -57,11 +62,15 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         return new StartupSettings(cluster, manager, store, structures);
     }
 
-    private static T? Bind<T>(IConfiguration configuration, string sectionName, List<string> failures)
+    // A store kind's own settings are a child section of Quintet:Store named after it, of the type the kind declares.
+    private static Dictionary<string, Type?> KindSections(CheckpointStoreKinds kinds) =>
+        kinds.All.ToDictionary(k => k.Name, k => k.SettingsType, StringComparer.OrdinalIgnoreCase);
+
+    private static T? Bind<T>(IConfiguration configuration, string sectionName, List<string> failures, IReadOnlyDictionary<string, Type?>? children = null)
         where T : class, new()
     {
         var section = configuration.GetSection(sectionName);
-        var unknown = UnknownSettings(section, typeof(T)).ToList();
+        var unknown = UnknownSettings(section, typeof(T), children).ToList();
         failures.AddRange(unknown.Select(path => $"{path}: is not a known setting; check its spelling (see docs/configuration.md)."));
         if (unknown.Count > 0)
         {
@@ -80,10 +89,21 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         }
     }
 
-    private static IEnumerable<string> UnknownSettings(IConfigurationSection section, Type type)
+    private static IEnumerable<string> UnknownSettings(IConfigurationSection section, Type type, IReadOnlyDictionary<string, Type?>? children = null)
     {
         foreach (var child in section.GetChildren())
         {
+            if (children is not null && children.TryGetValue(child.Key, out var childType))
+            {
+                // A section only the kind reads: checked against its settings type, or not at all when it declares none.
+                foreach (var path in childType is null ? [] : UnknownSettings(child, childType))
+                {
+                    yield return path;
+                }
+
+                continue;
+            }
+
             var property = type.GetProperty(child.Key, BindingFlags.Public | BindingFlags.Instance | BindingFlags.IgnoreCase);
             if (property is null || !property.CanWrite)
             {

@@ -8,8 +8,11 @@ namespace Quintet.Manager.Hosting;
 /// <summary>Runs a component manager as a console app, a systemd service or a Windows service.</summary>
 public static class ManagerHost
 {
-    /// <summary>Builds and runs the manager until it is stopped; returns the process exit code (see <see cref="ManagerExitCode"/>).</summary>
-    public static async Task<int> RunAsync(string[] args)
+    /// <summary>
+    /// Builds and runs the manager until it is stopped; returns the process exit code (see <see cref="ManagerExitCode"/>).
+    /// <paramref name="configure"/> adds the host's plug-ins, as in <see cref="ManagerHostingExtensions.UseQuintetManager"/>.
+    /// </summary>
+    public static async Task<int> RunAsync(string[] args, Action<IQuintetManagerBuilder>? configure = null)
     {
         WebApplication app;
         try
@@ -20,7 +23,7 @@ public static class ManagerHost
                 // Find appsettings.json beside the binary whatever the working directory (services start in /).
                 ContentRootPath = AppContext.BaseDirectory,
             });
-            builder.UseQuintetManager();
+            builder.UseQuintetManager(configure);
             app = builder.Build();
             app.MapQuintetManager();
         }

@@ -22,6 +22,7 @@ using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Manager.Peers;
 using Quintet.Manager.Persistence;
+using Quintet.Persistence;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Hosting;
@@ -33,12 +34,21 @@ public static class ManagerHostingExtensions
     /// Configures the builder as a Quintet component manager: validated settings, cluster membership, the gRPC
     /// endpoint with health and admin services, service integration (systemd, Windows) and telemetry.
     /// </summary>
-    /// <exception cref="ConfigurationErrorException">A setting is unknown, unreadable or invalid.</exception>
+    /// <param name="builder">The web application to make a manager.</param>
+    /// <param name="configure">
+    /// Adds the host's plug-ins before the settings are checked: store kinds beside the built-in <c>replicated</c> and
+    /// <c>local</c> (for example <c>manager => manager.Services.AddPostgreSqlCheckpointStore()</c>), which
+    /// <c>Quintet:Store:Kind</c> may then name.
+    /// </param>
+    /// <exception cref="ConfigurationErrorException">A setting is unknown, unreadable or invalid, or <c>Quintet:Store:Kind</c> names no kind registered (the message lists those).</exception>
     /// <exception cref="PortInUseException">A configured port is already taken.</exception>
-    public static WebApplicationBuilder UseQuintetManager(this WebApplicationBuilder builder)
+    public static WebApplicationBuilder UseQuintetManager(this WebApplicationBuilder builder, Action<IQuintetManagerBuilder>? configure = null)
     {
         ArgumentNullException.ThrowIfNull(builder);
-        var settings = StartupSettings.Load(builder.Configuration);
+        var kinds = builder.Services.GetCheckpointStoreKinds();
+        CheckpointStoreServiceCollectionExtensions.AddBuiltInKinds(kinds);
+        configure?.Invoke(new QuintetManagerBuilder(builder.Services, builder.Configuration));
+        var settings = StartupSettings.Load(builder.Configuration, kinds);
         PortCheck.EnsureFree(settings.GrpcHost, settings.Manager.GrpcPort, $"{ManagerOptions.SectionName}:GrpcPort");
         PortCheck.EnsureFree(settings.Cluster.Host, settings.Cluster.Port, $"{ClusterOptions.SectionName}:Port");
 
@@ -115,7 +125,9 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
         builder.Services.AddSingleton(settings.Store);
-        builder.Services.AddCheckpointStore(builder.Configuration);
+        // Load checked that the kind is registered.
+        kinds.TryGet(settings.Store.Kind, out var storeKind);
+        builder.Services.AddCheckpointStore(builder.Configuration, settings.Store, storeKind!);
         builder.Services.AddSingleton<PeerChannels>();
         builder.Services.AddSingleton<PeerCalls>();
         builder.Services.AddInvocationPipeline();

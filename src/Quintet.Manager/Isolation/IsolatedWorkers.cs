@@ -27,7 +27,7 @@ internal sealed partial class IsolatedWorkers : IAsyncDisposable
     /// Workers that run this manager's own executable, keep their data under its data folder (or in the store the manager
     /// uses, when that is shared), and see its node name.
     /// </summary>
-    public IsolatedWorkers(IOptions<ManagerOptions> options, ManagerIdentity identity, TimeProvider time, ILogger<IsolatedWorkers> logger, StoreOptions? store = null)
+    public IsolatedWorkers(IOptions<ManagerOptions> options, ManagerIdentity identity, TimeProvider time, ILogger<IsolatedWorkers> logger, StoreChoice? store = null)
         : this(
             new IsolatedWorkerSettings(
                 WorkerLaunch.ForThisProcess(),
@@ -35,7 +35,7 @@ internal sealed partial class IsolatedWorkers : IAsyncDisposable
                 identity.NodeName,
                 time)
             {
-                Environment = store?.IsPostgreSql == true ? store.ToEnvironment() : new Dictionary<string, string>(),
+                Environment = store?.WorkerEnvironment ?? new Dictionary<string, string>(),
             },
             logger)
     {

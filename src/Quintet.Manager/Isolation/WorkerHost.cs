@@ -7,6 +7,7 @@ using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Quintet.Components;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Hosting;
 using Quintet.Manager.Invocation;
 using Quintet.Manager.Lifetime;
 using Quintet.Manager.Packages;
@@ -38,8 +39,11 @@ internal static class WorkerHost
     /// <summary>How long the worker's instances get to deactivate when it stops.</summary>
     public static readonly TimeSpan DeactivationBudget = TimeSpan.FromSeconds(10);
 
-    /// <summary>Runs a worker until it is stopped; returns its exit code (0 stopped, 2 bad command line, 3 package refused).</summary>
-    public static async Task<int> RunAsync(IReadOnlyList<string> args)
+    /// <summary>
+    /// Runs a worker until it is stopped; returns its exit code (0 stopped, 2 bad command line, 3 package refused).
+    /// <paramref name="configure"/> adds the host's plug-ins, so that the worker can open a store its manager shares.
+    /// </summary>
+    public static async Task<int> RunAsync(IReadOnlyList<string> args, Action<IQuintetManagerBuilder>? configure = null)
     {
         WorkerArguments arguments;
         try
@@ -63,7 +67,7 @@ internal static class WorkerHost
             return 3;
         }
 
-        await using var app = Build(arguments, package);
+        await using var app = Build(arguments, package, configure);
         await app.StartAsync();
 
         // The manager waits for this line (bounded) before it sends the first call.
@@ -81,7 +85,7 @@ internal static class WorkerHost
     }
 
     /// <summary>Builds the worker's host: Kestrel on 127.0.0.1 (HTTP/2 only), the package's calls and the stop request.</summary>
-    internal static WebApplication Build(WorkerArguments arguments, ComponentPackage package)
+    internal static WebApplication Build(WorkerArguments arguments, ComponentPackage package, Action<IQuintetManagerBuilder>? configure = null)
     {
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions
         {
@@ -102,12 +106,14 @@ internal static class WorkerHost
         builder.Services.AddSingleton(TimeProvider.System);
         builder.Services.Configure<ManagerOptions>(o => o.ParentProcessId = arguments.ParentProcessId);
         builder.Services.AddHostedService<ParentProcessWatcher>();
-        // The manager passes its store choice in the environment (IsolatedWorkerSettings.Environment); by default the
-        // worker keeps a local store in its own data folder.
+        // The manager passes its store choice in the environment (IsolatedWorkerSettings.Environment) when its kind is
+        // shared with workers; otherwise the worker keeps a local store in its own data folder.
+        configure?.Invoke(new QuintetManagerBuilder(builder.Services, builder.Configuration));
         var store = builder.Configuration.GetSection(StoreOptions.SectionName).Get<StoreOptions>() ?? new StoreOptions();
-        if (store.IsPostgreSql)
+        if (builder.Services.GetCheckpointStoreKinds().TryGet(store.Kind, out var kind) && kind.SharedWithWorkers)
         {
-            builder.Services.AddPostgresCheckpointStore(store.PostgreSql);
+            kind.AddServices?.Invoke(builder.Services);
+            builder.Services.AddSingleton(kind.Create);
         }
         else
         {

@@ -5,21 +5,42 @@ using Quintet.Manager.Hosting;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Persistence.Replication;
 using Quintet.Persistence;
+using Quintet.Persistence.Replication;
 
 namespace Quintet.Manager.Persistence;
 
-/// <summary>Registers the manager's checkpoint store, of the kind <c>Quintet:Store:Kind</c> names.</summary>
+/// <summary>Registers the manager's checkpoint store, of the kind <c>Quintet:Store:Kind</c> names among the kinds registered.</summary>
 internal static partial class CheckpointStoreServiceCollectionExtensions
 {
-    /// <summary>
-    /// Registers the singleton <see cref="ICheckpointStore"/> of the configured kind (<see cref="StoreOptions.Kind"/>):
-    /// the replicated store (the default), each manager's local store, or PostgreSQL.
-    /// </summary>
-    public static IServiceCollection AddCheckpointStore(this IServiceCollection services, IConfiguration configuration)
+    /// <summary>The manager's own store kinds, <c>replicated</c> and <c>local</c>, in a registry of their own.</summary>
+    public static CheckpointStoreKinds BuiltInKinds()
     {
-        var section = configuration.GetSection(StoreOptions.SectionName);
-        services.AddOptions<StoreOptions>().Bind(section);
-        var options = section.Get<StoreOptions>() ?? new StoreOptions();
+        var kinds = new CheckpointStoreKinds();
+        AddBuiltInKinds(kinds);
+        return kinds;
+    }
+
+    /// <summary>
+    /// Adds the manager's own store kinds to <paramref name="kinds"/>: <c>replicated</c> (the default; this manager's
+    /// <see cref="ReplicaStore"/>, <c>replica.log</c> in the data folder, the replicas of the other managers in the view,
+    /// and <see cref="ReplicatedCheckpointStore"/> over them) and <c>local</c> (the <see cref="LocalCheckpointStore"/>).
+    /// </summary>
+    public static void AddBuiltInKinds(CheckpointStoreKinds kinds)
+    {
+        kinds.Add(new CheckpointStoreKind(StoreOptions.Replicated, sp => sp.GetRequiredService<ReplicatedCheckpointStore>())
+        {
+            AddServices = AddReplicatedServices,
+        });
+        kinds.Add(new CheckpointStoreKind(StoreOptions.Local, sp => sp.GetRequiredService<LocalCheckpointStore>()));
+    }
+
+    /// <summary>
+    /// Registers the singleton <see cref="ICheckpointStore"/> of <paramref name="kind"/>, the kind
+    /// <see cref="StoreOptions.Kind"/> chose, and the <see cref="StoreChoice"/> that tells isolated workers about it.
+    /// </summary>
+    public static IServiceCollection AddCheckpointStore(this IServiceCollection services, IConfiguration configuration, StoreOptions options, CheckpointStoreKind kind)
+    {
+        services.AddOptions<StoreOptions>().Bind(configuration.GetSection(StoreOptions.SectionName));
 
         // Each active replica runs every call and writes its own stream: on the manager's own store, whatever the kind,
         // since one replicated stream takes one writer at a time and the replicas are the replication already.
@@ -36,39 +57,13 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
             };
         });
         services.AddSingleton(sp => new ActiveReplicaCheckpoints(sp.GetRequiredService<LocalCheckpointStore>()));
-        if (options.IsKind(StoreOptions.Local))
-        {
-            return services.AddLocalCheckpointStore();
-        }
-
-        if (options.IsPostgreSql)
-        {
-            // One database every manager shares: a move neither copies nor deletes the stream.
-            return services.AddPostgresCheckpointStore(options.PostgreSql);
-        }
-
-        return options.IsKind(StoreOptions.Replicated)
-            ? services.AddReplicatedCheckpointStore()
-            : throw new ConfigurationErrorException($"{StoreOptions.SectionName}:Kind: '{options.Kind}' is not a store kind; use '{StoreOptions.Replicated}', '{StoreOptions.Local}' or '{StoreOptions.PostgreSqlKind}'.");
-    }
-
-    /// <summary>
-    /// Registers the <see cref="LocalCheckpointStore"/> (its file in <see cref="ManagerOptions.DataDirectory"/>, by
-    /// default <c>quintet/&lt;node name&gt;</c> under the temp folder, as for packages) as the singleton
-    /// <see cref="ICheckpointStore"/>. The container disposes it, which commits the writes still queued.
-    /// </summary>
-    public static IServiceCollection AddLocalCheckpointStore(this IServiceCollection services)
-    {
-        services.AddSingleton<ICheckpointStore>(sp => sp.GetRequiredService<LocalCheckpointStore>());
+        kind.AddServices?.Invoke(services);
+        services.AddSingleton(kind.Create);
+        services.AddSingleton(new StoreChoice(kind, kind.SharedWithWorkers ? options.ToEnvironment(configuration) : new Dictionary<string, string>()));
         return services;
     }
 
-    /// <summary>
-    /// Registers the replicated store: this manager's replica (<see cref="ReplicaStore"/>, <c>replica.log</c> in the data
-    /// folder), the replicas of the other managers in the view, and <see cref="ReplicatedCheckpointStore"/> over them as
-    /// the singleton <see cref="ICheckpointStore"/>.
-    /// </summary>
-    public static IServiceCollection AddReplicatedCheckpointStore(this IServiceCollection services)
+    private static void AddReplicatedServices(IServiceCollection services)
     {
         services.AddSingleton(sp =>
         {
@@ -92,8 +87,6 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
             var options = sp.GetRequiredService<IOptions<StoreOptions>>().Value;
             return new ReplicatedCheckpointStore(sp.GetRequiredService<ManagerReplicaSet>(), sp.GetRequiredService<ILogger<ReplicatedCheckpointStore>>(), options.ReplicationTimeout);
         });
-        services.AddSingleton<ICheckpointStore>(sp => sp.GetRequiredService<ReplicatedCheckpointStore>());
-        return services;
     }
 
     private static string DataDirectory(IServiceProvider services, ILogger logger)
@@ -115,3 +108,11 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
 /// <summary>Where actively replicated instances keep their streams: each replica its own, in its manager's local store.</summary>
 /// <param name="Store">The manager's local store.</param>
 internal sealed record ActiveReplicaCheckpoints(ICheckpointStore Store);
+
+/// <summary>The store kind this manager chose, and what an isolated worker needs in its environment to open it too.</summary>
+/// <param name="Kind">The kind <c>Quintet:Store:Kind</c> chose.</param>
+/// <param name="WorkerEnvironment">
+/// The manager's <c>Quintet:Store</c> settings as environment variables when the kind is shared with workers; empty
+/// otherwise (a worker keeps a local store in its own data folder).
+/// </param>
+internal sealed record StoreChoice(CheckpointStoreKind Kind, IReadOnlyDictionary<string, string> WorkerEnvironment);

@@ -2,7 +2,7 @@ using System.Buffers.Binary;
 using System.IO.Hashing;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
 namespace Quintet.Runtime.Replication;
 

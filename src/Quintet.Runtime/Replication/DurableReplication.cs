@@ -1,7 +1,7 @@
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Core.Groups.Light;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 using Quintet.Runtime.Wire;
 
 namespace Quintet.Runtime.Replication;

@@ -2,7 +2,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Components;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Packages;
-using Quintet.Manager.Persistence;
+using Quintet.Persistence;
 
 namespace Quintet.Manager.Tests.Lifecycle;
 

@@ -1,8 +1,7 @@
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Manager.Health;
-using Quintet.Manager.Persistence;
-using Quintet.Manager.Persistence.Replication;
 using Quintet.Persistence;
+using Quintet.Persistence.Replication;
 using Quintet.Tests.Storage;
 
 namespace Quintet.Manager.Tests.Persistence;

@@ -2,6 +2,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Npgsql;
 using Quintet.Persistence;
 using Quintet.Persistence.PostgreSql;
+using Quintet.Tests.Persistence;
 using Quintet.Tests.Postgres;
 
 namespace Quintet.Manager.Tests.Persistence;

@@ -1,7 +1,9 @@
 using Microsoft.Extensions.Configuration;
+using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging.Abstractions;
 using Npgsql;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 using Quintet.Persistence.PostgreSql;
 using Quintet.Tests.Postgres;
@@ -118,29 +120,58 @@ public sealed class PostgresCheckpointStoreTests(PostgresServerFixture server) :
     [Fact]
     public void The_manager_reads_the_store_kind_and_the_connection_string_from_configuration()
     {
-        var settings = StartupSettings.Load(Config(
+        var configuration = Config(
             ("Quintet:Store:Kind", "PostgreSQL"),
             ("Quintet:Store:PostgreSql:ConnectionString", "Host=db1;Database=quintet"),
-            ("Quintet:Store:PostgreSql:MaxRecordBytes", "1048576")));
+            ("Quintet:Store:PostgreSql:MaxRecordBytes", "1048576"));
+        var services = new ServiceCollection().AddLogging().AddSingleton(configuration);
+        var kinds = Kinds(services);
+        var settings = StartupSettings.Load(configuration, kinds);
 
-        Assert.True(settings.Store.IsPostgreSql);
-        Assert.Equal("Host=db1;Database=quintet", settings.Store.PostgreSql.ConnectionString);
-        Assert.Equal(1048576, settings.Store.PostgreSql.MaxRecordBytes);
-        Assert.False(StartupSettings.Load(Config()).Store.IsPostgreSql);
+        Assert.True(settings.Store.IsKind(PostgresCheckpointStoreOptions.KindName));
+        Assert.True(kinds.TryGet(settings.Store.Kind, out var kind));
+        Assert.True(kind.SharedWithWorkers);
+        using var provider = services.BuildServiceProvider();
+        var store = Assert.IsType<PostgresCheckpointStore>(kind.Create(provider));
+        Assert.Equal("db1:5432/quintet", store.Server);
+        Assert.Equal(1048576, store.MaxRecordBytes);
+        Assert.Equal("Host=db1;Database=quintet", settings.Store.ToEnvironment(configuration)["Quintet__Store__PostgreSql__ConnectionString"]);
+        Assert.False(StartupSettings.Load(Config(), kinds).Store.IsKind(PostgresCheckpointStoreOptions.KindName));
+        store.Dispose();
     }
 
     [Fact]
     public void A_bad_store_configuration_stops_the_manager_naming_each_setting()
     {
-        var missing = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(("Quintet:Store:Kind", "postgresql"))));
-        var unknownKind = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(("Quintet:Store:Kind", "postgres"))));
+        var kinds = Kinds(new ServiceCollection());
+        var missing = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(("Quintet:Store:Kind", "postgresql")), kinds));
+        var unknownKind = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(("Quintet:Store:Kind", "postgres")), kinds));
         var misspelt = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
             ("Quintet:Store:Kind", "postgresql"),
-            ("Quintet:Store:PostgreSql:ConectionString", "Host=db1"))));
+            ("Quintet:Store:PostgreSql:ConectionString", "Host=db1")), kinds));
 
         Assert.Contains("Quintet:Store:PostgreSql:ConnectionString: is required", missing.Message, StringComparison.Ordinal);
-        Assert.Contains("Quintet:Store:Kind: 'postgres' is not a store kind", unknownKind.Message, StringComparison.Ordinal);
+        Assert.Contains("Quintet:Store:Kind: 'postgres' is not a store kind; use 'replicated' (the default), 'local', 'postgresql'.", unknownKind.Message, StringComparison.Ordinal);
         Assert.Contains("Quintet:Store:PostgreSql:ConectionString: is not a known setting", misspelt.Message, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public void A_manager_without_the_plug_in_says_which_package_adds_the_postgresql_kind()
+    {
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(("Quintet:Store:Kind", "PostgreSql"))));
+
+        var failure = Assert.Single(error.Failures);
+        Assert.StartsWith("Quintet:Store:Kind: 'PostgreSql' is not a store kind this manager offers; use 'replicated' (the default), 'local'", failure, StringComparison.Ordinal);
+        Assert.Contains("Quintet.Store.PostgreSql package", failure, StringComparison.Ordinal);
+        Assert.Contains("AddPostgreSqlCheckpointStore()", failure, StringComparison.Ordinal);
+    }
+
+    // The kinds the quintet-manager executable offers: the manager's own, then PostgreSQL's.
+    private static CheckpointStoreKinds Kinds(IServiceCollection services)
+    {
+        CheckpointStoreServiceCollectionExtensions.AddBuiltInKinds(services.GetCheckpointStoreKinds());
+        services.AddPostgreSqlCheckpointStore();
+        return services.GetCheckpointStoreKinds();
     }
 
     private static IConfiguration Config(params (string Key, string Value)[] values) =>

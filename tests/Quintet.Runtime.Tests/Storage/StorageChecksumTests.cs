@@ -1,8 +1,8 @@
 using System.Buffers.Binary;
 using System.IO.Hashing;
 using System.Text;
+using Quintet.Persistence.Storage;
 using Quintet.Runtime.Replication;
-using Quintet.Runtime.Storage;
 
 namespace Quintet.Runtime.Tests.Storage;
 

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Peers;
+using Quintet.Persistence.Replication;
 
 namespace Quintet.Manager.Persistence.Replication;
 

@@ -2,6 +2,7 @@ using System.Threading.Channels;
 using Grpc.Core;
 using Grpc.Net.Client;
 using Quintet.Manager.Internal;
+using Quintet.Persistence.Replication;
 
 namespace Quintet.Manager.Persistence.Replication;
 

@@ -1,5 +1,7 @@
 using Grpc.Core;
 using Quintet.Manager.Internal;
+using Quintet.Persistence;
+using Quintet.Persistence.Replication;
 
 namespace Quintet.Manager.Persistence.Replication;
 

@@ -1,6 +1,7 @@
 using Google.Protobuf;
 using Quintet.Manager.Internal;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Replication;
+using Quintet.Persistence.Storage;
 
 namespace Quintet.Manager.Persistence.Replication;
 
@@ -8,13 +9,7 @@ namespace Quintet.Manager.Persistence.Replication;
 internal static class StoreWire
 {
     /// <summary>
-    /// The most a stream's last checkpoint and the records after it may hold, in data bytes: a seal's answer and a sync
-    /// carry that whole copy in one message.
-    /// </summary>
-    public const long MaxStreamBytes = 72L * 1024 * 1024;
-
-    /// <summary>
-    /// The largest message between managers' replicas, either way: one stream's copy of <see cref="MaxStreamBytes"/>
+    /// The largest message between managers' replicas, either way: one stream's copy of <see cref="ReplicaLimits.MaxStreamBytes"/>
     /// with room for its framing, or a batch of smaller operations.
     /// </summary>
     public const int MaxMessageBytes = Peers.PeerChannels.MaxMessageBytes;

@@ -1,12 +1,10 @@
 using System.Text;
 using Microsoft.Extensions.Logging.Abstractions;
-using Quintet.Manager.Persistence;
-using Quintet.Manager.Persistence.Replication;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Replication;
+using Quintet.Persistence.Storage;
 using Quintet.Tests.Storage;
 
-namespace Quintet.Manager.Tests.Persistence;
+namespace Quintet.Persistence.Tests;
 
 /// <summary>
 /// The replicated store's protocol on three replicas in one process (real SQLite files, no network): majority

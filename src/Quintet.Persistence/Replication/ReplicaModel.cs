@@ -1,9 +1,19 @@
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence.Replication;
+namespace Quintet.Persistence.Replication;
+
+/// <summary>The bounds every replica and writer of the replicated store keeps to, whatever carries their messages.</summary>
+public static class ReplicaLimits
+{
+    /// <summary>
+    /// The most a stream's last checkpoint and the records after it may hold, in data bytes: a seal's answer and a sync
+    /// carry that whole copy in one message, so whatever carries the replicas' messages must take this much and its framing.
+    /// </summary>
+    public const long MaxStreamBytes = 72L * 1024 * 1024;
+}
 
 /// <summary>One checkpoint or log record of a stream, as replicas hold and exchange it.</summary>
-internal readonly record struct StoredEntry(long Position, EntryKind Kind, byte[] Data);
+public readonly record struct StoredEntry(long Position, EntryKind Kind, byte[] Data);
 
 /// <summary>
 /// A replica's copy of one stream: the epoch it promised (no writer of an older epoch may write it), the epoch of the
@@ -15,13 +25,13 @@ internal readonly record struct StoredEntry(long Position, EntryKind Kind, byte[
 /// <param name="Version">How many of that writer's operations the copy reflects, all of them and in order.</param>
 /// <param name="Entries">The last checkpoint (if any) and every record after it, in position order.</param>
 /// <param name="Corrupt">Why the copy failed its checks, or null: a corrupt copy's entries are empty and must not be read.</param>
-internal sealed record ReplicaCopy(long Promised, long Synced, long LastPosition, long Version, IReadOnlyList<StoredEntry> Entries, string? Corrupt = null);
+public sealed record ReplicaCopy(long Promised, long Synced, long LastPosition, long Version, IReadOnlyList<StoredEntry> Entries, string? Corrupt = null);
 
 /// <summary>What a replica answered to a seal: whether it promised the epoch, and its copy of the stream.</summary>
-internal sealed record SealReply(string Replica, bool Sealed, ReplicaCopy Copy);
+public sealed record SealReply(string Replica, bool Sealed, ReplicaCopy Copy);
 
 /// <summary>What a replicated write does at a replica.</summary>
-internal enum ReplicaOpKind
+public enum ReplicaOpKind
 {
     /// <summary>Adds entries after the replica's last position.</summary>
     Append,
@@ -38,13 +48,14 @@ internal enum ReplicaOpKind
 /// in that writer's sequence. A replica applies an append or truncation only right after the operation before it, and a
 /// sync only if it is newer than what it holds, so that a late sync never takes a copy back.
 /// </summary>
-internal sealed record ReplicaOp(string Stream, long Epoch, long Version, ReplicaOpKind Kind, IReadOnlyList<StoredEntry> Entries, long LastPosition = 0, long TruncateBefore = 0)
+public sealed record ReplicaOp(string Stream, long Epoch, long Version, ReplicaOpKind Kind, IReadOnlyList<StoredEntry> Entries, long LastPosition = 0, long TruncateBefore = 0)
 {
+    /// <summary>The data bytes of the operation's entries, for the writer's batch bounds.</summary>
     public long Bytes => Entries.Sum(e => (long)e.Data.Length);
 }
 
 /// <summary>How a replica took a write.</summary>
-internal enum OpOutcome
+public enum OpOutcome
 {
     /// <summary>Durable on the replica's disk.</summary>
     Durable,
@@ -60,15 +71,17 @@ internal enum OpOutcome
 }
 
 /// <summary>A replica's answer to one write.</summary>
-internal readonly record struct OpResult(OpOutcome Outcome, long Promised = 0, string? Error = null)
+public readonly record struct OpResult(OpOutcome Outcome, long Promised = 0, string? Error = null)
 {
+    /// <summary>The answer of a replica that holds the write durably.</summary>
     public static OpResult Durable { get; } = new(OpOutcome.Durable);
 
+    /// <summary>The answer for a replica that could not take the write, and why (<paramref name="error"/>).</summary>
     public static OpResult Failure(string error) => new(OpOutcome.Failed, Error: error);
 }
 
 /// <summary>One manager's replica of the store, local or reached over gRPC.</summary>
-internal interface IStoreReplica
+public interface IStoreReplica
 {
     /// <summary>The manager that holds it.</summary>
     string Name { get; }
@@ -81,7 +94,7 @@ internal interface IStoreReplica
 }
 
 /// <summary>The replicas a writer can reach now, and how many make a majority.</summary>
-internal interface IReplicaSet
+public interface IReplicaSet
 {
     /// <summary>This manager's own replica, which takes every write its streams' writers make.</summary>
     ILocalReplica Local { get; }
@@ -97,7 +110,7 @@ internal interface IReplicaSet
 }
 
 /// <summary>This manager's own replica, which a writer also reads to catch other replicas up.</summary>
-internal interface ILocalReplica : IStoreReplica
+public interface ILocalReplica : IStoreReplica
 {
     /// <summary>The replica's copy of a stream, read after every write submitted before it.</summary>
     Task<ReplicaCopy> ReadAsync(string stream);

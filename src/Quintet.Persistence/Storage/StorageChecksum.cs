@@ -2,12 +2,15 @@ using System.Buffers.Binary;
 using System.IO.Hashing;
 using System.Text;
 
-namespace Quintet.Runtime.Storage;
+namespace Quintet.Persistence.Storage;
 
 /// <summary>What one entry of a checkpoint store holds besides its bytes; the value is stored and covered by the checksum.</summary>
-internal enum EntryKind
+public enum EntryKind
 {
+    /// <summary>A log record: replayed after the checkpoint before it.</summary>
     Record = 0,
+
+    /// <summary>A checkpoint: the whole state at its position, which makes the records before it unnecessary.</summary>
     Checkpoint = 1,
 }
 
@@ -15,7 +18,7 @@ internal enum EntryKind
 /// The CRC32 rules of Quintet's on-disk formats, in one place so that every writer and reader of a format computes the
 /// same value. Each rule is part of its format: changing one makes existing files fail their checks.
 /// </summary>
-internal static class StorageChecksum
+public static class StorageChecksum
 {
     /// <summary>
     /// Starts the checksum of a store entry with its data: the part that can be large is hashed by the writing caller,

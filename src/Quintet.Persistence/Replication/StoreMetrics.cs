@@ -1,7 +1,7 @@
 using System.Diagnostics.Metrics;
 using Quintet.Diagnostics;
 
-namespace Quintet.Manager.Persistence.Replication;
+namespace Quintet.Persistence.Replication;
 
 /// <summary>
 /// The replicated store's metrics: <c>quintet.store.commits</c> over <c>quintet.store.fsyncs</c> is the number of writes

@@ -1,9 +1,8 @@
 using Microsoft.Extensions.Logging.Abstractions;
-using Quintet.Manager.Persistence;
-using Quintet.Persistence;
+using Quintet.Tests.Persistence;
 using Quintet.Tests.Storage;
 
-namespace Quintet.Manager.Tests.Persistence;
+namespace Quintet.Persistence.Tests;
 
 /// <summary>The checkpoint store contract, held against the local store (an append-only file in a folder).</summary>
 public sealed class LocalCheckpointStoreContractTests(ITestOutputHelper output) : CheckpointStoreContract(output)

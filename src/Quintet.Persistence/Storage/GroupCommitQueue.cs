@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 
-namespace Quintet.Runtime.Storage;
+namespace Quintet.Persistence.Storage;
 
 /// <summary>
 /// The one writer of a store: a dedicated thread that takes every item queued meanwhile (up to a bound) and hands them
@@ -10,7 +10,8 @@ namespace Quintet.Runtime.Storage;
 /// its batch is the callback's to decide (and to report to every waiter of the batch).
 /// </summary>
 /// <typeparam name="T">A queued write.</typeparam>
-internal sealed class GroupCommitQueue<T> : IDisposable
+[System.Diagnostics.CodeAnalysis.SuppressMessage("Naming", "CA1711", Justification = "It is a queue: writers queue items that one thread drains in batches; the name says so to the stores that use it.")]
+public sealed class GroupCommitQueue<T> : IDisposable
 {
     private readonly BlockingCollection<T> _queue = [];
     private readonly Action<IReadOnlyList<T>> _commit;

@@ -1,6 +1,5 @@
-using Quintet.Persistence;
 
-namespace Quintet.Manager.Persistence;
+namespace Quintet.Persistence;
 
 /// <summary>
 /// A lock file held open, unshared, while a store is open, so that a second store on the same folder (another manager

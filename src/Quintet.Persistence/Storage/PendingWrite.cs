@@ -1,11 +1,11 @@
-namespace Quintet.Runtime.Storage;
+namespace Quintet.Persistence.Storage;
 
 /// <summary>
 /// One write waiting for a store's group-commit writer, with the task its caller awaits. Its caller may cancel it only
 /// until the writer claims it (<see cref="TryStart"/>): after that it is committed or fails, so that a cancelled task
 /// always means "not written".
 /// </summary>
-internal abstract class PendingWrite
+public abstract class PendingWrite
 {
     private const int Queued = 0;
     private const int Started = 1;

@@ -3,12 +3,10 @@ using System.Text;
 using Microsoft.Data.Sqlite;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Diagnostics;
-using Quintet.Manager.Persistence;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 using Quintet.Tests.Storage;
 
-namespace Quintet.Manager.Tests.Persistence;
+namespace Quintet.Persistence.Tests;
 
 /// <summary>
 /// What only the local checkpoint store does: its file (torn ends, damage, compaction) and its meter. The contract every

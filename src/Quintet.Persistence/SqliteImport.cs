@@ -1,8 +1,8 @@
 using Microsoft.Data.Sqlite;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Microsoft.Extensions.Logging;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence;
+namespace Quintet.Persistence;
 
 /// <summary>
 /// Carries a store that earlier managers kept in SQLite into its append-only file, once. The new file is written under a

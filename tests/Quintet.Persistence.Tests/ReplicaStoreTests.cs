@@ -1,10 +1,10 @@
 using System.Text;
 using Microsoft.Data.Sqlite;
 using Microsoft.Extensions.Logging.Abstractions;
-using Quintet.Manager.Persistence.Replication;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Replication;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Tests.Persistence;
+namespace Quintet.Persistence.Tests;
 
 /// <summary>
 /// What a manager's replica keeps in its file across restarts: streams' states and entries, members, compaction, and

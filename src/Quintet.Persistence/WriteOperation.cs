@@ -1,6 +1,6 @@
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence;
+namespace Quintet.Persistence;
 
 /// <summary>What a queued write does.</summary>
 internal enum WriteKind

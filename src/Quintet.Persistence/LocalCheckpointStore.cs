@@ -1,10 +1,10 @@
 using System.IO.Hashing;
 using System.Runtime.InteropServices;
 using System.Text;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Microsoft.Extensions.Logging;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence;
+namespace Quintet.Persistence;
 
 /// <summary>
 /// The manager's own checkpoint store: one append-only file, <c>checkpoints.log</c>, in its data folder
@@ -14,7 +14,7 @@ namespace Quintet.Manager.Persistence;
 /// CRC32. Records that no recovery can reach any more (those before a later checkpoint, and deleted streams) are
 /// dropped by rewriting the file once they outweigh the rest.
 /// </summary>
-internal sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposable
+public sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposable
 {
     /// <summary>The store's file name in its folder.</summary>
     public const string FileName = "checkpoints.log";

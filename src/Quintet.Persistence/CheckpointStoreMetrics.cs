@@ -1,7 +1,7 @@
 using System.Diagnostics.Metrics;
 using Quintet.Diagnostics;
 
-namespace Quintet.Manager.Persistence;
+namespace Quintet.Persistence;
 
 /// <summary>
 /// What the checkpoint store counts, under the manager's meter: writes committed and the transactions that committed

@@ -1,9 +1,9 @@
 using System.Diagnostics;
 using System.Runtime.InteropServices;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Microsoft.Extensions.Logging;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence.Replication;
+namespace Quintet.Persistence.Replication;
 
 /// <summary>
 /// The embedded default store: every manager keeps a replica of every stream, and a write is acknowledged once a majority
@@ -12,12 +12,12 @@ namespace Quintet.Manager.Persistence.Replication;
 /// earlier writer's, on a majority, takes the latest acknowledged state from their copies and writes it back to them.
 /// A replica then refuses the writes of older epochs, so a write an old owner left on a minority never resurfaces.
 /// </summary>
-internal sealed partial class ReplicatedCheckpointStore(
+public sealed partial class ReplicatedCheckpointStore(
     IReplicaSet replicas,
     ILogger logger,
     TimeSpan timeout,
     int maxRecordBytes = LocalCheckpointStore.DefaultMaxRecordBytes,
-    long maxStreamBytes = StoreWire.MaxStreamBytes)
+    long maxStreamBytes = ReplicaLimits.MaxStreamBytes)
     : IClusterCheckpointStore
 {
     // Concurrent sealers pick epochs in turn; a few rounds settle who writes.
@@ -30,7 +30,7 @@ internal sealed partial class ReplicatedCheckpointStore(
     /// The most a stream's last checkpoint and the records after it may hold, in bytes: a record that would take it
     /// further is refused (a checkpoint starts it over), so that every copy fits the messages between replicas.
     /// </summary>
-    public long MaxStreamBytes { get; } = Math.Min(maxStreamBytes, StoreWire.MaxStreamBytes);
+    public long MaxStreamBytes { get; } = Math.Min(maxStreamBytes, ReplicaLimits.MaxStreamBytes);
 
     /// <inheritdoc />
     public ICheckpointLog Open(string stream)

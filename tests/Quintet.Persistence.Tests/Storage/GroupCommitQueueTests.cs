@@ -1,6 +1,6 @@
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Runtime.Tests.Storage;
+namespace Quintet.Persistence.Tests.Storage;
 
 /// <summary>
 /// The group-commit writer shared by the durable log and the checkpoint stores: writes queued while a commit runs

@@ -1,10 +1,10 @@
 using System.Buffers.Binary;
 using System.IO.Hashing;
+using Microsoft.Extensions.Logging;
 using Microsoft.Win32.SafeHandles;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence;
+namespace Quintet.Persistence;
 
 /// <summary>A record as the file holds it: where it is, and what its header says.</summary>
 /// <param name="Kind">The owner's kind of record (1 to 254).</param>

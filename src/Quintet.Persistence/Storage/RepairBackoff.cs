@@ -1,4 +1,4 @@
-namespace Quintet.Runtime.Storage;
+namespace Quintet.Persistence.Storage;
 
 /// <summary>
 /// The pace of attempts to repair a file a failed write broke: the first attempt is due <see cref="BaseDelay"/> after
@@ -6,7 +6,7 @@ namespace Quintet.Runtime.Storage;
 /// disk that stays full or failing is not hammered. Used by one thread at a time; times are
 /// <see cref="Environment.TickCount64"/> milliseconds.
 /// </summary>
-internal sealed class RepairBackoff(TimeSpan baseDelay, long failedAt)
+public sealed class RepairBackoff(TimeSpan baseDelay, long failedAt)
 {
     /// <summary>The delay before the first attempt.</summary>
     public TimeSpan BaseDelay { get; } = baseDelay;

@@ -1,14 +1,14 @@
 using System.Runtime.InteropServices;
 using Microsoft.Win32.SafeHandles;
 
-namespace Quintet.Runtime.Storage;
+namespace Quintet.Persistence.Storage;
 
 /// <summary>
 /// The two syncs .NET does not offer: a folder's (a rename reaches the disk only with an fsync of its directory, which
 /// .NET cannot open as a file) and a file's data alone (<c>fdatasync</c>; <see cref="FileStream.Flush(bool)"/> calls
 /// <c>fsync</c>, which also writes the file's times and so costs a journal commit on every call).
 /// </summary>
-internal static partial class DiskSync
+public static partial class DiskSync
 {
     /// <summary>
     /// Closes <paramref name="file"/> and always its <paramref name="handle"/> (taken when the file was opened): after a

@@ -1,7 +1,7 @@
 using System.Text;
 using Quintet.Persistence;
 
-namespace Quintet.Manager.Tests.Persistence;
+namespace Quintet.Tests.Persistence;
 
 /// <summary>
 /// What every checkpoint store must do, whatever keeps its rows: each backend derives from this class and supplies the

@@ -1,4 +1,4 @@
-namespace Quintet.Runtime.Storage;
+namespace Quintet.Persistence.Storage;
 
 /// <summary>
 /// The growth rule of Quintet's append-only files: the file grows by zero-filled steps made durable once, so that a
@@ -6,7 +6,7 @@ namespace Quintet.Runtime.Storage;
 /// commits the file system's journal, which costs more than the write itself. Zeros end the records on recovery: every
 /// format that uses this rule makes an all-zero header fail its check.
 /// </summary>
-internal static class PreallocatedFile
+public static class PreallocatedFile
 {
     /// <summary>The step a file grows by, past what a commit needs.</summary>
     public const int StepBytes = 1024 * 1024;

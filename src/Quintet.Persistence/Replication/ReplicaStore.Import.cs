@@ -1,13 +1,12 @@
 using System.IO.Hashing;
 using System.Text;
 using Microsoft.Data.Sqlite;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence.Replication;
+namespace Quintet.Persistence.Replication;
 
 /// <summary>The import, once, of the SQLite replica (<c>replica.db</c>) that earlier versions kept.</summary>
-internal sealed partial class ReplicaStore
+public sealed partial class ReplicaStore
 {
     private void Import(string directory)
     {

@@ -1,7 +1,6 @@
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence.Replication;
+namespace Quintet.Persistence.Replication;
 
 /// <summary>The choice a new writer makes among the copies a majority of replicas sent it when it sealed a stream.</summary>
 internal static class StreamRecovery

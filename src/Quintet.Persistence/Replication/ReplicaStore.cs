@@ -1,10 +1,10 @@
 using System.Buffers.Binary;
 using System.IO.Hashing;
 using System.Text;
-using Quintet.Persistence;
-using Quintet.Runtime.Storage;
+using Microsoft.Extensions.Logging;
+using Quintet.Persistence.Storage;
 
-namespace Quintet.Manager.Persistence.Replication;
+namespace Quintet.Persistence.Replication;
 
 /// <summary>
 /// This manager's replica of the replicated store: one append-only file, <c>replica.log</c> (<see cref="StreamLogFile"/>),
@@ -14,7 +14,7 @@ namespace Quintet.Manager.Persistence.Replication;
 /// writers and from other managers' replication batches, share one sync. Every operation, reads included, runs on that
 /// thread, so the index needs no lock.
 /// </summary>
-internal sealed partial class ReplicaStore : ILocalReplica, IDisposable
+public sealed partial class ReplicaStore : ILocalReplica, IDisposable
 {
     /// <summary>The replica's file name in the manager's data folder.</summary>
     public const string FileName = "replica.log";
