@@ -55,13 +55,14 @@ internal static class Eventually
 
     /// <summary>
     /// Runs <paramref name="attempt"/> until it completes without an exception, and returns its result. A cancellation of
-    /// <paramref name="cancellationToken"/> is not retried.
+    /// <paramref name="cancellationToken"/> is not retried. <paramref name="interval"/>, when given, is the fixed wait
+    /// between attempts (for attempts that are calls to a cluster, which should not be repeated too often).
     /// </summary>
     /// <exception cref="TimeoutException">It still failed after <paramref name="timeout"/>; the last failure is the inner exception.</exception>
-    public static async Task<T> SucceedsAsync<T>(Func<Task<T>> attempt, TimeSpan timeout, string what, CancellationToken cancellationToken = default)
+    public static async Task<T> SucceedsAsync<T>(Func<Task<T>> attempt, TimeSpan timeout, string what, TimeSpan? interval = null, CancellationToken cancellationToken = default)
     {
         var waited = Stopwatch.StartNew();
-        var interval = FirstInterval;
+        var pause = interval ?? FirstInterval;
         while (true)
         {
             try
@@ -76,8 +77,8 @@ internal static class Eventually
                 }
             }
 
-            await Task.Delay(interval, cancellationToken);
-            interval = Next(interval);
+            await Task.Delay(pause, cancellationToken);
+            pause = interval ?? Next(pause);
         }
     }
 
