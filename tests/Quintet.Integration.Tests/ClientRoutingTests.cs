@@ -1,6 +1,4 @@
 using System.Diagnostics;
-using System.Net;
-using System.Net.Sockets;
 using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Client;
@@ -12,46 +10,12 @@ namespace Quintet.Integration.Tests;
 
 /// <summary>
 /// The client learns each instance's owner from <c>quintet-served-by</c> and calls it directly, and fails over to
-/// another manager when the one it used is gone.
+/// another manager when the one it used is gone: on a real cluster (Quintet.Client.Tests covers the same against fakes).
 /// </summary>
 public class ClientRoutingTests(ITestOutputHelper output)
 {
     /// <summary>Bounds one call that may have to wait out a manager's removal and its instances' placement again.</summary>
     private static readonly TimeSpan CallBound = TimeSpan.FromSeconds(90);
-
-    [Fact]
-    public void Options_out_of_range_are_refused_naming_the_property()
-    {
-        var none = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions()));
-        Assert.Contains("QuintetClientOptions.Endpoints", none.Message, StringComparison.Ordinal);
-        var relative = Assert.Throws<ArgumentException>(() => QuintetClient.Connect("127.0.0.1:5053", "http://127.0.0.1:5054"));
-        Assert.Contains("'127.0.0.1:5053'", relative.Message, StringComparison.Ordinal);
-        var budget = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["http://127.0.0.1:5053"], FailoverBudget = TimeSpan.FromSeconds(-1) }));
-        Assert.Contains("QuintetClientOptions.FailoverBudget", budget.Message, StringComparison.Ordinal);
-
-        using var client = QuintetClient.Connect("http://127.0.0.1:5053/", "http://127.0.0.1:5053", "https://localhost:5055");
-        Assert.Equal(["http://127.0.0.1:5053", "https://localhost:5055"], client.Endpoints);
-    }
-
-    [Fact]
-    public async Task A_call_no_manager_answers_fails_over_round_robin_and_gives_up_when_the_budget_is_spent()
-    {
-        // Two ports nothing listens on: every attempt is refused at once.
-        var (first, second) = (ClosedEndpoint(), ClosedEndpoint());
-        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [first, second], FailoverBudget = TimeSpan.FromSeconds(1) });
-        var took = Stopwatch.StartNew();
-        var error = await Assert.ThrowsAsync<RpcException>(() => client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), CancellationToken.None).WaitAsync(CallBound));
-        output.WriteLine($"{took.ElapsedMilliseconds} ms: {error.Status.Detail}");
-
-        Assert.Equal(StatusCode.Unavailable, error.StatusCode);
-        Assert.Contains("failover budget", error.Status.Detail, StringComparison.Ordinal);
-        Assert.Contains(first, error.Status.Detail, StringComparison.Ordinal);
-        Assert.Contains(second, error.Status.Detail, StringComparison.Ordinal);
-        var statistics = client.Statistics;
-        Assert.Equal(1, statistics.Calls);
-        Assert.InRange(statistics.Retries, 1, 20);
-        Assert.Equal(0, statistics.Routes);
-    }
 
     [Fact]
     public Task A_client_given_one_manager_learns_each_keys_owner_and_then_calls_it_directly() =>
@@ -200,14 +164,4 @@ public class ClientRoutingTests(ITestOutputHelper output)
         });
 
     private static ComponentAdmin.ComponentAdminClient Admin(ManagerProcess manager) => new(manager.Channel);
-
-    /// <summary>An endpoint on a loopback port nothing listens on (just released by the OS).</summary>
-    private static string ClosedEndpoint()
-    {
-        using var listener = new TcpListener(IPAddress.Loopback, 0);
-        listener.Start();
-        var port = ((IPEndPoint)listener.LocalEndpoint).Port;
-        listener.Stop();
-        return $"http://127.0.0.1:{port}";
-    }
 }

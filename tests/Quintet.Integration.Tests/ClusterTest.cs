@@ -37,39 +37,17 @@ internal static class ClusterTest
     /// <summary>Waits until each manager lists exactly <paramref name="names"/> as its deployed packages (60 s at most).</summary>
     public static async Task WaitForPackagesAsync(IReadOnlyCollection<ManagerProcess> managers, params string[] names)
     {
-        var waited = System.Diagnostics.Stopwatch.StartNew();
-        var last = string.Empty;
-        while (waited.Elapsed < TimeSpan.FromSeconds(60))
-        {
-            var lists = await Task.WhenAll(managers.Select(async m => (m.Name, (await new Quintet.Protocol.Admin.ComponentAdmin.ComponentAdminClient(m.Channel).ListPackagesAsync(new Quintet.Protocol.Admin.ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10))).Packages.Select(p => p.Name).Order().ToList())));
-            last = string.Join("; ", lists.Select(l => $"{l.Name}: [{string.Join(", ", l.Item2)}]"));
-            if (lists.All(l => l.Item2.SequenceEqual(names.Order())))
-            {
-                return;
-            }
-
-            await Task.Delay(200);
-        }
-
-        throw new TimeoutException($"The managers did not all come to list [{string.Join(", ", names)}] within 60 s; last: {last}");
+        var expected = $"[{string.Join(", ", names.Order())}]";
+        await Quintet.Tests.Eventually.ValueAsync(
+            () => Task.WhenAll(managers.Select(async m => $"{m.Name}: [{string.Join(", ", (await new Quintet.Protocol.Admin.ComponentAdmin.ComponentAdminClient(m.Channel).ListPackagesAsync(new Quintet.Protocol.Admin.ListPackagesRequest(), deadline: DateTime.UtcNow.AddSeconds(10))).Packages.Select(p => p.Name).Order())}]")),
+            lists => lists.All(l => l.EndsWith($": {expected}", StringComparison.Ordinal)),
+            TimeSpan.FromSeconds(60),
+            $"the managers all to list {expected} as their packages (what each listed)");
     }
 
-    /// <summary>Retries <paramref name="attempt"/> until it passes or 40 s have gone by (then its last failure is thrown).</summary>
-    public static async Task<T> Eventually<T>(Func<Task<T>> attempt)
-    {
-        var waited = System.Diagnostics.Stopwatch.StartNew();
-        while (true)
-        {
-            try
-            {
-                return await attempt();
-            }
-            catch (Exception) when (waited.Elapsed < TimeSpan.FromSeconds(40))
-            {
-                await Task.Delay(250);
-            }
-        }
-    }
+    /// <summary>Retries <paramref name="attempt"/> every 250 ms until it passes or 40 s have gone by (then it throws, its last failure inside).</summary>
+    public static Task<T> Eventually<T>(Func<Task<T>> attempt) =>
+        Quintet.Tests.Eventually.SucceedsAsync(attempt, TimeSpan.FromSeconds(40), "the attempt to succeed", interval: TimeSpan.FromMilliseconds(250));
 
     /// <summary>The tail of every log in the folder: also covers managers of a cluster that failed to start.</summary>
     public static string DescribeLogs(string directory, int lines = 60)

@@ -3,6 +3,7 @@ using Quintet.Core.Groups.Tracing;
 using Quintet.Protocol.Diagnostics;
 using Quintet.TestingHost;
 using Quintet.TestingHost.Checking;
+using Quintet.Tests;
 
 namespace Quintet.Integration.Tests;
 
@@ -172,13 +173,7 @@ public class GroupFaultTests(ITestOutputHelper output)
             // Only once the cluster removed the first is the survivor's side the lower half of a 1 | 1 tie.
             await cluster.WaitForViewAsync([survivor, last]);
             await cluster.KillAsync(last);
-            var waited = Stopwatch.StartNew();
-            GroupStatus status;
-            while ((status = await cluster.GroupStatusAsync(survivor)).InPrimary)
-            {
-                Assert.True(waited.Elapsed < options.Timeout, $"{survivor.Name} never lost its primary view: {status}");
-                await Task.Delay(TimeSpan.FromMilliseconds(100));
-            }
+            var status = await Eventually.ValueAsync(() => cluster.GroupStatusAsync(survivor), s => !s.InPrimary, options.Timeout, $"{survivor.Name} to lose its primary view (its group status)");
 
             var minorityView = status.ViewId;
             output.WriteLine($"{survivor.Name} holds view {minorityView} as a minority");
@@ -313,12 +308,7 @@ public class GroupFaultTests(ITestOutputHelper output)
             await network.PartitionAsync([[.. minority.Select(m => m.Index)], [.. majority.Select(m => m.Index)]]);
             await cluster.WaitForGroupViewAsync(majority);
             output.WriteLine($"partition ({network}) to a group view of the majority: {cut.ElapsedMilliseconds} ms");
-            var waited = Stopwatch.StartNew();
-            while (!(await Task.WhenAll(minority.Select(m => cluster.GroupStatusAsync(m)))).All(s => !s.InPrimary))
-            {
-                Assert.True(waited.Elapsed < options.Timeout, "The two managers of the minority did not leave the primary component.");
-                await Task.Delay(TimeSpan.FromMilliseconds(200));
-            }
+            await Eventually.ValueAsync(() => Task.WhenAll(minority.Select(m => cluster.GroupStatusAsync(m))), statuses => statuses.All(s => !s.InPrimary), options.Timeout, "the two managers of the minority to leave the primary component (their group statuses)");
 
             await Task.Delay(TimeSpan.FromSeconds(2));
             var healed = Stopwatch.StartNew();

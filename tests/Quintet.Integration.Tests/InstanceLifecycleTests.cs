@@ -5,6 +5,7 @@ using Grpc.Core;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
 using Quintet.TestingHost;
+using Quintet.Tests;
 using Samples.BankAccount;
 
 namespace Quintet.Integration.Tests;
@@ -22,18 +23,11 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
     {
         await cluster.WaitForGroupViewAsync(cluster.Managers);
         await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
-        var waited = Stopwatch.StartNew();
-        while (true)
-        {
-            var lists = await Task.WhenAll(cluster.Managers.Select(m => Admin(m).ListPackagesAsync(new ListPackagesRequest(), deadline: Soon).ResponseAsync));
-            if (lists.All(l => l.Packages.Any(p => p.Name == "BankAccount")))
-            {
-                return;
-            }
-
-            Assert.True(waited.Elapsed < TimeSpan.FromSeconds(60), "BankAccount did not reach every manager within 60 s");
-            await Task.Delay(200);
-        }
+        await Eventually.ValueAsync(
+            () => Task.WhenAll(cluster.Managers.Select(m => Admin(m).ListPackagesAsync(new ListPackagesRequest(), deadline: Soon).ResponseAsync)),
+            lists => lists.All(l => l.Packages.Any(p => p.Name == "BankAccount")),
+            TimeSpan.FromSeconds(60),
+            "BankAccount to reach every manager (their lists of packages)");
     }
 
     private static async Task<InstanceInfo?> InstanceAsync(ManagerProcess manager, string key) =>
@@ -68,12 +62,7 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             var owner = cluster.Managers.Single(m => m.Name == before.Manager);
 
             // Idle past 1 s: the owner's sweeper retires it; the shadow stays.
-            var waited = Stopwatch.StartNew();
-            while ((await InstanceAsync(owner, "acct-retire"))?.State != "retired")
-            {
-                Assert.True(waited.Elapsed < TimeSpan.FromSeconds(20), "the idle account did not retire within 20 s");
-                await Task.Delay(250);
-            }
+            await Eventually.ValueAsync(() => InstanceAsync(owner, "acct-retire"), instance => instance?.State == "retired", TimeSpan.FromSeconds(20), "the idle account to retire (its instance on the owner)");
 
             var after = await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
             Assert.Equal((650, 3, "Reactivated", owner.Name), (after.Value, after.Updates, after.Activation, after.Manager));
@@ -352,12 +341,11 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             await Task.Delay(TimeSpan.FromSeconds(2));
             var cutAt = clock.Elapsed;
             await network.PartitionAsync([[victim.Index], [.. cluster.Managers.Where(m => m != victim).Select(m => m.Index)]]);
-            var waited = Stopwatch.StartNew();
-            while (!acknowledged.Any(a => a.At > cutAt && a.Manager != victim.Name))
-            {
-                Assert.True(waited.Elapsed < TimeSpan.FromSeconds(40), $"the majority did not take the account over within 40 s; refusals: {string.Join(" | ", refusals.TakeLast(3))}");
-                await Task.Delay(200);
-            }
+            await Eventually.ValueAsync(
+                () => (TakenOver: acknowledged.Any(a => a.At > cutAt && a.Manager != victim.Name), Refusals: string.Join(" | ", refusals.TakeLast(3))),
+                seen => seen.TakenOver,
+                TimeSpan.FromSeconds(40),
+                "the majority to take the account over (whether it did; the last refusals)");
 
             await Task.Delay(TimeSpan.FromSeconds(2));
             await stop.CancelAsync();

@@ -5,6 +5,7 @@ using Quintet.Client;
 using Quintet.Integration.Tests.Crasher;
 using Quintet.Protocol.Admin;
 using Quintet.TestingHost;
+using Quintet.Tests;
 using Samples.Counter;
 
 namespace Quintet.Integration.Tests;
@@ -67,13 +68,16 @@ public class IsolationTests(ITestOutputHelper output)
             async Task CounterAdvancesAsync(string when)
             {
                 var from = Interlocked.Read(ref adds);
-                var waited = Stopwatch.StartNew();
-                while (Interlocked.Read(ref adds) < from + 20)
-                {
-                    Assert.False(load.IsCompleted, $"the Counter load stopped {when}: {load.Exception?.GetBaseException().Message}");
-                    Assert.True(waited.Elapsed < TimeSpan.FromSeconds(20), $"the Counter made no progress {when}");
-                    await Task.Delay(20, deadline.Token);
-                }
+                await Eventually.ValueAsync(
+                    () =>
+                    {
+                        Assert.False(load.IsCompleted, $"the Counter load stopped {when}: {load.Exception?.GetBaseException().Message}");
+                        return Interlocked.Read(ref adds);
+                    },
+                    count => count >= from + 20,
+                    TimeSpan.FromSeconds(20),
+                    $"the Counter to make progress {when} (its adds; {from} before)",
+                    deadline.Token);
             }
 
             await CounterAdvancesAsync("before the crash");
@@ -124,11 +128,7 @@ public class IsolationTests(ITestOutputHelper output)
             Assert.True(IsRunning(fourth.ProcessId));
             await cluster.KillAsync(manager, deadline.Token);
             var orphaned = Stopwatch.StartNew();
-            while (IsRunning(fourth.ProcessId))
-            {
-                Assert.True(orphaned.Elapsed < TimeSpan.FromSeconds(15), "the worker outlived its killed manager by 15 s");
-                await Task.Delay(100, deadline.Token);
-            }
+            await Eventually.TrueAsync(() => !IsRunning(fourth.ProcessId), TimeSpan.FromSeconds(15), "the worker of the killed manager to end", deadline.Token);
 
             output.WriteLine($"the worker of the killed manager ended after {orphaned.Elapsed.TotalSeconds:F1} s");
         });

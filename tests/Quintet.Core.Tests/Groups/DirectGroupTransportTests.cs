@@ -1,5 +1,4 @@
 using System.Buffers.Binary;
-using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.Net;
 using System.Net.Sockets;
@@ -9,6 +8,7 @@ using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Core.Groups.Direct;
 using Quintet.Core.Groups.Wire;
 using Quintet.Diagnostics;
+using Quintet.Tests;
 using Envelope = Quintet.Core.Groups.Wire.Envelope;
 
 namespace Quintet.Core.Tests.Groups;
@@ -180,7 +180,7 @@ public sealed class DirectGroupTransportTests : IAsyncLifetime
             sender.Send("node-b", 2, new EnvelopeBatch { Envelopes = { Marked("g", -1) } });
         }
 
-        await WaitUntilAsync(() => drops.Count > 0, "the refused connection drops what waited for it");
+        await Eventually.TrueAsync(() => drops.Count > 0, Patience, "the refused connection drops what waited for it");
 
         using var receiverSide = Listening("node-b", 2, port);
         var (receiver, arrived) = (receiverSide.Transport, receiverSide.Arrived);
@@ -281,16 +281,6 @@ public sealed class DirectGroupTransportTests : IAsyncLifetime
         }
 
         return total;
-    }
-
-    private static async Task WaitUntilAsync(Func<bool> condition, string what)
-    {
-        var started = Stopwatch.GetTimestamp();
-        while (!condition())
-        {
-            Assert.True(Stopwatch.GetElapsedTime(started) < Patience, $"Timed out waiting until {what}.");
-            await Task.Delay(20);
-        }
     }
 
     private sealed class Collector : ReceiveActor

@@ -2,6 +2,7 @@ using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Runtime.Coordination;
+using Quintet.Tests;
 
 namespace Quintet.Runtime.Tests.Coordination;
 
@@ -103,10 +104,8 @@ public sealed class LockReleaseTests(SingleManagerHost manager) : IClassFixture<
         for (var i = 1; i <= 2; i++)
         {
             syncs.Add(replica.SyncAsync(cancellationToken));
-            while (replica.CommandMessagesSent < sent + i)
-            {
-                await Task.Delay(10, cancellationToken);
-            }
+            var expected = sent + i;
+            await Eventually.ValueAsync(() => replica.CommandMessagesSent, count => count >= expected, Bound, $"{expected} command messages sent (the count sent)", cancellationToken);
         }
 
         return Task.WhenAll(syncs);
@@ -134,10 +133,7 @@ public sealed class LockReleaseTests(SingleManagerHost manager) : IClassFixture<
             var limit = new GroupProtocolOptions().MaxPendingDeliveries;
             var member = await groups.JoinLightGroupAsync("stall-" + Guid.NewGuid().ToString("N"), cancellationToken: cancellationToken);
             var sends = Enumerable.Range(0, limit + 16).Select(_ => member.MulticastAsync(new byte[1], MessageOrdering.Total, cancellationToken: cancellationToken)).ToList();
-            while (member.Events.Count < limit)
-            {
-                await Task.Delay(20, cancellationToken);
-            }
+            await Eventually.ValueAsync(() => member.Events.Count, count => count >= limit, Bound, $"{limit} messages delivered to the stalled member (its count)", cancellationToken);
 
             return new DeliveryStall(member, sends);
         }

@@ -1,4 +1,5 @@
 using Quintet.Core.Groups;
+using Quintet.Tests;
 
 namespace Quintet.Runtime.Tests.Groups;
 
@@ -16,10 +17,7 @@ public sealed class GroupMessageLimitTests(SingleManagerHost manager) : IClassFi
     {
         using var timeout = new CancellationTokenSource(Bound);
         var group = manager.Groups.Join("limit-" + Guid.NewGuid().ToString("N"));
-        while (group.View is null)
-        {
-            await Task.Delay(20, timeout.Token);
-        }
+        await Eventually.TrueAsync(() => group.View is not null, Bound, "the group's first view", timeout.Token);
 
         var refused = await Assert.ThrowsAsync<ArgumentException>(() => group.MulticastAsync(new byte[GroupMessageLimits.MaxPayloadBytes + 1], MessageOrdering.Total, timeout.Token));
         Assert.Contains($"at most {GroupMessageLimits.MaxPayloadBytes} bytes", refused.Message, StringComparison.Ordinal);

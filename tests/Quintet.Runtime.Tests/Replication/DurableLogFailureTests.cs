@@ -1,6 +1,6 @@
-using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using Quintet.Runtime.Replication;
+using Quintet.Tests;
 using Quintet.Tests.Storage;
 
 namespace Quintet.Runtime.Tests.Replication;
@@ -51,12 +51,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
                 log.Append(position, record);
             }
 
-            var waited = Stopwatch.StartNew();
-            while (Reported(durable) < 10)
-            {
-                Assert.True(waited.Elapsed < Bound, $"The first 10 records were not reported durable within {Bound}; up to {Reported(durable)} were.");
-                await Task.Delay(20);
-            }
+            await Eventually.ValueAsync(() => Reported(durable), reported => reported >= 10, Bound, "the first 10 records reported durable (the last position reported)");
 
             // 70 more: 4.5 MiB, past what the disk holds.
             for (var position = 11; position <= 80; position++)
@@ -127,12 +122,7 @@ public sealed class DurableLogFailureTests(SingleManagerHost manager) : IClassFi
                 log.Append(position, new byte[] { (byte)position });
             }
 
-            var waited = Stopwatch.StartNew();
-            while (Reported(durable) < 85)
-            {
-                Assert.True(waited.Elapsed < Bound, $"The repaired log did not report position 85 within {Bound}; it reported up to {Reported(durable)}.");
-                await Task.Delay(20);
-            }
+            await Eventually.ValueAsync(() => Reported(durable), reported => reported >= 85, Bound, "the repaired log to report position 85 durable (the last position reported)");
 
             Assert.False(log.Broken);
             Assert.Equal(0, broken.Value);

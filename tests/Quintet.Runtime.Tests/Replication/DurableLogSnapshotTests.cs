@@ -1,5 +1,5 @@
-using System.Diagnostics;
 using Quintet.Runtime.Replication;
+using Quintet.Tests;
 
 namespace Quintet.Runtime.Tests.Replication;
 
@@ -37,7 +37,7 @@ public sealed class DurableLogSnapshotTests : IDisposable
             }
 
             // Reported while the snapshot is still held half way: the commands were not made to wait for it.
-            await WaitUntilAsync(() => Reported(durable) >= 15);
+            await Eventually.ValueAsync(() => Reported(durable), reported => reported >= 15, Bound, "position 15 reported durable (the last position reported)");
             Assert.False(held.Released);
 
             // What a stop now would leave: the commands before the snapshot in log.previous, the later ones in log.
@@ -64,9 +64,9 @@ public sealed class DurableLogSnapshotTests : IDisposable
             }
 
             held.Release();
-            await WaitUntilAsync(() => !File.Exists(Path.Combine(folder, "log.previous")));
+            await Eventually.TrueAsync(() => !File.Exists(Path.Combine(folder, "log.previous")), Bound, "log.previous deleted");
             log.Append(16, new byte[] { 16 });
-            await WaitUntilAsync(() => Reported(durable) >= 16);
+            await Eventually.ValueAsync(() => Reported(durable), reported => reported >= 16, Bound, "position 16 reported durable (the last position reported)");
         }
 
         var (final, last) = DurableLog.Open(folder, "m", _ => { }, logger: null);
@@ -110,16 +110,6 @@ public sealed class DurableLogSnapshotTests : IDisposable
         lock (durable)
         {
             return durable.DefaultIfEmpty(0).Max();
-        }
-    }
-
-    private static async Task WaitUntilAsync(Func<bool> condition)
-    {
-        var waited = Stopwatch.StartNew();
-        while (!condition())
-        {
-            Assert.True(waited.Elapsed < Bound, $"not so within {Bound}");
-            await Task.Delay(20);
         }
     }
 

@@ -1,6 +1,7 @@
 using System.Buffers.Binary;
 using System.Diagnostics.Metrics;
 using Quintet.Runtime.Replication;
+using Quintet.Tests;
 
 namespace Quintet.Runtime.Tests.Replication;
 
@@ -29,7 +30,7 @@ public sealed class DurableReplicationTests(SingleManagerHost manager) : IClassF
         // Alone of three planned, the replica applies the command but cannot have it acknowledged.
         await r2.DisposeAsync();
         var pending = first.ExecuteAsync(Numbers.Command(2), timeout.Token);
-        await WaitUntilAsync(() => first.Read(s => s.Values.Count) == 2, timeout.Token);
+        await Eventually.ValueAsync(() => first.Read(s => s.Values.Count), count => count == 2, Bound, "r1 to apply the second command (its count of values)", timeout.Token);
         await Task.Delay(TimeSpan.FromSeconds(2), timeout.Token);
         Assert.False(pending.IsCompleted, "the command completed with one replica of three holding it");
 
@@ -196,14 +197,6 @@ public sealed class DurableReplicationTests(SingleManagerHost manager) : IClassF
     }
 
     private static string Name() => "durable-" + Guid.NewGuid().ToString("N");
-
-    private static async Task WaitUntilAsync(Func<bool> condition, CancellationToken cancellationToken)
-    {
-        while (!condition())
-        {
-            await Task.Delay(20, cancellationToken);
-        }
-    }
 
     private string Folder(string replica) => Path.Combine(_root, replica);
 

@@ -1,4 +1,5 @@
 using Quintet.Runtime.States;
+using Quintet.Tests;
 
 namespace Quintet.Runtime.Tests.States;
 
@@ -20,31 +21,32 @@ public sealed class StateMaintenanceTests(SingleManagerHost manager) : IClassFix
         using var c = new NoteBook();
         await a.AddAsync("a1");
         await using var ra = await RegisterAsync(name, "a", a, timeout.Token);
-        await Eventually(() => ra.IsPrimary && ra.HasState, timeout.Token);
+        await Eventually.TrueAsync(() => ra.IsPrimary && ra.HasState, Bound, "ra to be primary and hold the state", timeout.Token);
         await b.AddAsync("b-own");
         await using var rb = await RegisterAsync(name, "b", b, timeout.Token);
 
         // b joined: the primary's state replaced its own.
-        await Eventually(async () => await b.ReadAsync() == "a1", timeout.Token);
+        await Eventually.ValueAsync(() => b.ReadAsync(), state => state == "a1", Bound, "b to hold a1 (its state)", timeout.Token);
         Assert.True(rb.HasState);
         Assert.False(rb.IsPrimary);
 
         await a.AddAsync("a2");
         await ra.TransferAsync(timeout.Token);
-        await Eventually(async () => await b.ReadAsync() == "a1,a2", timeout.Token);
+        await Eventually.ValueAsync(() => b.ReadAsync(), state => state == "a1,a2", Bound, "b to hold a1,a2 (its state)", timeout.Token);
 
         await using var rc = await RegisterAsync(name, "c", c, timeout.Token);
-        await Eventually(async () => await c.ReadAsync() == "a1,a2", timeout.Token);
+        await Eventually.ValueAsync(() => c.ReadAsync(), state => state == "a1,a2", Bound, "c to hold a1,a2 (its state)", timeout.Token);
 
         // Transfers from two members at once: all install them in one order, so all end alike.
         await b.AddAsync("b3");
         await c.AddAsync("c3");
         await Task.WhenAll(rb.TransferAsync(timeout.Token), rc.TransferAsync(timeout.Token));
-        await Eventually(async () =>
-        {
-            var states = new[] { await a.ReadAsync(), await b.ReadAsync(), await c.ReadAsync() };
-            return states.Distinct().Count() == 1 && (states[0] == "a1,a2,b3" || states[0] == "a1,a2,c3");
-        }, timeout.Token);
+        await Eventually.ValueAsync(
+            async () => new[] { await a.ReadAsync(), await b.ReadAsync(), await c.ReadAsync() },
+            states => states.Distinct().Count() == 1 && (states[0] == "a1,a2,b3" || states[0] == "a1,a2,c3"),
+            Bound,
+            "a, b and c to hold one state, a1,a2,b3 or a1,a2,c3 (their states)",
+            timeout.Token);
         Assert.Equal(["a", "b", "c"], rc.Members.Select(m => m.Key));
     }
 
@@ -56,9 +58,9 @@ public sealed class StateMaintenanceTests(SingleManagerHost manager) : IClassFix
         using var a = new NoteBook(merges: true);
         using var b = new NoteBook(merges: true);
         await using var ra = await RegisterAsync(name, "a", a, timeout.Token);
-        await Eventually(() => ra.HasState, timeout.Token);
+        await Eventually.TrueAsync(() => ra.HasState, Bound, "ra to hold the state", timeout.Token);
         await using var rb = await RegisterAsync(name, "b", b, timeout.Token);
-        await Eventually(() => rb.HasState, timeout.Token);
+        await Eventually.TrueAsync(() => rb.HasState, Bound, "rb to hold the state", timeout.Token);
 
         await a.AddAsync("from-a");
         await b.AddAsync("from-b");
@@ -69,12 +71,12 @@ public sealed class StateMaintenanceTests(SingleManagerHost manager) : IClassFix
         Assert.Equal("from-b", await b.ReadAsync());
 
         await rb.SignalReadyAsync(timeout.Token);
-        await Eventually(async () => await b.ReadAsync() == "from-a,from-b", timeout.Token);
+        await Eventually.ValueAsync(() => b.ReadAsync(), state => state == "from-a,from-b", Bound, "b to hold from-a,from-b (its state)", timeout.Token);
         Assert.Equal(1, await b.InTurnAsync(x => x.Merges));
 
         await rb.SignalChangedAsync(timeout.Token);
         await ra.SignalReadyAsync(timeout.Token);
-        await Eventually(async () => await a.ReadAsync() == "from-a,from-b", timeout.Token);
+        await Eventually.ValueAsync(() => a.ReadAsync(), state => state == "from-a,from-b", Bound, "a to hold from-a,from-b (its state)", timeout.Token);
         Assert.Equal(1, await a.InTurnAsync(x => x.Merges));
     }
 
@@ -87,16 +89,16 @@ public sealed class StateMaintenanceTests(SingleManagerHost manager) : IClassFix
         using var b = new NoteBook();
         using var c = new NoteBook();
         var ra = await RegisterAsync(name, "a", a, timeout.Token);
-        await Eventually(() => ra.IsPrimary, timeout.Token);
+        await Eventually.TrueAsync(() => ra.IsPrimary, Bound, "ra to be primary", timeout.Token);
         await using var rb = await RegisterAsync(name, "b", b, timeout.Token);
         await using var rc = await RegisterAsync(name, "c", c, timeout.Token);
-        await Eventually(() => rb.HasState && rc.HasState, timeout.Token);
+        await Eventually.TrueAsync(() => rb.HasState && rc.HasState, Bound, "rb and rc to hold the state", timeout.Token);
 
         await a.AddAsync("order-1");
         await ra.TransferAsync(timeout.Token);
         await ra.DisposeAsync();
 
-        await Eventually(() => rb.IsPrimary, timeout.Token);
+        await Eventually.TrueAsync(() => rb.IsPrimary, Bound, "rb to be primary", timeout.Token);
         Assert.False(rc.IsPrimary);
         Assert.Equal("order-1", await b.ReadAsync());
         Assert.Equal(["b", "c"], rb.Members.Select(m => m.Key));
@@ -105,13 +107,4 @@ public sealed class StateMaintenanceTests(SingleManagerHost manager) : IClassFix
     private Task<MaintainedStateMember> RegisterAsync(string name, string key, NoteBook book, CancellationToken cancellationToken) =>
         MaintainedStateMember.JoinAsync(manager.Groups, name, key, book, book.InTurn, null, cancellationToken);
 
-    private static Task Eventually(Func<bool> condition, CancellationToken cancellationToken) => Eventually(() => Task.FromResult(condition()), cancellationToken);
-
-    private static async Task Eventually(Func<Task<bool>> condition, CancellationToken cancellationToken)
-    {
-        while (!await condition())
-        {
-            await Task.Delay(50, cancellationToken);
-        }
-    }
 }

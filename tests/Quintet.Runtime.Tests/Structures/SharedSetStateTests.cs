@@ -2,7 +2,7 @@ using Google.Protobuf;
 using Quintet.Runtime.Structures;
 using Quintet.Runtime.Wire;
 
-namespace Quintet.Manager.Tests.Structures;
+namespace Quintet.Runtime.Tests.Structures;
 
 /// <summary>The shared set's state machine: commands, limits, snapshots, changes.</summary>
 public class SharedSetStateTests

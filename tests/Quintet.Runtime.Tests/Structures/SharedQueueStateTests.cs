@@ -3,7 +3,7 @@ using Google.Protobuf;
 using Quintet.Runtime.Structures;
 using Quintet.Runtime.Wire;
 
-namespace Quintet.Manager.Tests.Structures;
+namespace Quintet.Runtime.Tests.Structures;
 
 /// <summary>The shared queue's state machine: order, taking, leases by the commands' clock, limits, snapshots, changes.</summary>
 public class SharedQueueStateTests

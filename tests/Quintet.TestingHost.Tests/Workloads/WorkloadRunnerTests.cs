@@ -5,7 +5,7 @@ using Grpc.Core;
 using Quintet.TestingHost.Checking;
 using Quintet.TestingHost.Workloads;
 
-namespace Quintet.Core.Tests.Checking;
+namespace Quintet.TestingHost.Tests.Workloads;
 
 /// <summary>The runner against in-memory systems that answer, refuse, time out and hang; the nemesis's schedule; its history lines.</summary>
 public class WorkloadRunnerTests

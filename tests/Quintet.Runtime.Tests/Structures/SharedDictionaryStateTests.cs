@@ -2,7 +2,7 @@ using Google.Protobuf;
 using Quintet.Runtime.Structures;
 using Quintet.Runtime.Wire;
 
-namespace Quintet.Manager.Tests.Structures;
+namespace Quintet.Runtime.Tests.Structures;
 
 /// <summary>The shared dictionary's state machine: commands, limits, snapshots, changes (the replication itself is tested on managers).</summary>
 public class SharedDictionaryStateTests

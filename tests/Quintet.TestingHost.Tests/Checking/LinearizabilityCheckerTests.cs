@@ -1,9 +1,9 @@
 using System.Diagnostics;
 using System.Text.Json.Nodes;
 using Quintet.TestingHost.Checking;
-using static Quintet.Core.Tests.Checking.RegisterHistories;
+using static Quintet.TestingHost.Tests.Checking.RegisterHistories;
 
-namespace Quintet.Core.Tests.Checking;
+namespace Quintet.TestingHost.Tests.Checking;
 
 /// <summary>The checker must refute each kind of anomaly, or its passing verdicts prove nothing; and it must accept every
 /// history a linearizable register can produce.</summary>

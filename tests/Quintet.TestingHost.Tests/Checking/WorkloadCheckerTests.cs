@@ -1,9 +1,9 @@
 using System.Text.Json.Nodes;
 using Quintet.TestingHost.Checking;
 using Quintet.TestingHost.Workloads;
-using static Quintet.Core.Tests.Checking.RegisterHistories;
+using static Quintet.TestingHost.Tests.Checking.RegisterHistories;
 
-namespace Quintet.Core.Tests.Checking;
+namespace Quintet.TestingHost.Tests.Checking;
 
 /// <summary>
 /// Each checker on hand-written histories: a good one passes, and each kind of anomaly is refuted with the offending

@@ -1,7 +1,7 @@
 using System.Text.Json.Nodes;
 using Quintet.TestingHost.Checking;
 
-namespace Quintet.Core.Tests.Checking;
+namespace Quintet.TestingHost.Tests.Checking;
 
 /// <summary>Builds register histories: by hand, and from a simulated linearizable register with random concurrency.</summary>
 internal static class RegisterHistories

@@ -1,9 +1,9 @@
 using System.Text;
 using System.Text.Json.Nodes;
 using Quintet.TestingHost.Checking;
-using static Quintet.Core.Tests.Checking.RegisterHistories;
+using static Quintet.TestingHost.Tests.Checking.RegisterHistories;
 
-namespace Quintet.Core.Tests.Checking;
+namespace Quintet.TestingHost.Tests.Checking;
 
 /// <summary>Histories are files other tools read: the format must be exact, and survive a round trip.</summary>
 public class HistoryJsonLinesTests

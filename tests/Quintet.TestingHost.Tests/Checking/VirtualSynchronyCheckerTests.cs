@@ -2,7 +2,7 @@ using Quintet.Core.Groups;
 using Quintet.Core.Groups.Tracing;
 using Quintet.TestingHost.Checking;
 
-namespace Quintet.Core.Tests.Groups;
+namespace Quintet.TestingHost.Tests.Checking;
 
 /// <summary>The checker must catch each kind of violation, or its passing verdicts prove nothing.</summary>
 public class VirtualSynchronyCheckerTests

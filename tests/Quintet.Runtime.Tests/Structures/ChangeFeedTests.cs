@@ -3,7 +3,7 @@ using Quintet.Components;
 using Quintet.Runtime.Structures;
 using Quintet.Runtime.Wire;
 
-namespace Quintet.Manager.Tests.Structures;
+namespace Quintet.Runtime.Tests.Structures;
 
 /// <summary>What a slow or interrupted subscriber gets: the changes it has, then a clear gap, never a stalled replica.</summary>
 public class ChangeFeedTests

@@ -3,7 +3,7 @@ using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Runtime.Coordination;
 
-namespace Quintet.Manager.Tests.Coordination;
+namespace Quintet.Runtime.Tests.Coordination;
 
 /// <summary>
 /// The coordination state's decisions, driven by commands and views as the total order would deliver them (the

@@ -2,7 +2,7 @@ using Google.Protobuf;
 using Quintet.Runtime.Structures;
 using Quintet.Runtime.Wire;
 
-namespace Quintet.Manager.Tests.Structures;
+namespace Quintet.Runtime.Tests.Structures;
 
 /// <summary>The shared counter's state machine: additions, compare-and-set, overflow, snapshots, changes.</summary>
 public class SharedCounterStateTests

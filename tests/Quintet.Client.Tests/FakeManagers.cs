@@ -1,0 +1,154 @@
+using System.Buffers.Binary;
+using System.Collections.Concurrent;
+using System.Globalization;
+using System.Net;
+using Grpc.Core;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+using Quintet.Protocol;
+using Samples.Counter;
+
+namespace Quintet.Client.Tests;
+
+/// <summary>One call a fake manager received: which manager, for which key, which method.</summary>
+internal sealed record FakeCall(string Manager, string Key, string Method);
+
+/// <summary>
+/// How a fake manager answers a call: it serves it (naming an owner in <c>quintet-served-by</c> when
+/// <see cref="ServedBy"/> is set, as a manager that passed the call on does), or fails it with a status.
+/// </summary>
+internal sealed record FakeAnswer(StatusCode Status, string? ServedBy = null, string Detail = "")
+{
+    public static FakeAnswer Serve() => new(StatusCode.OK);
+
+    public static FakeAnswer PassOnTo(FakeManager owner) => new(StatusCode.OK, owner.Endpoint);
+
+    public static FakeAnswer Fail(StatusCode status, string detail) => new(status, null, detail);
+}
+
+/// <summary>
+/// Managers that answer component calls in-process on loopback ports, as the test says, recording every call in the
+/// order it arrived (across all of them): enough to watch the client's routing and failover without a cluster.
+/// </summary>
+internal sealed class FakeManagers : IAsyncDisposable
+{
+    private FakeManagers()
+    {
+    }
+
+    public List<FakeManager> Managers { get; } = [];
+
+    public ConcurrentQueue<FakeCall> Calls { get; } = new();
+
+    public FakeManager this[int index] => Managers[index];
+
+    public static async Task<FakeManagers> StartAsync(int count)
+    {
+        var managers = new FakeManagers();
+        try
+        {
+            for (var i = 0; i < count; i++)
+            {
+                managers.Managers.Add(await FakeManager.StartAsync($"fake-{i}", managers.Calls));
+            }
+        }
+        catch
+        {
+            await managers.DisposeAsync();
+            throw;
+        }
+
+        return managers;
+    }
+
+    /// <summary>The managers the calls for <paramref name="key"/> went to, in order.</summary>
+    public List<string> CallsFor(string key) => [.. Calls.Where(c => c.Key == key).Select(c => c.Manager)];
+
+    public async ValueTask DisposeAsync()
+    {
+        foreach (var manager in Managers)
+        {
+            await manager.DisposeAsync();
+        }
+    }
+}
+
+/// <summary>One fake manager: serves every call for the counter contract as <see cref="Answer"/> says.</summary>
+internal sealed class FakeManager : IAsyncDisposable
+{
+    private readonly WebApplication _app;
+    private readonly ConcurrentQueue<FakeCall> _calls;
+
+    private FakeManager(string name, WebApplication app, string endpoint, ConcurrentQueue<FakeCall> calls)
+    {
+        Name = name;
+        _app = app;
+        Endpoint = endpoint;
+        _calls = calls;
+    }
+
+    public string Name { get; }
+
+    public string Endpoint { get; }
+
+    /// <summary>The answer to a call for a key; serves every call itself by default.</summary>
+    public Func<string, FakeAnswer> Answer { get; set; } = _ => FakeAnswer.Serve();
+
+    public static async Task<FakeManager> StartAsync(string name, ConcurrentQueue<FakeCall> calls)
+    {
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.Logging.ClearProviders();
+        builder.WebHost.ConfigureKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2));
+        var app = builder.Build();
+        FakeManager? manager = null;
+        app.Run(context => manager!.ServeAsync(context));
+        await app.StartAsync();
+        var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFeature<IServerAddressesFeature>().Addresses.Single();
+        manager = new FakeManager(name, app, address.TrimEnd('/'), calls);
+        return manager;
+    }
+
+    /// <summary>Answers one unary gRPC call by hand: a <see cref="CounterValue"/> naming the serving manager, or a status.</summary>
+    private async Task ServeAsync(HttpContext context)
+    {
+        await context.Request.Body.CopyToAsync(Stream.Null);
+        var key = context.Request.Headers[CallHeaders.Key].ToString();
+        _calls.Enqueue(new FakeCall(Name, key, context.Request.Path.Value ?? string.Empty));
+        var answer = Answer(key);
+        var response = context.Response;
+        response.ContentType = "application/grpc";
+        if (answer.Status != StatusCode.OK)
+        {
+            // A trailers-only response, as a server that fails a call before any message sends it.
+            response.Headers["grpc-status"] = ((int)answer.Status).ToString(CultureInfo.InvariantCulture);
+            response.Headers["grpc-message"] = Uri.EscapeDataString(answer.Detail);
+            return;
+        }
+
+        if (answer.ServedBy is { } servedBy)
+        {
+            response.Headers[CallHeaders.ServedBy] = servedBy;
+        }
+
+        using var message = new MemoryStream();
+        ProtoBuf.Serializer.Serialize(message, new CounterValue { Value = 1, Manager = Name });
+        var frame = new byte[5 + message.Length];
+        BinaryPrimitives.WriteUInt32BigEndian(frame.AsSpan(1), (uint)message.Length);
+        message.ToArray().CopyTo(frame, 5);
+        await response.Body.WriteAsync(frame);
+        response.AppendTrailer("grpc-status", "0");
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        await _app.StopAsync();
+        await _app.DisposeAsync();
+    }
+}
