@@ -249,7 +249,9 @@ internal sealed partial class ComponentHost : IAsyncDisposable
         return writer.WrittenSpan.ToArray();
     }
 
-    private static object Decode(ComponentOperation op, string service, ReadOnlyMemory<byte> request)
+    /// <summary>Reads a request as its operation's message type.</summary>
+    /// <exception cref="InvocationException">It is not one (<c>INVALID_ARGUMENT</c>, saying what is wrong).</exception>
+    public static object Decode(ComponentOperation op, string service, ReadOnlyMemory<byte> request)
     {
         try
         {

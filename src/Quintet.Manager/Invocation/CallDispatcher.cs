@@ -52,6 +52,8 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
         {
             if (!directory.TryRoute(id, out var route))
             {
+                // Placing an instance changes the directory: a request that cannot be read must not place one.
+                ComponentHost.Decode(op, call.Service, call.Request);
                 route = await directory.RouteAsync(id, componentClass.Qos, cancellationToken);
             }
 
