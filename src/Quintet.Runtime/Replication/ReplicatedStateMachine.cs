@@ -77,6 +77,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     private LightGroupView? _view;
     private long _position;
     private bool _isSynced;
+    private bool _syncedEventDue;
     private long _nextRequest;
     private Task _loop = Task.CompletedTask;
 
@@ -100,6 +101,32 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
 
     /// <summary>Raised on the replica's loop after each command is applied, in the order of application.</summary>
     public event Action<ReadOnlyMemory<byte>, byte[]>? Applied;
+
+    /// <summary>
+    /// Raised on the replica's loop when this replica was excluded from the replica group (its manager was cut off or
+    /// paused too long): the others went on without it, its state is stale, and it fetches the state anew under a new
+    /// <see cref="Self"/>. Commands it had not seen applied failed with <see cref="GroupUnavailableException"/>.
+    /// </summary>
+    public event Action? MembershipLost;
+
+    /// <summary>
+    /// Raised on the replica's loop each time this replica has the state again after <see cref="MembershipLost"/> (the
+    /// first time, <see cref="ReplicatedStateMachine.JoinAsync{TState}(GroupService, string, TState, CancellationToken)"/>
+    /// completing says so).
+    /// </summary>
+    public event Action? Synced;
+
+    /// <summary>The replica group's view as this replica last installed it (null while it rejoins).</summary>
+    public LightGroupView? View
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _view;
+            }
+        }
+    }
 
     /// <summary>The position in the command order of the last command applied here (every command counts, a sync too).</summary>
     internal long Position
@@ -236,6 +263,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         try
         {
             OnView(_member.FirstView!);
+            RaiseSyncedIfDue();
             await foreach (var groupEvent in _member.Events.ReadAllAsync(_stop.Token))
             {
                 try
@@ -257,6 +285,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
                 {
                     // Also when the event failed: the callers already decided must not wait for ever.
                     _resumptions.Flush();
+                    RaiseSyncedIfDue();
                 }
             }
         }
@@ -490,9 +519,25 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
+    private void RaiseSyncedIfDue()
+    {
+        bool due;
+        lock (_gate)
+        {
+            due = _syncedEventDue;
+            _syncedEventDue = false;
+        }
+
+        if (due)
+        {
+            Synced?.Invoke();
+        }
+    }
+
     private void MarkSynced()
     {
         _isSynced = true;
+        _syncedEventDue = true;
         _synced.Add(OwnOrigin);
         _ready.TrySetResult();
         var announce = new RsmMessage { Synced = new RsmSynced { Member = OwnOrigin } }.ToByteArray();
@@ -577,6 +622,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
 
         ResumeSendingAfterRejoin();
+        MembershipLost?.Invoke();
 
         foreach (var waiting in failed)
         {
