@@ -141,6 +141,28 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
             response.Instances.Add(info);
         }
 
+        foreach (var replica in host.Replicas.Where(r => request.ClassName.Length == 0 || r.Class.Name == request.ClassName).OrderBy(r => r.Id.ClassName, StringComparer.Ordinal).ThenBy(r => r.Id.Key, StringComparer.Ordinal))
+        {
+            var info = new ReplicaInfo
+            {
+                ClassName = replica.Id.ClassName,
+                Key = replica.Id.Key,
+                State = replica.Ready.Status switch
+                {
+                    TaskStatus.RanToCompletion => "ready",
+                    TaskStatus.Faulted or TaskStatus.Canceled => "failed",
+                    _ => "joining",
+                },
+                Members = replica.Members,
+            };
+            if (replica.Transfer is { } transfer)
+            {
+                info.Transfer = new StateTransfer { BytesReceived = transfer.BytesReceived, TotalBytes = transfer.TotalBytes, Resumed = transfer.Resumed, Completed = transfer.Completed };
+            }
+
+            response.Replicas.Add(info);
+        }
+
         return Task.FromResult(response);
     }
 

@@ -326,6 +326,27 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         {
             // Leaving.
         }
+        catch (Exception e)
+        {
+            // The state threw where it must not (a command, a capture, a restore): this replica can no longer follow the
+            // order. Said loudly, and nobody waits on it for ever.
+            if (_options.Logger is { } logger)
+            {
+                ReplicatedStateMachineLog.LoopFailed(logger, e, Name);
+            }
+
+            _ready.TrySetException(e);
+            List<TaskCompletionSource<byte[]>> failed;
+            lock (_gate)
+            {
+                failed = [.. _pending.Values];
+            }
+
+            foreach (var waiting in failed)
+            {
+                waiting.TrySetException(new GroupUnavailableException($"The replica of '{Name}' stopped applying commands ({e.GetType().Name}: {e.Message}); the command may or may not have been applied elsewhere."));
+            }
+        }
     }
 
     private async ValueTask OnViewAsync(LightGroupView view)
