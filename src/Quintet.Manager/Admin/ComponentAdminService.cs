@@ -107,7 +107,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
 
     public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
     {
-        var response = new ListInstancesResponse { Manager = identity.NodeName };
+        var response = new ListInstancesResponse { Manager = identity.NodeName, PlacedInCluster = host.Directory.Count };
         foreach (var shadow in host.Shadows.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
         {
             var (p50, p99) = shadow.Latency;
