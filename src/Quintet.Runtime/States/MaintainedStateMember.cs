@@ -44,7 +44,7 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
     private readonly List<StateEffect> _early = [];
     private readonly Dictionary<string, TaskCompletionSource> _acks = new(StringComparer.Ordinal);
     private ReplicatedStateMachine<MaintainedStateBook>? _joined;
-    private int _ended;
+    private readonly TaskCompletionSource _ended = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     private MaintainedStateMember(string name, string key, IMigrateState component, InTurn inTurn, ILogger? logger)
     {
@@ -118,7 +118,7 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
     private string SelfId => Machine.Self.ToString();
 
     /// <summary>False once the registration ended, and while the replica rejoins after an exclusion.</summary>
-    private bool IsLive => Volatile.Read(ref _ended) == 0 && Machine.View is not null;
+    private bool IsLive => !_ended.Task.IsCompleted && Machine.View is not null;
 
     /// <inheritdoc />
     public async Task TransferAsync(CancellationToken cancellationToken = default)
@@ -134,7 +134,7 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
         try
         {
             var state = await _component.ExportStateAsync(cancellationToken);
-            await SendStateAsync(transfer, StateTransferKind.Manual, state, [], cancellationToken);
+            await SendStateAsync(SelfId, transfer, StateTransferKind.Manual, state, [], cancellationToken);
             try
             {
                 await acknowledged.Task.WaitAsync(AcknowledgementWait, cancellationToken);
@@ -168,7 +168,7 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
     /// <summary>Leaves the state's group and stops; work waiting for the instance's turn is dropped.</summary>
     public async ValueTask DisposeAsync()
     {
-        if (Interlocked.Exchange(ref _ended, 1) != 0)
+        if (!_ended.TrySetResult())
         {
             return;
         }
@@ -195,7 +195,11 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
         await ConfirmAsync([Machine.ExecuteMessageAsync(command, cancellationToken)]);
     }
 
-    private async Task SendStateAsync(string transfer, StateTransferKind kind, byte[] state, IReadOnlyList<string> targets, CancellationToken cancellationToken)
+    /// <summary>
+    /// Sends <paramref name="state"/> under <paramref name="origin"/>: the identity this member had when it decided to
+    /// send, so that a transfer decided before a rejoin is refused rather than taken from a member without the state.
+    /// </summary>
+    private async Task SendStateAsync(string origin, string transfer, StateTransferKind kind, byte[] state, IReadOnlyList<string> targets, CancellationToken cancellationToken)
     {
         EnsureLive();
         List<Task<byte[]>> pieces = [];
@@ -203,7 +207,6 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
         {
             // Queued together: the machine sends a replica's commands in the order queued, so the pieces arrive in order
             // and never interleave with another transfer of this member.
-            var origin = SelfId;
             for (var offset = 0; offset == 0 || offset < state.Length; offset += ChunkBytes)
             {
                 var length = Math.Min(ChunkBytes, state.Length - offset);
@@ -222,9 +225,17 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
 
     private async Task ConfirmAsync(List<Task<byte[]>> commands)
     {
+        var applied = Task.WhenAll(commands);
+
+        // A machine disposed meanwhile never completes the commands it had sent: waiting in the turn would hold it for ever.
+        if (await Task.WhenAny(applied, _ended.Task) != applied)
+        {
+            throw new InvalidOperationException($"The registration for state '{Name}' has ended.");
+        }
+
         try
         {
-            await Task.WhenAll(commands);
+            await applied;
         }
         catch (GroupUnavailableException e)
         {
@@ -270,7 +281,7 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
                 {
                     // Exported and sent in the turn, so that no later transfer of this member overtakes it.
                     var state = await _component.ExportStateAsync(cancellationToken);
-                    await SendStateAsync(Guid.NewGuid().ToString("N"), StateTransferKind.Join, state, join.Targets, cancellationToken);
+                    await SendStateAsync(self, Guid.NewGuid().ToString("N"), StateTransferKind.Join, state, join.Targets, cancellationToken);
                     LogJoinTransfer(Name, state.Length, join.Targets.Count);
                 });
                 break;
@@ -278,7 +289,7 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
                 Enqueue(async cancellationToken =>
                 {
                     var state = await _component.ExportStateAsync(cancellationToken);
-                    await SendStateAsync(Guid.NewGuid().ToString("N"), StateTransferKind.Automatic, state, [], cancellationToken);
+                    await SendStateAsync(self, Guid.NewGuid().ToString("N"), StateTransferKind.Automatic, state, [], cancellationToken);
                 });
                 break;
             case TransferAcknowledged acknowledged when acknowledged.Sender == self:
@@ -327,11 +338,6 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
     {
         await foreach (var work in _work.Reader.ReadAllAsync())
         {
-            if (Volatile.Read(ref _ended) != 0)
-            {
-                continue;
-            }
-
             try
             {
                 await _inTurn(work);
@@ -344,7 +350,9 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
         }
     }
 
-    private void Enqueue(Func<CancellationToken, Task> work) => _work.Writer.TryWrite(work);
+    /// <summary>Queues work for the instance's turn; once the registration ended, work that gets the turn does nothing.</summary>
+    private void Enqueue(Func<CancellationToken, Task> work) =>
+        _work.Writer.TryWrite(cancellationToken => _ended.Task.IsCompleted ? Task.CompletedTask : work(cancellationToken));
 
     private void OnMembershipLost()
     {
