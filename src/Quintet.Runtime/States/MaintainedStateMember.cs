@@ -43,8 +43,9 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
     private readonly Lock _effectsGate = new();
     private readonly List<StateEffect> _early = [];
     private readonly Dictionary<string, TaskCompletionSource> _acks = new(StringComparer.Ordinal);
-    private ReplicatedStateMachine<MaintainedStateBook>? _joined;
     private readonly TaskCompletionSource _ended = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private ReplicatedStateMachine<MaintainedStateBook>? _joined;
+    private volatile bool _rejoining;
 
     private MaintainedStateMember(string name, string key, IMigrateState component, InTurn inTurn, ILogger? logger)
     {
@@ -81,8 +82,12 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
 
         machine.MembershipLost += maintained.OnMembershipLost;
 
-        // After a rejoin the key is announced again, under the replica's new identity.
-        machine.Synced += () => maintained.Quietly(new StateCommand { Announce = new StateAnnounce { Key = key } });
+        machine.Synced += () =>
+        {
+            // Back after a rejoin, with the bookkeeping as the others have it: the key is announced under the new identity.
+            maintained._rejoining = false;
+            maintained.Quietly(new StateCommand { Announce = new StateAnnounce { Key = key } });
+        };
 
         _ = Task.Run(maintained.WorkAsync, CancellationToken.None);
         try
@@ -117,8 +122,8 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
 
     private string SelfId => Machine.Self.ToString();
 
-    /// <summary>False once the registration ended, and while the replica rejoins after an exclusion.</summary>
-    private bool IsLive => !_ended.Task.IsCompleted && Machine.View is not null;
+    /// <summary>False once the registration ended, and while the replica rejoins after an exclusion (its bookkeeping is stale).</summary>
+    private bool IsLive => !_ended.Task.IsCompleted && !_rejoining && Machine.View is not null;
 
     /// <inheritdoc />
     public async Task TransferAsync(CancellationToken cancellationToken = default)
@@ -248,92 +253,6 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
         }
     }
 
-    /// <summary>
-    /// Takes an effect as the book decides it, under the machine's lock on its loop (so that an installation is queued
-    /// before anyone can see its effect on the book, <see cref="HasState"/> for one); it only queues work.
-    /// </summary>
-    private void OnEffect(StateEffect effect)
-    {
-        lock (_effectsGate)
-        {
-            if (_joined is null)
-            {
-                // Decided while the machine joins (the commands after its snapshot): carried out once it is known.
-                _early.Add(effect);
-                return;
-            }
-
-            Carry(effect);
-        }
-    }
-
-    private void Carry(StateEffect effect)
-    {
-        // Effects name members by id: one decided for this replica's former identity (before a rejoin) is not its own.
-        var self = SelfId;
-        switch (effect)
-        {
-            case InstallDue install when install.Recipients.Contains(self):
-                Install(install, self);
-                break;
-            case JoinTransferDue join when join.Primary == self:
-                Enqueue(async cancellationToken =>
-                {
-                    // Exported and sent in the turn, so that no later transfer of this member overtakes it.
-                    var state = await _component.ExportStateAsync(cancellationToken);
-                    await SendStateAsync(self, Guid.NewGuid().ToString("N"), StateTransferKind.Join, state, join.Targets, cancellationToken);
-                    LogJoinTransfer(Name, state.Length, join.Targets.Count);
-                });
-                break;
-            case AutomaticTransferDue due when due.Member == self:
-                Enqueue(async cancellationToken =>
-                {
-                    var state = await _component.ExportStateAsync(cancellationToken);
-                    await SendStateAsync(self, Guid.NewGuid().ToString("N"), StateTransferKind.Automatic, state, [], cancellationToken);
-                });
-                break;
-            case TransferAcknowledged acknowledged when acknowledged.Sender == self:
-                lock (_gate)
-                {
-                    _acks.GetValueOrDefault(acknowledged.Transfer)?.TrySetResult();
-                }
-
-                break;
-            case MalformedCommand malformed:
-                LogMalformed(Name, malformed.Error);
-                break;
-        }
-    }
-
-    private void Install(InstallDue install, string self)
-    {
-        var (kind, from, state) = (install.Kind, install.From, install.State);
-        Enqueue(cancellationToken => kind == StateTransferKind.Automatic && _component is IMergeState merging
-            ? merging.MergeStateAsync(state, from, cancellationToken)
-            : _component.ImportStateAsync(state, cancellationToken));
-        if (kind == StateTransferKind.Manual && from.Id != self)
-        {
-            // Received whole, and queued to be installed in order: the sender may go on.
-            Quietly(new StateCommand { Ack = new StateAck { Transfer = install.Transfer } });
-        }
-    }
-
-    /// <summary>Executes <paramref name="command"/> off the machine's loop (whose lock the caller may hold), not awaited.</summary>
-    private void Quietly(StateCommand command) => _ = Task.Run(() => QuietlyAsync(command));
-
-    private async Task QuietlyAsync(StateCommand command)
-    {
-        try
-        {
-            await ExecuteAsync(command, CancellationToken.None);
-        }
-        catch (InvalidOperationException e)
-        {
-            // Left, or rejoining: the others no longer count on this member, and once back it announces itself again.
-            LogNotSent(Name, command.KindCase.ToString(), e.Message);
-        }
-    }
-
     private async Task WorkAsync()
     {
         await foreach (var work in _work.Reader.ReadAllAsync())
@@ -357,6 +276,7 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
     private void OnMembershipLost()
     {
         // Excluded, and back as a new member: it lacks the state until the primary hands it over again.
+        _rejoining = true;
         LogMembershipLost(Name);
         FailWaits($"This instance lost its membership of state '{Name}' before every member acknowledged the transfer.");
     }
