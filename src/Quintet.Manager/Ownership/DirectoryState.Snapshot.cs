@@ -1,4 +1,5 @@
 using Google.Protobuf;
+using Quintet.Core.Groups.Light;
 using Quintet.Manager.Internal;
 using Quintet.Runtime.Replication;
 
@@ -45,18 +46,18 @@ internal sealed partial class DirectoryState
             var page = DirectorySnapshotPage.Parser.ParseDelimitedFrom(snapshot);
             foreach (var manager in page.Managers)
             {
-                _managers[FromWire(manager.Member)] = manager;
+                _managers[Member(manager.Member)] = manager;
             }
 
             // The view the snapshot was captured in: the joiner is not told of it, and it decides who owns what.
-            _viewMembers.UnionWith(page.ViewMembers.Select(FromWire));
+            _viewMembers.UnionWith(page.ViewMembers.Select(Member));
             foreach (var entry in page.Entries)
             {
                 var id = FromWire(entry.Instance);
-                Place(id, FromWire(entry.Owner), entry.Epoch);
+                Place(id, Member(entry.Owner), entry.Epoch);
                 if (entry.Backups.Count > 0)
                 {
-                    _placements[id].Backups = [.. entry.Backups.Select(FromWire)];
+                    _placements[id].Backups = [.. entry.Backups.Select(Member)];
                 }
             }
         }
@@ -65,11 +66,23 @@ internal sealed partial class DirectoryState
     /// <summary>The state as pages (under the machine's lock): each is copied out, so the capture never changes.</summary>
     private List<byte[]> Pages()
     {
-        var first = new DirectorySnapshotPage();
-        first.Managers.AddRange(_managers.Values);
-        first.ViewMembers.AddRange(_viewMembers.Select(ToWire));
+        // A few owners hold many instances: one wire member each, shared by their entries (it is only serialized).
+        Dictionary<LightMemberId, DirectoryMember> members = [];
+        DirectoryMember Wire(LightMemberId member)
+        {
+            if (!members.TryGetValue(member, out var wire))
+            {
+                wire = ToWire(member);
+                members[member] = wire;
+            }
+
+            return wire;
+        }
+
+        var page = new DirectorySnapshotPage();
+        page.Managers.AddRange(_managers.Values);
+        page.ViewMembers.AddRange(_viewMembers.Select(Wire));
         List<byte[]> pages = [];
-        var page = first;
         foreach (var (id, placement) in _placements)
         {
             if (page.Entries.Count == PageEntries)
@@ -78,10 +91,10 @@ internal sealed partial class DirectoryState
                 page = new DirectorySnapshotPage();
             }
 
-            var entry = new DirectoryEntry { Instance = ToWire(id), Owner = ToWire(placement.Owner), Epoch = placement.Epoch };
+            var entry = new DirectoryEntry { Instance = ToWire(id), Owner = Wire(placement.Owner), Epoch = placement.Epoch };
             if (placement.Backups is { } backups)
             {
-                entry.Backups.AddRange(backups.Select(ToWire));
+                entry.Backups.AddRange(backups.Select(Wire));
             }
 
             page.Entries.Add(entry);

@@ -22,6 +22,7 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
     private readonly Dictionary<LightMemberId, int> _ownedCounts = [];
     private readonly Dictionary<LightMemberId, DirectoryManager> _managers = [];
     private readonly Dictionary<string, string> _classNames = new(StringComparer.Ordinal);
+    private readonly Dictionary<LightMemberId, LightMemberId> _members = [];
     private HashSet<LightMemberId> _viewMembers = [];
 
     /// <summary>Instances placed and not released.</summary>
@@ -109,14 +110,14 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
 
     private DirectoryResult? Announce(DirectoryManager manager)
     {
-        _managers[FromWire(manager.Member)] = manager;
+        _managers[Member(manager.Member)] = manager;
         return null;
     }
 
     private DirectoryResult Claim(InstanceClaim claim)
     {
         var id = FromWire(claim.Instance);
-        var owner = FromWire(claim.Owner);
+        var owner = Member(claim.Owner);
         var existing = _placements.GetValueOrDefault(id);
         if ((existing is not null && _viewMembers.Contains(existing.Owner)) || !_viewMembers.Contains(owner))
         {
@@ -132,7 +133,7 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
     {
         var id = FromWire(moved.Instance);
         var from = FromWire(moved.From);
-        var to = FromWire(moved.To);
+        var to = Member(moved.To);
         var existing = _placements.GetValueOrDefault(id);
         if (existing is null || existing.Owner != from || existing.Epoch != moved.Epoch || !_viewMembers.Contains(to))
         {
@@ -146,7 +147,7 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
     private DirectoryResult Backup(InstanceBackupHeld backup)
     {
         var id = FromWire(backup.Instance);
-        var holder = FromWire(backup.Holder);
+        var holder = Member(backup.Holder);
         if (!_placements.TryGetValue(id, out var existing) || existing.Owner == holder)
         {
             return Unchanged(backup.Instance, existing);
@@ -209,6 +210,19 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
         }
 
         return new InstanceId(className, instance.Key);
+    }
+
+    /// <summary>The member <paramref name="wire"/> names, as one id per member (their node names are many entries' owners).</summary>
+    private LightMemberId Member(DirectoryMember wire)
+    {
+        var id = FromWire(wire);
+        if (_members.TryGetValue(id, out var known))
+        {
+            return known;
+        }
+
+        _members[id] = id;
+        return id;
     }
 
     public static InstanceRef ToWire(InstanceId id) => new() { ClassName = id.ClassName, Key = id.Key };

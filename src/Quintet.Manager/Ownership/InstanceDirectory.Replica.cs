@@ -181,6 +181,6 @@ internal sealed partial class InstanceDirectory
     [LoggerMessage(Level = LogLevel.Warning, Message = "Instance directory: this manager lost its membership; what it owned may be owned elsewhere now, and it fetches the directory again")]
     private static partial void LogMembershipLost(ILogger logger);
 
-    [LoggerMessage(Level = LogLevel.Information, Message = "Instance directory copied: {Count} instances, as of light view {View}")]
+    [LoggerMessage(Level = LogLevel.Information, Message = "Instance directory ready: {Count} instances, as of light view {View}")]
     private static partial void LogSynced(ILogger logger, int count, long view);
 }
