@@ -79,11 +79,13 @@ internal sealed partial class DirectoryState
             return wire;
         }
 
+        // In one order at every replica, so that equal directories give equal bytes and a transfer whose server fails
+        // continues from another manager's capture rather than starting over.
         var page = new DirectorySnapshotPage();
-        page.Managers.AddRange(_managers.Values);
-        page.ViewMembers.AddRange(_viewMembers.Select(Wire));
+        page.Managers.AddRange(_managers.OrderBy(m => m.Key.ToString(), StringComparer.Ordinal).Select(m => m.Value));
+        page.ViewMembers.AddRange(_viewMembers.OrderBy(m => m.ToString(), StringComparer.Ordinal).Select(Wire));
         List<byte[]> pages = [];
-        foreach (var (id, placement) in _placements)
+        foreach (var (id, placement) in _placements.OrderBy(p => p.Key.ClassName, StringComparer.Ordinal).ThenBy(p => p.Key.Key, StringComparer.Ordinal))
         {
             if (page.Entries.Count == PageEntries)
             {
@@ -94,7 +96,7 @@ internal sealed partial class DirectoryState
             var entry = new DirectoryEntry { Instance = ToWire(id), Owner = Wire(placement.Owner), Epoch = placement.Epoch };
             if (placement.Backups is { } backups)
             {
-                entry.Backups.AddRange(backups.Select(Wire));
+                entry.Backups.AddRange(backups.OrderBy(b => b.ToString(), StringComparer.Ordinal).Select(Wire));
             }
 
             page.Entries.Add(entry);
