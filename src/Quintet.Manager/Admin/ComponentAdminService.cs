@@ -10,7 +10,14 @@ using Quintet.Protocol.Admin;
 namespace Quintet.Manager.Admin;
 
 /// <summary>The package admin API: deploy (a zipped package), undeploy, list.</summary>
-internal sealed class ComponentAdminService(ComponentHost host, PackageReplicator replicator, Hosting.ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
+internal sealed class ComponentAdminService(
+    ComponentHost host,
+    DeployedPackages deployed,
+    InstanceShadows shadows,
+    InstanceMigration migration,
+    InstanceDirectory directory,
+    PackageReplicator replicator,
+    Hosting.ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
 {
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
@@ -53,21 +60,21 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
 
     public override Task<ListPackagesResponse> ListPackages(ListPackagesRequest request, ServerCallContext context)
     {
-        var response = new ListPackagesResponse { Instances = host.InstanceCount, LiveInstances = host.LiveInstanceCount };
-        response.Packages.AddRange(host.Packages.Select(Describe));
+        var response = new ListPackagesResponse { Instances = shadows.Count, LiveInstances = shadows.LiveCount };
+        response.Packages.AddRange(deployed.All.Select(Describe));
         return Task.FromResult(response);
     }
 
     public override Task<ExportProtoResponse> ExportProto(ExportProtoRequest request, ServerCallContext context)
     {
-        var contract = host.Packages.SelectMany(p => p.Classes).SelectMany(c => c.Contracts).FirstOrDefault(c => c.ServiceName == request.Contract)
+        var contract = deployed.All.SelectMany(p => p.Classes).SelectMany(c => c.Contracts).FirstOrDefault(c => c.ServiceName == request.Contract)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed component serves contract '{request.Contract}'; 'quintet component list' shows the deployed ones."));
         return Task.FromResult(new ExportProtoResponse { FileName = contract.ServiceName + ".proto", Content = contract.ExportProto() });
     }
 
     public override async Task<MigrateInstanceResponse> MigrateInstance(MigrateInstanceRequest request, ServerCallContext context)
     {
-        var componentClass = host.FindClass(request.ClassName)
+        var componentClass = deployed.FindClass(request.ClassName)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
         if (string.IsNullOrWhiteSpace(request.ToManager))
         {
@@ -75,7 +82,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
         }
 
         var id = new InstanceId(componentClass.Name, request.Key);
-        if (!host.Directory.TryRoute(id, out var route))
+        if (!directory.TryRoute(id, out var route))
         {
             throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
         }
@@ -90,7 +97,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
         var started = System.Diagnostics.Stopwatch.GetTimestamp();
         try
         {
-            var epoch = await host.MigrateAsync(id, request.ToManager, context.CancellationToken);
+            var epoch = await migration.MigrateAsync(id, request.ToManager, context.CancellationToken);
             return new MigrateInstanceResponse
             {
                 FromManager = route.OwnerNode ?? string.Empty,
@@ -108,7 +115,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
     public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
     {
         var response = new ListInstancesResponse { Manager = identity.NodeName };
-        foreach (var shadow in host.Shadows.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
+        foreach (var shadow in shadows.All.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
         {
             var (p50, p99) = shadow.Latency;
             var info = new InstanceInfo
@@ -146,14 +153,14 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
 
     public override Task<GetQosResponse> GetQos(GetQosRequest request, ServerCallContext context)
     {
-        var componentClass = host.FindClass(request.ClassName)
+        var componentClass = deployed.FindClass(request.ClassName)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'."));
         return Task.FromResult(new GetQosResponse { ClassName = componentClass.Name, Spec = QosSpecReader.Format(componentClass.Qos) });
     }
 
     public override async Task<SetQosResponse> SetQos(SetQosRequest request, ServerCallContext context)
     {
-        var componentClass = host.FindClass(request.ClassName)
+        var componentClass = deployed.FindClass(request.ClassName)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'."));
         var format = request.Format.ToUpperInvariant() switch
         {
@@ -195,7 +202,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
             // Every other manager applies it too, at once rather than one after the other.
             var forward = request.Clone();
             forward.ThisManagerOnly = true;
-            var peers = host.Directory.Peers().Where(p => p.NodeName != identity.NodeName).ToList();
+            var peers = directory.Peers().Where(p => p.NodeName != identity.NodeName).ToList();
             var failures = (await Task.WhenAll(peers.Select(async peer =>
             {
                 try
