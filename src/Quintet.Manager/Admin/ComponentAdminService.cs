@@ -1,10 +1,11 @@
 using Grpc.Core;
 using Quintet.Components;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Components;
-using Quintet.Manager.Invocation;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Admin;
@@ -17,7 +18,7 @@ internal sealed class ComponentAdminService(
     InstanceMigration migration,
     InstanceDirectory directory,
     PackageReplicator replicator,
-    Hosting.ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
+    ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
 {
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
@@ -183,7 +184,7 @@ internal sealed class ComponentAdminService(
             throw new RpcException(new Status(StatusCode.InvalidArgument, $"The QoS spec was refused (nothing changed):\n  {componentClass.Name}.replication: active replication needs the class to implement Quintet.Components.IMigrateState."));
         }
 
-        if (Isolation.IsolationRules.Unsupported(spec) is { } unsupported)
+        if (IsolationRules.Unsupported(spec) is { } unsupported)
         {
             throw new RpcException(new Status(StatusCode.InvalidArgument, $"The QoS spec was refused (nothing changed):\n  {componentClass.Name}.{unsupported}"));
         }

@@ -1,6 +1,6 @@
 using Grpc.Core;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
-using Quintet.Manager.Invocation;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Protocol.Admin;

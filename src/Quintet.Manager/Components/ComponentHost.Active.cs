@@ -3,7 +3,7 @@ using Grpc.Core;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.ActiveReplication;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;

@@ -3,7 +3,7 @@ using System.Diagnostics;
 using Grpc.Core;
 using ProtoBuf;
 using Quintet.Components;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;

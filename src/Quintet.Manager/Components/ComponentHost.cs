@@ -1,9 +1,9 @@
 using Quintet.Components;
-using Quintet.Manager.Hosting;
 using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Components;
 

@@ -1,9 +1,9 @@
 using Grpc.Core;
 using Quintet.Components;
-using Quintet.Manager.Hosting;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 using Quintet.Persistence;
 
 namespace Quintet.Manager.Lifecycle;

@@ -1,6 +1,5 @@
 using Quintet.Components;
-using Quintet.Manager.Invocation;
-using Quintet.Manager.Isolation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 
@@ -14,10 +13,10 @@ internal sealed partial class InstanceDeactivation
 {
     private readonly InstanceShadows _shadows;
     private readonly DeployedPackages _packages;
-    private readonly IsolatedWorkers _isolated;
+    private readonly IIsolatedInstances _isolated;
     private readonly ILogger<InstanceDeactivation> _logger;
 
-    public InstanceDeactivation(InstanceShadows shadows, DeployedPackages packages, IsolatedWorkers isolated, InstanceDirectory directory, ILogger<InstanceDeactivation> logger)
+    public InstanceDeactivation(InstanceShadows shadows, DeployedPackages packages, IIsolatedInstances isolated, InstanceDirectory directory, ILogger<InstanceDeactivation> logger)
     {
         _shadows = shadows;
         _packages = packages;

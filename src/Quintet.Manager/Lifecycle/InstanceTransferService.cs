@@ -1,8 +1,8 @@
 using Grpc.Core;
-using Quintet.Manager.Hosting;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Internal;
-using Quintet.Manager.Invocation;
 using Quintet.Manager.Ownership;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Lifecycle;
 

@@ -2,10 +2,10 @@ using System.Collections.Concurrent;
 using System.Diagnostics.CodeAnalysis;
 using Grpc.Core;
 using Quintet.Components;
-using Quintet.Manager.Hosting;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Lifecycle;
 

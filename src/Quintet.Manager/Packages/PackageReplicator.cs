@@ -3,7 +3,6 @@ using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
-using Quintet.Manager.Admin;
 using Quintet.Manager.Internal;
 using Quintet.Manager.Peers;
 
@@ -20,7 +19,7 @@ internal sealed partial class PackageReplicator(
     IPackageDeployer deployer,
     DeployedPackages packages,
     ManagerReports reports,
-    Hosting.ManagerIdentity identity,
+    ManagerIdentity identity,
     PeerChannels channels,
     ILogger<PackageReplicator> logger) : BackgroundService
 {
