@@ -76,6 +76,16 @@ public class ComponentCallTests(ITestOutputHelper output)
             Assert.Contains("AddRequest", malformed.Status.Detail, StringComparison.Ordinal);
             output.WriteLine(string.Join("\n", unknownContract.Status.Detail, unknownOperation.Status.Detail, malformed.Status.Detail));
 
+            // A request that cannot be read, for a key never called: refused before the key is placed, so no instance.
+            var placedBefore = (await Admin(manager).ListInstancesAsync(new ListInstancesRequest(), deadline: DateTime.UtcNow.AddSeconds(30))).PlacedInCluster;
+            var unread = await Assert.ThrowsAsync<RpcException>(() => raw.CallAsync("samples.counter.Counter", "Add", [0x0A, 0xFF, 0xFF], "never-placed"));
+            Assert.Equal(StatusCode.InvalidArgument, unread.StatusCode);
+            var listed = await Admin(manager).ListInstancesAsync(new ListInstancesRequest(), deadline: DateTime.UtcNow.AddSeconds(30));
+            Assert.DoesNotContain(listed.Instances, i => i.Key == "never-placed");
+            Assert.Equal(placedBefore, listed.PlacedInCluster);
+            Assert.True(placedBefore >= 3, $"the directory lists {placedBefore} placed instances after calls to three keys");
+            Assert.Contains(listed.Instances, i => i.Key == "a");
+
             // The same package twice, a corrupt zip, a manifest naming a class that is not there: refused, nothing changed.
             var twice = await RefusedAsync(manager, CounterPackage());
             Assert.Equal(StatusCode.FailedPrecondition, twice.StatusCode);

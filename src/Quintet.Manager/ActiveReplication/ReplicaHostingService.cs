@@ -9,19 +9,20 @@ namespace Quintet.Manager.ActiveReplication;
 /// <summary>The receiving side of <see cref="PeerCalls.JoinReplicasAsync"/>.</summary>
 internal sealed class ReplicaHostingService(ComponentHost host) : ReplicaHosting.ReplicaHostingBase
 {
-    public override async Task<JoinReplicasResponse> JoinReplicas(JoinReplicasRequest request, ServerCallContext context)
+    public override Task<JoinReplicasResponse> JoinReplicas(JoinReplicasRequest request, ServerCallContext context)
     {
         var componentClass = host.FindClass(request.Instance.ClassName)
             ?? throw new RpcException(new Status(StatusCode.FailedPrecondition, $"Manager {host.NodeName} has no class '{request.Instance.ClassName}' deployed."));
         try
         {
-            await host.JoinReplicasAsync(componentClass, request.Instance.Key, founder: false, context.CancellationToken);
+            // Not awaited: the state may take long to arrive; the owner recruits again if the join fails.
+            host.JoinReplicas(componentClass, request.Instance.Key);
         }
         catch (InvocationException e)
         {
             throw new RpcException(new Status(e.Code, e.Message));
         }
 
-        return new JoinReplicasResponse { Manager = host.NodeName };
+        return Task.FromResult(new JoinReplicasResponse { Manager = host.NodeName });
     }
 }

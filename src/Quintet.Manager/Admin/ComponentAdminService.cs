@@ -115,7 +115,7 @@ internal sealed class ComponentAdminService(
 
     public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
     {
-        var response = new ListInstancesResponse { Manager = identity.NodeName };
+        var response = new ListInstancesResponse { Manager = identity.NodeName, PlacedInCluster = directory.Count };
         foreach (var shadow in shadows.All.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
         {
             var (p50, p99) = shadow.Latency;
@@ -147,6 +147,28 @@ internal sealed class ComponentAdminService(
                 At = r.At.ToString("O", System.Globalization.CultureInfo.InvariantCulture),
             }));
             response.Instances.Add(info);
+        }
+
+        foreach (var replica in host.Replicas.Where(r => request.ClassName.Length == 0 || r.Class.Name == request.ClassName).OrderBy(r => r.Id.ClassName, StringComparer.Ordinal).ThenBy(r => r.Id.Key, StringComparer.Ordinal))
+        {
+            var info = new ReplicaInfo
+            {
+                ClassName = replica.Id.ClassName,
+                Key = replica.Id.Key,
+                State = replica.Ready.Status switch
+                {
+                    TaskStatus.RanToCompletion => "ready",
+                    TaskStatus.Faulted or TaskStatus.Canceled => "failed",
+                    _ => "joining",
+                },
+                Members = replica.Members,
+            };
+            if (replica.Transfer is { } transfer)
+            {
+                info.Transfer = new StateTransfer { BytesReceived = transfer.BytesReceived, TotalBytes = transfer.TotalBytes, Resumed = transfer.Resumed, Completed = transfer.Completed };
+            }
+
+            response.Replicas.Add(info);
         }
 
         return Task.FromResult(response);

@@ -1,7 +1,6 @@
 using System.Collections.Concurrent;
 using Grpc.Core;
 using Quintet.Core.Groups;
-using Quintet.Core.Groups.Light;
 using Quintet.Manager.ActiveReplication;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
@@ -12,12 +11,12 @@ namespace Quintet.Manager.Components;
 
 /// <summary>
 /// Active replication (QoS <c>replication: active</c>, N replicas): the instance lives on N managers at once, each
-/// replica a member of the light group <c>quintet.replicas/{class}/{key}</c>. Its owner (in the directory) takes every
-/// client call, multicasts it in total order, and answers once its own replica has run it; every replica runs every
-/// call in the same order, so all stay identical. A replica joining later receives the state of the oldest replica as
-/// it stood when the view that admits it was installed (the calls after that point reach it through the group). When
-/// the owner's manager fails, the next call makes another replica's manager the owner, with no state lost; the owner
-/// asks further managers to host replicas until there are N again.
+/// replica a replica of the replicated state machine <c>quintet.replicas/{class}/{key}</c> (<see cref="ReplicaGroup"/>).
+/// Its owner (in the directory) takes every client call, orders it through the machine, and answers once its own replica
+/// has run it; every replica runs every call in the same order, so all stay identical. A replica joining later receives
+/// the state as it stood at its join, in chunks (the calls after that point reach it through the machine). When the
+/// owner's manager fails, the next call makes another replica's manager the owner, with no state lost; the owner asks
+/// further managers to host replicas until there are N again.
 /// </summary>
 internal sealed partial class ComponentHost
 {
@@ -34,36 +33,72 @@ internal sealed partial class ComponentHost
         _coordination = coordination;
     }
 
-    /// <summary>Runs a call on an actively replicated instance owned here: total-order multicast, answered by the local replica.</summary>
+    /// <summary>The replicas hosted here, for the admin API.</summary>
+    internal IReadOnlyCollection<ReplicaGroup> Replicas => [.. _replicas.Values];
+
+    /// <summary>Runs a call on an actively replicated instance owned here: ordered among the replicas, answered by the local one.</summary>
     private async Task<byte[]> ActiveCallAsync(Shadow shadow, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
     {
         EnsureLease(shadow.Id);
-        var replica = await JoinReplicasAsync(shadow.Class, shadow.Key, founder: true, cancellationToken);
-        await replica.Ready.WaitAsync(cancellationToken);
+        var replica = JoinReplicas(shadow.Class, shadow.Key);
+        try
+        {
+            await replica.Ready.WaitAsync(cancellationToken);
+        }
+        catch (Exception e) when (e is not (OperationCanceledException or InvocationException))
+        {
+            throw new InvocationException(StatusCode.Unavailable, $"{shadow.Id}: its replica here could not join the replica group ({e.Message}); retry.");
+        }
+
         _ = EnsureReplicaCountAsync(replica);
         return await replica.CallAsync(service, operation, request, cancellationToken);
     }
 
-    /// <summary>This manager's replica of an instance, joining its replica group first if it has none.</summary>
-    public async Task<ReplicaGroup> JoinReplicasAsync(ComponentClass componentClass, string key, bool founder, CancellationToken cancellationToken)
+    /// <summary>
+    /// This manager's replica of an instance, starting its join first if it has none. The join goes on in the
+    /// background (a large state takes its time); <see cref="ReplicaGroup.Ready"/> says when it has the state.
+    /// </summary>
+    public ReplicaGroup JoinReplicas(ComponentClass componentClass, string key)
     {
         var id = new InstanceId(componentClass.Name, key);
+        var groups = _groups ?? throw new InvocationException(StatusCode.Unavailable, "The manager is still starting; retry.");
         var created = false;
         var replica = _replicas.GetOrAdd(id, _ =>
         {
             created = true;
-            return new ReplicaGroup(this, componentClass, key);
+            return new ReplicaGroup(ReplicaSite, componentClass, key);
         });
         if (created)
         {
-            var groups = _groups ?? throw new InvocationException(StatusCode.Unavailable, "The manager is still starting; retry.");
-            var member = await groups.JoinLightGroupAsync(ReplicaGroup.GroupNameOf(id), new LightGroupJoinOptions { Role = "replica", SubscribeToViews = true }, cancellationToken);
-            replica.Start(member);
-            await _directory.AnnounceBackupAsync(id, identity.NodeName, dropped: false, cancellationToken);
-            LogReplicaJoined(logger, id.ClassName, id.Key, member.View?.Members.Length ?? 0, founder);
+            _ = JoinAndAnnounceAsync(replica, groups);
         }
 
         return replica;
+    }
+
+    private ReplicaSite ReplicaSite => new(
+        _directory,
+        (componentClass, key) => ComponentContexts.ForActiveReplica(componentClass, key, identity.NodeName, _replicaCheckpoints.Store.Open(StreamOf(new InstanceId(componentClass.Name, key)))),
+        logger);
+
+    private async Task JoinAndAnnounceAsync(ReplicaGroup replica, GroupService groups)
+    {
+        try
+        {
+            await replica.JoinAsync(groups, CancellationToken.None);
+
+            // Only a replica that has the state counts as one: the directory may promote it when the owner fails.
+            await _directory.AnnounceBackupAsync(replica.Id, identity.NodeName, dropped: false, CancellationToken.None);
+            LogReplicaJoined(logger, replica.Id.ClassName, replica.Id.Key, replica.Members);
+        }
+        catch (Exception e)
+        {
+            LogReplicaJoinFailed(logger, e, replica.Id.ClassName, replica.Id.Key);
+            if (_replicas.TryRemove(new KeyValuePair<InstanceId, ReplicaGroup>(replica.Id, replica)))
+            {
+                await replica.DisposeAsync();
+            }
+        }
     }
 
     /// <summary>Asks other managers to host replicas until the group has as many as the QoS asks.</summary>
@@ -114,8 +149,11 @@ internal sealed partial class ComponentHost
         }
     }
 
-    [LoggerMessage(Level = LogLevel.Information, Message = "{Class} (key '{Key}'): replica joined here ({Members} in the group before; founder {Founder})")]
-    private static partial void LogReplicaJoined(ILogger logger, string @class, string key, int members, bool founder);
+    [LoggerMessage(Level = LogLevel.Information, Message = "{Class} (key '{Key}'): replica joined here and has the state ({Members} replicas in its view)")]
+    private static partial void LogReplicaJoined(ILogger logger, string @class, string key, int members);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): the replica here could not join its group")]
+    private static partial void LogReplicaJoinFailed(ILogger logger, Exception exception, string @class, string key);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}'): {Manager} could not host a replica")]
     private static partial void LogReplicaRecruitFailed(ILogger logger, Exception exception, string @class, string key, string manager);

@@ -121,3 +121,30 @@ public interface IViewAwareReplicatedState : IReplicatedState
     /// <summary>A view of the replicas was installed: every command of the previous view was applied before it.</summary>
     void ViewInstalled(LightGroupView view);
 }
+
+/// <summary>
+/// A state whose commands complete asynchronously (a component's call that awaits I/O), kept identical on every replica
+/// by <see cref="ReplicatedStateMachine{TState}"/> (<see cref="ReplicatedStateMachine.JoinOrderedAsync{TState}"/>): the
+/// machine applies one command at a time, in the total order, awaiting each before the next, at every replica alike.
+/// Commands, captures and restores are never called concurrently with each other. Large states travel to a joining
+/// replica in chunks, resumably, like any replicated state's.
+/// </summary>
+public interface IAsyncReplicatedState
+{
+    /// <summary>
+    /// Applies one command at its place in the total order and returns its result. Must be deterministic and must not
+    /// throw: a command that fails returns a result saying so, which every replica computes alike.
+    /// </summary>
+    /// <param name="command">The command.</param>
+    /// <param name="cancellationToken">Cancelled when the replica leaves.</param>
+    ValueTask<byte[]> ApplyAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Captures the state as it stands now, for a replica that joins. No command runs meanwhile; once returned, the
+    /// capture must not change with the state (it is read from other threads while commands go on).
+    /// </summary>
+    ValueTask<IStateSnapshot> CaptureSnapshotAsync(CancellationToken cancellationToken);
+
+    /// <summary>Replaces the state with the snapshot read from <paramref name="snapshot"/> (positioned at its start).</summary>
+    ValueTask RestoreSnapshotAsync(Stream snapshot, CancellationToken cancellationToken);
+}

@@ -7,7 +7,7 @@ namespace Quintet.Runtime.Replication;
 
 // The durable side: recovery from the local log, recovery status among the replicas, fsync reports, logging applied commands.
 public sealed partial class ReplicatedStateMachine<TState>
-    where TState : class, IReplicatedState
+    where TState : class
 {
     /// <summary>True when the machine is durable (<see cref="ReplicatedStateMachineOptions.Durability"/>).</summary>
     public bool IsDurable => _durable is not null;
@@ -15,7 +15,7 @@ public sealed partial class ReplicatedStateMachine<TState>
     /// <summary>The durable side, when durable (for diagnostics and tests).</summary>
     internal DurableReplication? Durable => _durable;
 
-    private static long Recover(TState state, RecoveredLog recovered)
+    private static long Recover(IReplicatedState state, RecoveredLog recovered)
     {
         using (recovered.Snapshot)
         {
@@ -110,7 +110,7 @@ public sealed partial class ReplicatedStateMachine<TState>
         // A snapshot is due every so many commands, and sooner to repair a log that a failed write left with a hole.
         if (_durable!.Append(_position, command.Body.Memory) || _durable.RepairDue())
         {
-            _durable.Snapshot(_position, _state.CaptureSnapshot());
+            _durable.Snapshot(_position, _sync!.CaptureSnapshot());
         }
 
         if (waiting is not null && !_durable.AwaitDurable(_position, waiting, result))

@@ -6,7 +6,7 @@ namespace Quintet.Runtime.Replication;
 
 // The sending side: commands wait in a queue and leave in batches, with a bounded number of messages in flight.
 public sealed partial class ReplicatedStateMachine<TState>
-    where TState : class, IReplicatedState
+    where TState : class
 {
     private const int MaxBatchCommands = 1024;
     private const int MaxBatchBytes = 64 * 1024;

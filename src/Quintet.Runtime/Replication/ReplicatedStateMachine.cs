@@ -37,6 +37,24 @@ public static class ReplicatedStateMachine
         options.Validate();
         return ReplicatedStateMachine<TState>.StartAsync(groups, name, state, options, cancellationToken);
     }
+
+    /// <summary>
+    /// Joins (or founds) the replicated state machine <paramref name="name"/> of an ordered asynchronous state (see
+    /// <see cref="IAsyncReplicatedState"/>); completes once this replica has the state, reporting the transfer's
+    /// progress to <see cref="ReplicatedStateMachineOptions.Progress"/>.
+    /// </summary>
+    /// <exception cref="TimeoutException">The state transfer made no progress for <see cref="ReplicatedStateMachineOptions.StallTimeout"/>.</exception>
+    /// <exception cref="ArgumentException">An option is out of range, or durability was asked for; the message says which.</exception>
+    public static Task<ReplicatedStateMachine<TState>> JoinOrderedAsync<TState>(GroupService groups, string name, TState state, ReplicatedStateMachineOptions options, CancellationToken cancellationToken = default)
+        where TState : class, IAsyncReplicatedState
+    {
+        ArgumentNullException.ThrowIfNull(groups);
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        ArgumentNullException.ThrowIfNull(state);
+        ArgumentNullException.ThrowIfNull(options);
+        options.Validate();
+        return ReplicatedStateMachine<TState>.StartAsync(groups, name, state, options, cancellationToken);
+    }
 }
 
 /// <summary>
@@ -57,11 +75,13 @@ public static class ReplicatedStateMachine
 /// </remarks>
 /// <typeparam name="TState">The state.</typeparam>
 public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
-    where TState : class, IReplicatedState
+    where TState : class
 {
     private static readonly TimeSpan FirstOfferWait = TimeSpan.FromSeconds(60);
     private readonly Lock _gate = new();
     private readonly TState _state;
+    private readonly IReplicatedState? _sync;
+    private readonly IAsyncReplicatedState? _async;
     private readonly LightGroupMember _member;
     private readonly ReplicatedStateMachineOptions _options;
     private readonly SnapshotServer _server;
@@ -78,6 +98,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     private long _position;
     private bool _isSynced;
     private bool _syncedEventDue;
+    private IStateSnapshot? _ownCapture;
     private long _nextRequest;
     private Task _loop = Task.CompletedTask;
 
@@ -85,6 +106,8 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     {
         Name = name;
         _state = state;
+        _sync = state as IReplicatedState;
+        _async = _sync is null ? state as IAsyncReplicatedState : null;
         _member = member;
         _options = options;
         _durable = durable;
@@ -156,11 +179,21 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     {
         DurableReplication? durable = null;
         long position = 0;
+        if (state is not (IReplicatedState or IAsyncReplicatedState))
+        {
+            throw new ArgumentException($"The state of '{name}' must implement {nameof(IReplicatedState)} or {nameof(IAsyncReplicatedState)}.", nameof(state));
+        }
+
+        if (options.Durability is not null && state is not IReplicatedState)
+        {
+            throw new ArgumentException($"'{name}': durability needs a synchronous {nameof(IReplicatedState)} (an ordered asynchronous state keeps its own persistence).", nameof(options));
+        }
+
         if (options.Durability is { } durability)
         {
             // The local log first: a replica that founds the state after a whole-group restart serves what it holds.
             (durable, var recovered) = DurableReplication.Open(name, durability, options.Logger);
-            position = Recover(state, recovered);
+            position = Recover((IReplicatedState)state, recovered);
         }
 
         LightGroupMember member;
@@ -262,7 +295,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     {
         try
         {
-            OnView(_member.FirstView!);
+            await OnViewAsync(_member.FirstView!);
             RaiseSyncedIfDue();
             await foreach (var groupEvent in _member.Events.ReadAllAsync(_stop.Token))
             {
@@ -271,10 +304,10 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
                     switch (groupEvent)
                     {
                         case LightViewInstalled { View: var view }:
-                            OnView(view);
+                            await OnViewAsync(view);
                             break;
                         case LightMessageDelivered { Delivery: var delivery }:
-                            OnMessage(delivery.Sender, RsmMessage.Parser.ParseFrom(delivery.Payload.Span));
+                            await OnMessageAsync(delivery.Sender, RsmMessage.Parser.ParseFrom(delivery.Payload.Span));
                             break;
                         case LightMemberRejoining:
                             OnRejoining();
@@ -292,6 +325,63 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         catch (OperationCanceledException) when (_stop.IsCancellationRequested)
         {
             // Leaving.
+        }
+        catch (Exception e)
+        {
+            // The state threw where it must not (a command, a capture, a restore): this replica can no longer follow the
+            // order. Said loudly, and nobody waits on it for ever.
+            if (_options.Logger is { } logger)
+            {
+                ReplicatedStateMachineLog.LoopFailed(logger, e, Name);
+            }
+
+            _ready.TrySetException(e);
+            List<TaskCompletionSource<byte[]>> failed;
+            lock (_gate)
+            {
+                failed = [.. _pending.Values];
+            }
+
+            foreach (var waiting in failed)
+            {
+                waiting.TrySetException(new GroupUnavailableException($"The replica of '{Name}' stopped applying commands ({e.GetType().Name}: {e.Message}); the command may or may not have been applied elsewhere."));
+            }
+        }
+    }
+
+    private async ValueTask OnViewAsync(LightGroupView view)
+    {
+        if (_async is not null && CaptureDueAt(view))
+        {
+            // An ordered asynchronous state captures itself asynchronously: here, on the loop, where no command runs,
+            // which is the same point of the order as under the lock below.
+            _ownCapture = await _async.CaptureSnapshotAsync(_stop.Token);
+        }
+
+        try
+        {
+            OnView(view);
+        }
+        finally
+        {
+            // Not needed after all (another capture covers the members that lack the state).
+            _ownCapture?.Dispose();
+            _ownCapture = null;
+        }
+    }
+
+    /// <summary>Whether a view would make this replica capture its state: it has it, and a member lacks it that no capture covers.</summary>
+    private bool CaptureDueAt(LightGroupView view)
+    {
+        lock (_gate)
+        {
+            if (!_isSynced || (_view is not null && view.Id <= _view.Id))
+            {
+                return false;
+            }
+
+            var self = _member.Self;
+            return _server.NeedsCapture([.. view.Members.Select(m => m.Id).Where(m => m != self && !_synced.Contains(m.ToString()))]);
         }
     }
 
@@ -361,7 +451,17 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     }
 
     /// <summary>The state for a transfer (under the lock): a durable machine's carries its position.</summary>
-    private IStateSnapshot Capture() => _durable is null ? _state.CaptureSnapshot() : new PositionedSnapshot(_position, _state.CaptureSnapshot());
+    private IStateSnapshot Capture()
+    {
+        if (_async is not null)
+        {
+            var captured = _ownCapture ?? throw new InvalidOperationException($"'{Name}': a capture was needed that was not taken before the view (a bug in the machine).");
+            _ownCapture = null;
+            return captured;
+        }
+
+        return _durable is null ? _sync!.CaptureSnapshot() : new PositionedSnapshot(_position, _sync!.CaptureSnapshot());
+    }
 
     private async Task SendQuietlyAsync(LightMemberId to, RsmMessage message)
     {
@@ -379,12 +479,16 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
-    private void OnMessage(LightMemberId sender, RsmMessage message)
+    private async ValueTask OnMessageAsync(LightMemberId sender, RsmMessage message)
     {
         switch (message.KindCase)
         {
             case RsmMessage.KindOneofCase.Offer:
-                OnOffer(sender, message.Offer);
+                if (OnOffer(sender, message.Offer))
+                {
+                    await InstallAsync();
+                }
+
                 break;
             case RsmMessage.KindOneofCase.Request:
                 _server.OnRequest(sender, message.Request);
@@ -392,7 +496,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
             case RsmMessage.KindOneofCase.Snapshot:
                 if (!_isSynced && _receiver.OnChunk(sender, message.Snapshot))
                 {
-                    Install();
+                    await InstallAsync();
                 }
 
                 break;
@@ -416,39 +520,40 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
                 break;
             case RsmMessage.KindOneofCase.Command:
                 OnOwnMessageDelivered(message.Command.Origin);
-                OnCommand(message.Command);
+                await OnCommandAsync(message.Command);
                 break;
             case RsmMessage.KindOneofCase.Batch:
                 OnOwnMessageDelivered(message.Batch.Origin);
                 foreach (var command in message.Batch.Commands)
                 {
                     command.Origin = message.Batch.Origin;
-                    OnCommand(command);
+                    await OnCommandAsync(command);
                 }
 
                 break;
         }
     }
 
-    private void OnCommand(RsmCommand command)
+    private ValueTask OnCommandAsync(RsmCommand command)
     {
         lock (_gate)
         {
             if (!_isSynced)
             {
                 _buffered.Add((_view?.Id ?? 0, command, null));
-                return;
+                return ValueTask.CompletedTask;
             }
         }
 
-        Apply(command);
+        return ApplyAsync(command);
     }
 
-    private void OnOffer(LightMemberId sender, RsmSnapshotOffer offer)
+    /// <summary>Takes an offer; true when the state is complete and is to be installed.</summary>
+    private bool OnOffer(LightMemberId sender, RsmSnapshotOffer offer)
     {
         if (_isSynced)
         {
-            return;
+            return false;
         }
 
         if (offer.Durable != (_durable is not null))
@@ -456,7 +561,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
             _ready.TrySetException(new InvalidOperationException(offer.Durable
                 ? $"'{Name}' is durable on the other managers; open it durable here too (the mode is chosen when a structure is first opened in the cluster)."
                 : $"'{Name}' is in memory only on the other managers; open it without durability here too, or under another name (the mode is chosen when a structure is first opened in the cluster)."));
-            return;
+            return false;
         }
 
         lock (_gate)
@@ -467,34 +572,41 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
             }
         }
 
-        if (_receiver.OnOffer(sender, offer))
-        {
-            Install();
-        }
+        return _receiver.OnOffer(sender, offer);
     }
 
-    private void Install()
+    private async ValueTask InstallAsync()
     {
         var view = _receiver.View;
         using var snapshot = _receiver.TakeCompleted();
+        if (_async is not null)
+        {
+            // On the loop, so no command runs meanwhile; not under the lock, which an asynchronous restore cannot hold.
+            await _async.RestoreSnapshotAsync(snapshot, _stop.Token);
+        }
+
         List<(RsmCommand? Command, LightGroupView? View)> replay;
         lock (_gate)
         {
-            if (_durable is null)
+            if (_async is not null)
             {
-                _state.RestoreSnapshot(snapshot);
+                // Restored above.
+            }
+            else if (_durable is null)
+            {
+                _sync!.RestoreSnapshot(snapshot);
             }
             else
             {
                 var (position, state) = PositionedSnapshot.Split(snapshot);
                 using (state)
                 {
-                    _state.RestoreSnapshot(state);
+                    _sync!.RestoreSnapshot(state);
                 }
 
                 // The local log restarts from the state received: what it held before is covered or superseded.
                 _position = position;
-                _durable.Reset(position, _state.CaptureSnapshot());
+                _durable.Reset(position, _sync.CaptureSnapshot());
             }
 
             // The snapshot holds the effect of the view it was captured in; later views replay in place among the commands.
@@ -507,7 +619,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         {
             if (command is not null)
             {
-                Apply(command);
+                await ApplyAsync(command);
             }
             else if (laterView is not null && _state is IViewAwareReplicatedState aware)
             {
@@ -576,14 +688,53 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         }
     }
 
-    private void Apply(RsmCommand command)
+    private ValueTask ApplyAsync(RsmCommand command)
+    {
+        if (_async is not null)
+        {
+            return ApplyInOrderAsync(command, _async);
+        }
+
+        Apply(command, _sync!);
+        return ValueTask.CompletedTask;
+    }
+
+    /// <summary>
+    /// Applies a command of an ordered asynchronous state: awaited here, on the loop, so the next command starts only
+    /// once this one completed, at every replica alike.
+    /// </summary>
+    private async ValueTask ApplyInOrderAsync(RsmCommand command, IAsyncReplicatedState state)
+    {
+        TaskCompletionSource<byte[]>? waiting = null;
+        lock (_gate)
+        {
+            _position++;
+            if (command.Origin == OwnOrigin)
+            {
+                _pending.TryGetValue(command.Request, out waiting);
+            }
+        }
+
+        var result = command.Body.IsEmpty ? [] : await state.ApplyAsync(command.Body.Memory, _stop.Token);
+        if (!command.Body.IsEmpty)
+        {
+            Applied?.Invoke(command.Body.Memory, result);
+        }
+
+        if (waiting is not null)
+        {
+            _resumptions.Add(CallerResumption.Succeeded(waiting, result));
+        }
+    }
+
+    private void Apply(RsmCommand command, IReplicatedState state)
     {
         byte[] result;
         TaskCompletionSource<byte[]>? waiting = null;
         lock (_gate)
         {
             _position++;
-            result = command.Body.IsEmpty ? [] : _state.Apply(command.Body.Span);
+            result = command.Body.IsEmpty ? [] : state.Apply(command.Body.Span);
             if (command.Origin == OwnOrigin)
             {
                 _pending.TryGetValue(command.Request, out waiting);

@@ -62,6 +62,9 @@ internal sealed partial class SnapshotServer(string machine, Lock gate, Func<Lig
         })];
     }
 
+    /// <summary>Whether <see cref="OnView"/> with these members lacking the state would capture it (under the machine's lock).</summary>
+    public bool NeedsCapture(IReadOnlyCollection<LightMemberId> lacking) => lacking.Any(m => !_captures.Any(c => c.Waiting.Contains(m)));
+
     /// <summary>A member announced it has the state (under the machine's lock).</summary>
     public void OnSynced(string member)
     {

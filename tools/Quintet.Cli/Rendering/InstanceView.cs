@@ -37,6 +37,7 @@ internal static class InstanceView
         table.Caption($"{hosted.Count} instance(s) on {answered} of {answers.Count} manager(s)");
         console.Write(table);
 
+        WriteReplicas(console, answers);
         foreach (var missing in answers.Where(a => a.Response is null).OrderBy(a => a.Manager, StringComparer.Ordinal))
         {
             console.MarkupLine($"[yellow]{Markup.Escape(missing.Manager)}[/] {Markup.Escape(missing.Problem ?? "did not answer")}: its instances are not listed.");
@@ -46,6 +47,54 @@ internal static class InstanceView
         {
             WriteRecent(console, hosted);
         }
+    }
+
+    /// <summary>The replicas of actively replicated instances, with how far a joining replica's state has come.</summary>
+    private static void WriteReplicas(IAnsiConsole console, IReadOnlyCollection<ManagerInstances> answers)
+    {
+        var replicas = answers
+            .Where(a => a.Response is not null)
+            .SelectMany(a => a.Response!.Replicas.Select(replica => (a.Manager, Replica: replica)))
+            .OrderBy(r => r.Replica.ClassName, StringComparer.Ordinal)
+            .ThenBy(r => r.Replica.Key, StringComparer.Ordinal)
+            .ThenBy(r => r.Manager, StringComparer.Ordinal)
+            .ToList();
+        if (replicas.Count == 0)
+        {
+            return;
+        }
+
+        var table = new Table().AddColumns("class", "key", "replica on", "state", "replicas", "state transfer");
+        foreach (var (manager, replica) in replicas)
+        {
+            table.AddRow(
+                Markup.Escape(replica.ClassName),
+                Markup.Escape(replica.Key),
+                Markup.Escape(manager),
+                replica.State switch
+                {
+                    "ready" => "[green]ready[/]",
+                    "joining" => "[yellow]joining[/]",
+                    _ => $"[red]{Markup.Escape(replica.State)}[/]",
+                },
+                replica.Members.ToString(CultureInfo.InvariantCulture),
+                Markup.Escape(Transfer(replica.Transfer)));
+        }
+
+        table.Caption($"{replicas.Count} active replica(s)");
+        console.Write(table);
+    }
+
+    private static string Transfer(StateTransfer? transfer)
+    {
+        if (transfer is null)
+        {
+            return "-";
+        }
+
+        var percent = transfer.TotalBytes <= 0 ? 100 : 100.0 * transfer.BytesReceived / transfer.TotalBytes;
+        var text = $"{transfer.BytesReceived / (1024.0 * 1024):F1} of {transfer.TotalBytes / (1024.0 * 1024):F1} MiB ({percent:F0}%)";
+        return text + (transfer.Completed ? ", done" : string.Empty) + (transfer.Resumed ? ", resumed from another replica" : string.Empty);
     }
 
     private static void WriteRecent(IAnsiConsole console, List<(string Manager, InstanceInfo Instance)> hosted)
