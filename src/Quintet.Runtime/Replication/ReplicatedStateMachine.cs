@@ -797,6 +797,19 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         // The loop and the server stop sending before the member goes.
         await _server.DisposeAsync();
         await _member.DisposeAsync();
+
+        // Commands that went out and were not applied here never will be: their callers must not wait for ever.
+        List<TaskCompletionSource<byte[]>> abandoned;
+        lock (_gate)
+        {
+            abandoned = [.. _pending.Values];
+        }
+
+        foreach (var waiting in abandoned)
+        {
+            waiting.TrySetException(new GroupUnavailableException($"The replica of '{Name}' was disposed before the command was applied here; it may or may not have been applied at the others."));
+        }
+
         _receiver.Dispose();
         _durable?.Dispose();
         _stop.Dispose();

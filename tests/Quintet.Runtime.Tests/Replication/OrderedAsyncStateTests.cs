@@ -84,6 +84,39 @@ public sealed class OrderedAsyncStateTests(SingleManagerHost manager) : IClassFi
         Assert.True(reports[^1].Completed);
     }
 
+    [Fact]
+    public async Task Disposing_a_replica_fails_the_commands_it_had_not_applied_rather_than_leaving_them_waiting()
+    {
+        using var timeout = new CancellationTokenSource(Bound);
+        var state = new BlockingState();
+        var machine = await ReplicatedStateMachine.JoinOrderedAsync(manager.Groups, "disposed-" + Guid.NewGuid().ToString("N"), state, new ReplicatedStateMachineOptions(), timeout.Token);
+        var first = machine.ExecuteAsync(new byte[] { 1 }, timeout.Token);
+        await state.Entered.Task.WaitAsync(timeout.Token);
+        var second = machine.ExecuteAsync(new byte[] { 2 }, timeout.Token);
+
+        await machine.DisposeAsync();
+
+        await Assert.ThrowsAsync<Quintet.Core.Groups.GroupUnavailableException>(() => first.WaitAsync(timeout.Token));
+        await Assert.ThrowsAsync<Quintet.Core.Groups.GroupUnavailableException>(() => second.WaitAsync(timeout.Token));
+    }
+
+    /// <summary>A state whose first command waits until the replica leaves.</summary>
+    private sealed class BlockingState : IAsyncReplicatedState
+    {
+        public TaskCompletionSource Entered { get; } = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        public async ValueTask<byte[]> ApplyAsync(ReadOnlyMemory<byte> command, CancellationToken cancellationToken)
+        {
+            Entered.TrySetResult();
+            await Task.Delay(Timeout.Infinite, cancellationToken);
+            return [];
+        }
+
+        public ValueTask<IStateSnapshot> CaptureSnapshotAsync(CancellationToken cancellationToken) => ValueTask.FromResult<IStateSnapshot>(new PagedStateSnapshot([]));
+
+        public ValueTask RestoreSnapshotAsync(Stream snapshot, CancellationToken cancellationToken) => ValueTask.CompletedTask;
+    }
+
     /// <summary>A log of values whose applies await, recording how many ran at once; its snapshot carries padding to make it large.</summary>
     private sealed class AwaitingLog(int paddingBytes) : IAsyncReplicatedState
     {
