@@ -1,5 +1,6 @@
 using Microsoft.Extensions.Configuration;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Hosting;
 
 namespace Quintet.Manager.Tests;
 

@@ -1,7 +1,7 @@
 using Grpc.Core;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Components;
 using Quintet.Manager.Internal;
-using Quintet.Manager.Invocation;
 using Quintet.Manager.Lifecycle;
 
 namespace Quintet.Manager.ActiveReplication;

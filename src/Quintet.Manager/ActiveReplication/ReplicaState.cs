@@ -64,12 +64,12 @@ internal sealed partial class ReplicaState(ComponentClass componentClass, string
     }
 
     /// <summary>Reads what a replica's run of a call gave: the response's bytes, or the failure as the client is to see it.</summary>
-    /// <exception cref="Invocation.InvocationException">The call failed (the same way at every replica).</exception>
+    /// <exception cref="Calls.InvocationException">The call failed (the same way at every replica).</exception>
     public static byte[] ReplyOf(byte[] outcome)
     {
         var parsed = ReplicaOutcome.Parser.ParseFrom(outcome);
         return parsed.KindCase == ReplicaOutcome.KindOneofCase.Fault
-            ? throw new Invocation.InvocationException((StatusCode)parsed.Fault.Status, parsed.Fault.Message)
+            ? throw new Calls.InvocationException((StatusCode)parsed.Fault.Status, parsed.Fault.Message)
             : parsed.Reply.ToByteArray();
     }
 

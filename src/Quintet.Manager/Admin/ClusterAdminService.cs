@@ -1,6 +1,7 @@
 using Akka.Cluster;
 using Grpc.Core;
 using Quintet.Core.Cluster;
+using Quintet.Manager.Peers;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Admin;

@@ -1,16 +1,24 @@
 using Grpc.Core;
 using Quintet.Components;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Components;
-using Quintet.Manager.Invocation;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Admin;
 
 /// <summary>The package admin API: deploy (a zipped package), undeploy, list.</summary>
-internal sealed class ComponentAdminService(ComponentHost host, PackageReplicator replicator, Hosting.ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
+internal sealed class ComponentAdminService(
+    ComponentHost host,
+    DeployedPackages deployed,
+    InstanceShadows shadows,
+    InstanceMigration migration,
+    InstanceDirectory directory,
+    PackageReplicator replicator,
+    ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
 {
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
@@ -53,21 +61,21 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
 
     public override Task<ListPackagesResponse> ListPackages(ListPackagesRequest request, ServerCallContext context)
     {
-        var response = new ListPackagesResponse { Instances = host.InstanceCount, LiveInstances = host.LiveInstanceCount };
-        response.Packages.AddRange(host.Packages.Select(Describe));
+        var response = new ListPackagesResponse { Instances = shadows.Count, LiveInstances = shadows.LiveCount };
+        response.Packages.AddRange(deployed.All.Select(Describe));
         return Task.FromResult(response);
     }
 
     public override Task<ExportProtoResponse> ExportProto(ExportProtoRequest request, ServerCallContext context)
     {
-        var contract = host.Packages.SelectMany(p => p.Classes).SelectMany(c => c.Contracts).FirstOrDefault(c => c.ServiceName == request.Contract)
+        var contract = deployed.All.SelectMany(p => p.Classes).SelectMany(c => c.Contracts).FirstOrDefault(c => c.ServiceName == request.Contract)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed component serves contract '{request.Contract}'; 'quintet component list' shows the deployed ones."));
         return Task.FromResult(new ExportProtoResponse { FileName = contract.ServiceName + ".proto", Content = contract.ExportProto() });
     }
 
     public override async Task<MigrateInstanceResponse> MigrateInstance(MigrateInstanceRequest request, ServerCallContext context)
     {
-        var componentClass = host.FindClass(request.ClassName)
+        var componentClass = deployed.FindClass(request.ClassName)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
         if (string.IsNullOrWhiteSpace(request.ToManager))
         {
@@ -75,7 +83,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
         }
 
         var id = new InstanceId(componentClass.Name, request.Key);
-        if (!host.Directory.TryRoute(id, out var route))
+        if (!directory.TryRoute(id, out var route))
         {
             throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
         }
@@ -90,7 +98,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
         var started = System.Diagnostics.Stopwatch.GetTimestamp();
         try
         {
-            var epoch = await host.MigrateAsync(id, request.ToManager, context.CancellationToken);
+            var epoch = await migration.MigrateAsync(id, request.ToManager, context.CancellationToken);
             return new MigrateInstanceResponse
             {
                 FromManager = route.OwnerNode ?? string.Empty,
@@ -107,8 +115,8 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
 
     public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
     {
-        var response = new ListInstancesResponse { Manager = identity.NodeName, PlacedInCluster = host.Directory.Count };
-        foreach (var shadow in host.Shadows.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
+        var response = new ListInstancesResponse { Manager = identity.NodeName, PlacedInCluster = directory.Count };
+        foreach (var shadow in shadows.All.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
         {
             var (p50, p99) = shadow.Latency;
             var info = new InstanceInfo
@@ -168,14 +176,14 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
 
     public override Task<GetQosResponse> GetQos(GetQosRequest request, ServerCallContext context)
     {
-        var componentClass = host.FindClass(request.ClassName)
+        var componentClass = deployed.FindClass(request.ClassName)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'."));
         return Task.FromResult(new GetQosResponse { ClassName = componentClass.Name, Spec = QosSpecReader.Format(componentClass.Qos) });
     }
 
     public override async Task<SetQosResponse> SetQos(SetQosRequest request, ServerCallContext context)
     {
-        var componentClass = host.FindClass(request.ClassName)
+        var componentClass = deployed.FindClass(request.ClassName)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'."));
         var format = request.Format.ToUpperInvariant() switch
         {
@@ -198,7 +206,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
             throw new RpcException(new Status(StatusCode.InvalidArgument, $"The QoS spec was refused (nothing changed):\n  {componentClass.Name}.replication: active replication needs the class to implement Quintet.Components.IMigrateState."));
         }
 
-        if (Isolation.IsolationRules.Unsupported(spec) is { } unsupported)
+        if (IsolationRules.Unsupported(spec) is { } unsupported)
         {
             throw new RpcException(new Status(StatusCode.InvalidArgument, $"The QoS spec was refused (nothing changed):\n  {componentClass.Name}.{unsupported}"));
         }
@@ -217,7 +225,7 @@ internal sealed class ComponentAdminService(ComponentHost host, PackageReplicato
             // Every other manager applies it too, at once rather than one after the other.
             var forward = request.Clone();
             forward.ThisManagerOnly = true;
-            var peers = host.Directory.Peers().Where(p => p.NodeName != identity.NodeName).ToList();
+            var peers = directory.Peers().Where(p => p.NodeName != identity.NodeName).ToList();
             var failures = (await Task.WhenAll(peers.Select(async peer =>
             {
                 try

@@ -1,6 +1,6 @@
 using Grpc.Core;
-using Quintet.Manager.Components;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
+using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Protocol.Admin;
@@ -8,14 +8,14 @@ using Quintet.Protocol.Admin;
 namespace Quintet.Manager.Admin;
 
 /// <summary>Creating and destroying fresh instances (QoS <c>instancing: fresh</c>) for clients.</summary>
-internal sealed class ComponentInstancesService(ComponentHost host) : ComponentInstances.ComponentInstancesBase
+internal sealed class ComponentInstancesService(FreshInstances fresh, DeployedPackages deployed, InstanceDirectory directory) : ComponentInstances.ComponentInstancesBase
 {
     public override async Task<CreateInstanceResponse> CreateInstance(CreateInstanceRequest request, ServerCallContext context)
     {
         var componentClass = Serving(request.Contract);
         try
         {
-            var (key, route) = await host.CreateInstanceAsync(componentClass, context.CancellationToken);
+            var (key, route) = await fresh.CreateAsync(componentClass, context.CancellationToken);
             return new CreateInstanceResponse
             {
                 ClassName = componentClass.Name,
@@ -34,7 +34,7 @@ internal sealed class ComponentInstancesService(ComponentHost host) : ComponentI
     {
         var componentClass = Serving(request.Contract);
         var id = new InstanceId(componentClass.Name, request.Key);
-        if (!host.Directory.TryRoute(id, out var route))
+        if (!directory.TryRoute(id, out var route))
         {
             throw new RpcException(new Status(StatusCode.NotFound, $"{id} does not exist (never created, destroyed, or its manager failed and it was never called since)."));
         }
@@ -47,7 +47,7 @@ internal sealed class ComponentInstancesService(ComponentHost host) : ComponentI
 
         try
         {
-            await host.DestroyLocalAsync(id, route.Epoch, context.CancellationToken);
+            await fresh.DestroyLocalAsync(id, route.Epoch, context.CancellationToken);
         }
         catch (InvocationException e)
         {
@@ -58,6 +58,6 @@ internal sealed class ComponentInstancesService(ComponentHost host) : ComponentI
     }
 
     private ComponentClass Serving(string contract) =>
-        host.ClassServing(contract)
+        deployed.ClassServing(contract)
         ?? throw new RpcException(new Status(StatusCode.NotFound, $"No component serves contract '{contract}'."));
 }

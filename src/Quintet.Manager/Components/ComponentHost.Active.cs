@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using Grpc.Core;
 using Quintet.Core.Groups;
 using Quintet.Manager.ActiveReplication;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;

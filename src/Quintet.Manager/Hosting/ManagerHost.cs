@@ -2,6 +2,7 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Lifetime;
 
 namespace Quintet.Manager.Hosting;
 

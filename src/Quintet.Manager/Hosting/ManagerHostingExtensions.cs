@@ -131,14 +131,23 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<PeerChannels>();
         builder.Services.AddSingleton<PeerCalls>();
         builder.Services.AddInvocationPipeline();
+        builder.Services.AddSingleton<DeployedPackages>();
+        builder.Services.AddSingleton<InstanceShadows>();
+        builder.Services.AddSingleton<PrimaryBackups>();
+        builder.Services.AddSingleton<InstanceMigration>();
+        builder.Services.AddSingleton<InstanceActivation>();
+        builder.Services.AddSingleton<InstanceDeactivation>();
+        builder.Services.AddSingleton<FreshInstances>();
+        builder.Services.AddSingleton<InstanceRetirement>();
         builder.Services.AddSingleton(sp =>
         {
             var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);
             host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>(), sp.GetRequiredService<Quintet.Runtime.Structures.SharedStructures>(), sp.GetRequiredService<Quintet.Runtime.Coordination.CoordinationService>());
             return host;
         });
+        builder.Services.AddSingleton<IPackageDeployer>(sp => sp.GetRequiredService<ComponentHost>());
         builder.Services.AddIsolatedWorkers();
-        builder.Services.AddHostedService<InstanceSweeper>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceRetirement>());
         builder.Services.AddSingleton<PackageStore>();
         builder.Services.AddSingleton<PackageReplicator>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<PackageReplicator>());

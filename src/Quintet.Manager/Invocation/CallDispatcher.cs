@@ -1,5 +1,6 @@
 using Grpc.Core;
 using Quintet.Components;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Components;
 using Quintet.Manager.Ownership;
 

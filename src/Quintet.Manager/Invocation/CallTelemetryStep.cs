@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using Grpc.Core;
 using Quintet.Diagnostics;
+using Quintet.Manager.Calls;
 
 namespace Quintet.Manager.Invocation;
 

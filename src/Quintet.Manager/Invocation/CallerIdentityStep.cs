@@ -1,3 +1,4 @@
+using Quintet.Manager.Calls;
 using Quintet.Protocol;
 
 namespace Quintet.Manager.Invocation;

@@ -1,5 +1,6 @@
 using System.Globalization;
-using Quintet.Manager.Hosting;
+using Quintet.Manager.Calls;
+using Quintet.Manager.Peers;
 using Quintet.Protocol;
 
 namespace Quintet.Manager.Invocation;

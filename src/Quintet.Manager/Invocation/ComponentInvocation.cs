@@ -1,4 +1,4 @@
-using Grpc.Core;
+using Quintet.Manager.Calls;
 
 namespace Quintet.Manager.Invocation;
 
@@ -41,22 +41,4 @@ internal sealed class ComponentInvocation(HttpContext http, CallOrigin origin, s
 
     /// <summary>What travels with the call to the instance (and on to the owner when forwarded); steps may refine it.</summary>
     public CallInfo Info { get; set; } = info;
-}
-
-/// <summary>The answer to a component call: the serialized reply, and the endpoint of the manager that served it when another one did.</summary>
-internal readonly record struct InvocationResult(byte[] Reply, string? ServedBy);
-
-/// <summary>What travels with a component call besides its message.</summary>
-/// <param name="RequestId">The id the first manager gave the call, kept across hops.</param>
-/// <param name="Caller">Who the caller is, as the identity step established it; null if unknown.</param>
-/// <param name="Deadline">The call's deadline, if any.</param>
-/// <param name="Hops">How many times managers have passed the call on so far.</param>
-/// <param name="RouteEpoch">For a forwarded call, the epoch of the placement the forwarding manager routed it by; 0 otherwise.</param>
-internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0);
-
-/// <summary>A call could not be completed; <see cref="Code"/> and the message say why, in words a caller can act on.</summary>
-internal sealed class InvocationException(StatusCode code, string message) : Exception(message)
-{
-    /// <summary>The gRPC status the caller receives.</summary>
-    public StatusCode Code { get; } = code;
 }

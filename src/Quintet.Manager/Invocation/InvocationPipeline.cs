@@ -1,3 +1,4 @@
+using Quintet.Manager.Calls;
 
 namespace Quintet.Manager.Invocation;
 

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Globalization;
 using Grpc.Core;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Peers;
 using Quintet.Protocol;
 

@@ -1,4 +1,4 @@
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 
 namespace Quintet.Manager.Isolation;
 

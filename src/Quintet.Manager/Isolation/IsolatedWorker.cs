@@ -1,7 +1,7 @@
 using System.ComponentModel;
 using Grpc.Core;
 using Quintet.Components;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Packages;
 
 namespace Quintet.Manager.Isolation;
@@ -33,7 +33,7 @@ internal sealed record IsolatedWorkerSettings(WorkerLaunch Launch, string DataRo
     public TimeSpan StableAfter { get; init; } = TimeSpan.FromSeconds(30);
 
     /// <summary>How long a stopping worker has to deactivate its instances and exit before it is killed.</summary>
-    public TimeSpan StopTimeout { get; init; } = WorkerHost.DeactivationBudget + TimeSpan.FromSeconds(5);
+    public TimeSpan StopTimeout { get; init; } = WorkerControl.DeactivationBudget + TimeSpan.FromSeconds(5);
 
     /// <summary>The wait before restarting after <paramref name="crashesInARow"/> crashes: 0.5 s, 1 s, 2 s, ... up to 10 s.</summary>
     public TimeSpan Backoff(int crashesInARow) =>
@@ -243,7 +243,7 @@ internal sealed partial class IsolatedWorker : IAsyncDisposable
 
         try
         {
-            await current.DeactivateAsync(className, key, reason, WorkerHost.DeactivationBudget, cancellationToken);
+            await current.DeactivateAsync(className, key, reason, WorkerControl.DeactivationBudget, cancellationToken);
             return true;
         }
         catch (InvocationException) when (current.HasExited)

@@ -1,21 +1,22 @@
 using Grpc.Core;
 using Microsoft.Extensions.Options;
 using Quintet.Components;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Configuration;
-using Quintet.Manager.Hosting;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 using Quintet.Manager.Persistence;
 
 namespace Quintet.Manager.Isolation;
 
 /// <summary>
 /// The isolated workers of this manager, one process per package whose classes say <c>isolation: process</c>: a worker
-/// is the manager executable run as <c>worker</c> (<see cref="WorkerHost"/>) with the package's folder, and it hosts that
+/// is the manager executable run as <c>worker</c> (<see cref="WorkerArguments"/>; its host is <c>Hosting.WorkerHost</c>) with the package's folder, and it hosts that
 /// package's instances alone. A component that takes its process down takes down its worker, not the manager: the calls
 /// the worker had fail with UNAVAILABLE, and the next call starts a new worker.
 /// </summary>
-internal sealed partial class IsolatedWorkers : IAsyncDisposable
+internal sealed partial class IsolatedWorkers : IAsyncDisposable, IIsolatedInstances
 {
     private readonly Lock _gate = new();
     private readonly Dictionary<string, IsolatedWorker> _workers = new(StringComparer.Ordinal);
@@ -200,6 +201,7 @@ internal static class IsolationServiceCollectionExtensions
     public static IServiceCollection AddIsolatedWorkers(this IServiceCollection services)
     {
         services.AddSingleton<IsolatedWorkers>();
+        services.AddSingleton<IIsolatedInstances>(sp => sp.GetRequiredService<IsolatedWorkers>());
         services.AddHostedService<IsolatedWorkersShutdown>();
         return services;
     }

@@ -3,8 +3,7 @@ using System.Collections.Concurrent;
 using Grpc.Core;
 using ProtoBuf;
 using Quintet.Components;
-using Quintet.Manager.Components;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
@@ -15,7 +14,7 @@ namespace Quintet.Manager.Isolation;
 /// <summary>
 /// The instances of an isolated worker's one package: per class and key one instance, activated on its first call and
 /// handed one call at a time, as the manager's shadows do. Their checkpoint streams are the worker's own store, named as
-/// the manager names them (<see cref="ComponentHost.StreamOf"/>).
+/// the manager names them (<see cref="ComponentContexts.StreamOf"/>).
 /// </summary>
 internal sealed partial class WorkerInstances : IComponentInvoker
 {
@@ -117,7 +116,7 @@ internal sealed partial class WorkerInstances : IComponentInvoker
     private async Task<Component> ActivateAsync(Slot slot, ComponentClass componentClass, string key, CancellationToken cancellationToken)
     {
         var instance = componentClass.CreateInstance();
-        var context = ComponentContexts.ForIsolatedWorker(componentClass, key, _managerName, _checkpoints.Open(ComponentHost.StreamOf(new InstanceId(componentClass.Name, key))));
+        var context = ComponentContexts.ForIsolatedWorker(componentClass, key, _managerName, _checkpoints.Open(ComponentContexts.StreamOf(new InstanceId(componentClass.Name, key))));
 
         // Created also after a crash of an earlier worker, as after the failover of a manager without backups: the
         // instance finds what it wrote in its checkpoint stream.

@@ -12,7 +12,7 @@ internal sealed record WorkerLaunch(string FileName, IReadOnlyList<string> Prefi
     /// <summary>The launch that runs this process's own manager assembly the way this process runs.</summary>
     public static WorkerLaunch ForThisProcess()
     {
-        var assembly = typeof(WorkerHost).Assembly.Location;
+        var assembly = typeof(WorkerLaunch).Assembly.Location;
         var processPath = Environment.ProcessPath;
         if (processPath is not null && Path.GetFileNameWithoutExtension(processPath).Equals("dotnet", StringComparison.OrdinalIgnoreCase))
         {

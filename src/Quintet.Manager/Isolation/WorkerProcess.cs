@@ -6,7 +6,7 @@ using System.Text;
 using Grpc.Core;
 using Grpc.Net.Client;
 using Quintet.Components;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
 using Quintet.Protocol;
 
 namespace Quintet.Manager.Isolation;
@@ -172,7 +172,7 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
         bounded.CancelAfter(timeout);
         try
         {
-            await InvokeAsync(WorkerHost.ControlService, WorkerHost.DeactivateOperation, key, request, bounded.Token);
+            await InvokeAsync(WorkerControl.ControlService, WorkerControl.DeactivateOperation, key, request, bounded.Token);
         }
         catch (OperationCanceledException) when (bounded.IsCancellationRequested && !cancellationToken.IsCancellationRequested)
         {
@@ -196,7 +196,7 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
         {
             try
             {
-                var stop = new Method<byte[], byte[]>(MethodType.Unary, WorkerHost.ControlService, WorkerHost.StopOperation, Bytes, Bytes);
+                var stop = new Method<byte[], byte[]>(MethodType.Unary, WorkerControl.ControlService, WorkerControl.StopOperation, Bytes, Bytes);
                 await invoker.AsyncUnaryCall(stop, null, new CallOptions(deadline: DateTime.UtcNow.AddSeconds(5), cancellationToken: cancellationToken), [(byte)reason]);
             }
             catch (RpcException e)

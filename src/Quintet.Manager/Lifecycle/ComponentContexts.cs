@@ -1,4 +1,5 @@
 using Quintet.Components;
+using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Persistence;
 
@@ -11,6 +12,9 @@ namespace Quintet.Manager.Lifecycle;
 /// </summary>
 internal static class ComponentContexts
 {
+    /// <summary>The checkpoint stream of an instance: the same wherever it is activated (its owner, a replica, a worker).</summary>
+    public static string StreamOf(InstanceId id) => $"{id.ClassName}/{id.Key}";
+
     /// <summary>
     /// The instance's one live activation on its owner (keyed or fresh, alone or a primary with backups): every tool.
     /// Groups also carry state maintenance.

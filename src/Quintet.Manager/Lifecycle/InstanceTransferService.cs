@@ -1,19 +1,19 @@
 using Grpc.Core;
-using Quintet.Manager.Components;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Internal;
-using Quintet.Manager.Invocation;
 using Quintet.Manager.Ownership;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Lifecycle;
 
 /// <summary>The receiving side of <see cref="PeerCalls.AcceptInstanceAsync"/>.</summary>
-internal sealed class InstanceTransferService(ComponentHost host) : InstanceTransfer.InstanceTransferBase
+internal sealed class InstanceTransferService(InstanceMigration migration, PrimaryBackups backups, ManagerIdentity identity) : InstanceTransfer.InstanceTransferBase
 {
     public override async Task<AcceptInstanceResponse> AcceptInstance(AcceptInstanceRequest request, ServerCallContext context)
     {
         try
         {
-            await host.AcceptInstanceAsync(
+            await migration.AcceptInstanceAsync(
                 new InstanceId(request.Instance.ClassName, request.Instance.Key),
                 request.Epoch,
                 request.HasMigratedState ? request.MigratedState.ToByteArray() : null,
@@ -33,13 +33,13 @@ internal sealed class InstanceTransferService(ComponentHost host) : InstanceTran
     {
         try
         {
-            await host.KeepBackupAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), context.CancellationToken);
+            await backups.KeepAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), context.CancellationToken);
         }
         catch (InvocationException e)
         {
             throw new RpcException(new Status(e.Code, e.Message));
         }
 
-        return new PushBackupResponse { Manager = host.NodeName };
+        return new PushBackupResponse { Manager = identity.NodeName };
     }
 }

@@ -2,7 +2,10 @@ using System.Collections.Concurrent;
 using System.Diagnostics.CodeAnalysis;
 using Grpc.Core;
 using Quintet.Components;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Lifecycle;
 
@@ -13,7 +16,7 @@ namespace Quintet.Manager.Lifecycle;
 /// from the copy it kept (<see cref="ActivationReason.Promoted"/>). A holder that missed an update is unregistered before
 /// the update is acknowledged, so a promoted backup never lacks an acknowledged update.
 /// </summary>
-internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCalls peers, string nodeName, ILogger logger)
+internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCalls peers, DeployedPackages packages, ManagerIdentity identity, ILogger<PrimaryBackups> logger)
 {
     private static readonly TimeSpan BackupDeadline = TimeSpan.FromSeconds(5);
     private readonly ConcurrentDictionary<InstanceId, BackupCopy> _copies = new();
@@ -31,15 +34,21 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
     public bool TryTakeCopy(InstanceId id, [MaybeNullWhen(false)] out BackupCopy copy) => _copies.TryRemove(id, out copy);
 
     /// <summary>Keeps a primary's state as a backup here; the first copy of an epoch registers this manager as a holder.</summary>
+    /// <exception cref="InvocationException"><c>FAILED_PRECONDITION</c>: the class is not deployed here.</exception>
     public async Task KeepAsync(InstanceId id, long epoch, long sequence, byte[] state, CancellationToken cancellationToken)
     {
+        if (packages.FindClass(id.ClassName) is null)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
+        }
+
         var kept = _copies.AddOrUpdate(
             id,
             _ => new BackupCopy(epoch, sequence, state),
             (_, held) => (epoch, sequence).CompareTo((held.Epoch, held.Sequence)) > 0 ? new BackupCopy(epoch, sequence, state) : held);
         if (kept.Epoch == epoch && kept.Sequence == sequence && !directory.HoldsBackup(id))
         {
-            await directory.AnnounceBackupAsync(id, nodeName, dropped: false, cancellationToken);
+            await directory.AnnounceBackupAsync(id, identity.NodeName, dropped: false, cancellationToken);
         }
     }
 

@@ -2,7 +2,7 @@ using System.Text.Json;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
-using Quintet.Manager.Hosting;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Lifetime;
 

@@ -1,5 +1,4 @@
 using Quintet.Core.Cluster;
-using Quintet.Manager.Hosting;
 
 namespace Quintet.Manager.Lifetime;
 

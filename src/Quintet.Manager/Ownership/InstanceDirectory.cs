@@ -4,9 +4,9 @@ using Grpc.Core;
 using Quintet.Components;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
-using Quintet.Manager.Hosting;
+using Quintet.Manager.Calls;
 using Quintet.Manager.Internal;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Peers;
 using Quintet.Runtime.Replication;
 
 namespace Quintet.Manager.Ownership;

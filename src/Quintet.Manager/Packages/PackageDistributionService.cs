@@ -1,15 +1,14 @@
 using Grpc.Core;
-using Quintet.Manager.Components;
 using Quintet.Manager.Internal;
 
 namespace Quintet.Manager.Packages;
 
 /// <summary>Hands the zip of a package deployed here to a manager that is deploying it too (managers only).</summary>
-internal sealed class PackageDistributionService(ComponentHost host) : PackageDistribution.PackageDistributionBase
+internal sealed class PackageDistributionService(DeployedPackages deployed) : PackageDistribution.PackageDistributionBase
 {
     public override async Task<GetPackageResponse> GetPackage(GetPackageRequest request, ServerCallContext context)
     {
-        var package = host.Packages.FirstOrDefault(p => p.Name == request.Name)
+        var package = deployed.All.FirstOrDefault(p => p.Name == request.Name)
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No package named '{request.Name}' is deployed on this manager."));
         var zip = PackageStore.ZipOf(package.Directory);
         if (!File.Exists(zip))
@@ -27,7 +26,7 @@ internal sealed class PackageDistributionService(ComponentHost host) : PackageDi
     public override Task<ListDeployedResponse> ListDeployed(ListDeployedRequest request, ServerCallContext context)
     {
         var response = new ListDeployedResponse();
-        response.Names.AddRange(host.Packages.Select(p => p.Name));
+        response.Names.AddRange(deployed.All.Select(p => p.Name));
         return Task.FromResult(response);
     }
 }

@@ -67,7 +67,7 @@ internal static class PackageLoader
             foreach (var componentClass in classes)
             {
                 componentClass.Qos = qos.GetValueOrDefault(componentClass.Name, QosSpec.Default);
-                if (Isolation.IsolationRules.Unsupported(componentClass.Qos) is { } unsupported)
+                if (IsolationRules.Unsupported(componentClass.Qos) is { } unsupported)
                 {
                     throw new PackageException($"{componentClass.Name}.{unsupported}.");
                 }

@@ -3,8 +3,6 @@ using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
-using Quintet.Manager.Admin;
-using Quintet.Manager.Components;
 using Quintet.Manager.Internal;
 using Quintet.Manager.Peers;
 
@@ -18,9 +16,10 @@ namespace Quintet.Manager.Packages;
 /// </summary>
 internal sealed partial class PackageReplicator(
     GroupService groups,
-    ComponentHost host,
+    IPackageDeployer deployer,
+    DeployedPackages packages,
     ManagerReports reports,
-    Hosting.ManagerIdentity identity,
+    ManagerIdentity identity,
     PeerChannels channels,
     ILogger<PackageReplicator> logger) : BackgroundService
 {
@@ -90,7 +89,7 @@ internal sealed partial class PackageReplicator(
         {
             case PackageEvent.KindOneofCase.Deployed:
                 var deployed = packageEvent.Deployed;
-                var existing = host.Packages.FirstOrDefault(p => p.Name == deployed.Name);
+                var existing = packages.All.FirstOrDefault(p => p.Name == deployed.Name);
                 if (existing is not null)
                 {
                     if (!existing.Sha256.AsSpan().SequenceEqual(deployed.Sha256.Span))
@@ -104,7 +103,7 @@ internal sealed partial class PackageReplicator(
                 await FetchAndDeployAsync(deployed.Name, deployed.Source, cancellationToken);
                 break;
             case PackageEvent.KindOneofCase.Undeployed:
-                await host.UndeployAsync(packageEvent.Undeployed.Name, cancellationToken);
+                await deployer.UndeployAsync(packageEvent.Undeployed.Name, cancellationToken);
                 break;
         }
     }
@@ -129,7 +128,7 @@ internal sealed partial class PackageReplicator(
         }
 
         var list = await new PackageDistribution.PackageDistributionClient(channels.For(endpoint)).ListDeployedAsync(new ListDeployedRequest(), deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
-        foreach (var name in list.Names.Where(n => host.Packages.All(h => h.Name != n)))
+        foreach (var name in list.Names.Where(n => packages.All.All(h => h.Name != n)))
         {
             await FetchAndDeployAsync(name, endpoint, cancellationToken);
         }
@@ -141,7 +140,7 @@ internal sealed partial class PackageReplicator(
         {
             var response = await new PackageDistribution.PackageDistributionClient(channels.For(source)).GetPackageAsync(
                 new GetPackageRequest { Name = name }, deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
-            await host.DeployZipAsync(response.PackageZip.Memory, cancellationToken);
+            await deployer.DeployZipAsync(response.PackageZip.Memory, cancellationToken);
         }
         catch (Exception e) when (e is RpcException or PackageException)
         {

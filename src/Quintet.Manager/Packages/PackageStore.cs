@@ -1,10 +1,11 @@
 using System.IO.Compression;
 using Grpc.Core;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Packages;
 
 /// <summary>Where this manager keeps the packages it has deployed: one folder each under its data folder.</summary>
-internal sealed class PackageStore(Microsoft.Extensions.Options.IOptions<Configuration.ManagerOptions> options, Hosting.ManagerIdentity identity)
+internal sealed class PackageStore(Microsoft.Extensions.Options.IOptions<Configuration.ManagerOptions> options, ManagerIdentity identity)
 {
     /// <summary>The most a package may hold once unzipped.</summary>
     public const long MaxExtractedBytes = 256L * 1024 * 1024;

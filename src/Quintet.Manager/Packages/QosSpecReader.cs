@@ -2,17 +2,8 @@ using System.Globalization;
 using System.Text;
 using System.Text.Json;
 using Quintet.Components;
-using YamlDotNet.Core;
-using YamlDotNet.RepresentationModel;
 
 namespace Quintet.Manager.Packages;
-
-/// <summary>The two ways a QoS spec is written.</summary>
-internal enum QosSpecFormat
-{
-    Yaml,
-    Json,
-}
 
 /// <summary>
 /// Reads QoS specs from JSON or YAML and writes them back. Every error in a text is collected and reported at once,
@@ -54,7 +45,7 @@ internal static class QosSpecReader
     public static QosSpec Parse(string text, QosSpecFormat format, string path)
     {
         var errors = new List<string>();
-        var spec = ReadDocument(text, format, path, errors) is { } node ? ReadSpec(node, path, errors) : QosSpec.Default;
+        var spec = QosDocument.Read(text, format, path, errors) is { } node ? ReadSpec(node, path, errors) : QosSpec.Default;
         return errors.Count == 0 ? spec : throw new QosSpecException(errors);
     }
 
@@ -67,8 +58,8 @@ internal static class QosSpecReader
     {
         var errors = new List<string>();
         var specs = new Dictionary<string, QosSpec>(StringComparer.Ordinal);
-        var node = ReadDocument(text, FormatOf(fileName), fileName, errors);
-        if (node is Mapping classes)
+        var node = QosDocument.Read(text, FormatOf(fileName), fileName, errors);
+        if (node is QosMapping classes)
         {
             foreach (var (className, value) in classes.Entries)
             {
@@ -84,7 +75,7 @@ internal static class QosSpecReader
         }
         else if (node is not null)
         {
-            errors.Add($"{fileName}: must map component class names to QoS specs, was {Describe(node)}");
+            errors.Add($"{fileName}: must map component class names to QoS specs, was {QosDocument.Describe(node)}");
         }
 
         return errors.Count == 0 ? specs : throw new QosSpecException(errors);
@@ -200,11 +191,11 @@ internal static class QosSpecReader
         return value.ToString("c", CultureInfo.InvariantCulture);
     }
 
-    private static QosSpec ReadSpec(Node node, string path, List<string> errors)
+    private static QosSpec ReadSpec(QosNode node, string path, List<string> errors)
     {
-        if (node is not Mapping mapping)
+        if (node is not QosMapping mapping)
         {
-            errors.Add($"{path}: must be a mapping of QoS fields ({string.Join(", ", Fields)}), was {Describe(node)}");
+            errors.Add($"{path}: must be a mapping of QoS fields ({string.Join(", ", Fields)}), was {QosDocument.Describe(node)}");
             return QosSpec.Default;
         }
 
@@ -263,39 +254,39 @@ internal static class QosSpecReader
             : $"unknown field; the fields are {string.Join(", ", Fields)}";
     }
 
-    private static T ReadEnum<T>(Node node)
+    private static T ReadEnum<T>(QosNode node)
         where T : struct, Enum
     {
         var names = Enum.GetNames<T>();
-        var text = node is Scalar { Text: { } t } ? t : null;
+        var text = node is QosScalar { Text: { } t } ? t : null;
         var match = text is null ? null : names.FirstOrDefault(n => string.Equals(Normalize(n), Normalize(text), StringComparison.Ordinal));
         return match is not null
             ? Enum.Parse<T>(match)
-            : throw new FormatException($"must be one of {string.Join(", ", names.Select(CamelCase))}, was {Describe(node)}");
+            : throw new FormatException($"must be one of {string.Join(", ", names.Select(CamelCase))}, was {QosDocument.Describe(node)}");
     }
 
-    private static int ReadInt(Node node) =>
-        node is Scalar { Kind: ScalarKind.Plain, Text: { } text } && int.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out var value)
+    private static int ReadInt(QosNode node) =>
+        node is QosScalar { Kind: QosScalarKind.Plain, Text: { } text } && int.TryParse(text, NumberStyles.AllowLeadingSign, CultureInfo.InvariantCulture, out var value)
             ? value
-            : throw new FormatException($"must be a whole number, was {Describe(node)}");
+            : throw new FormatException($"must be a whole number, was {QosDocument.Describe(node)}");
 
-    private static bool ReadBool(Node node) =>
-        node is Scalar { Kind: ScalarKind.Plain, Text: { } text } && bool.TryParse(text, out var value)
+    private static bool ReadBool(QosNode node) =>
+        node is QosScalar { Kind: QosScalarKind.Plain, Text: { } text } && bool.TryParse(text, out var value)
             ? value
-            : throw new FormatException($"must be true or false, was {Describe(node)}");
+            : throw new FormatException($"must be true or false, was {QosDocument.Describe(node)}");
 
-    private static string? ReadString(Node node) => node switch
+    private static string? ReadString(QosNode node) => node switch
     {
-        Scalar { Kind: ScalarKind.Null } => null,
-        Scalar { Text: { } text } => text,
-        _ => throw new FormatException($"must be text, was {Describe(node)}"),
+        QosScalar { Kind: QosScalarKind.Null } => null,
+        QosScalar { Text: { } text } => text,
+        _ => throw new FormatException($"must be text, was {QosDocument.Describe(node)}"),
     };
 
-    private static TimeSpan? ReadDuration(Node node) => node switch
+    private static TimeSpan? ReadDuration(QosNode node) => node switch
     {
-        Scalar { Kind: ScalarKind.Null } => null,
-        Scalar { Text: { } text } when TryParseDuration(text, out var value) => value,
-        _ => throw new FormatException($"must be a duration such as 500ms, 5s, 10m, 1h or 00:05:00, was {Describe(node)}"),
+        QosScalar { Kind: QosScalarKind.Null } => null,
+        QosScalar { Text: { } text } when TryParseDuration(text, out var value) => value,
+        _ => throw new FormatException($"must be a duration such as 500ms, 5s, 10m, 1h or 00:05:00, was {QosDocument.Describe(node)}"),
     };
 
     /// <summary>Lower case without '-' and '_', so that primaryBackup, PrimaryBackup and primary-backup all match.</summary>
@@ -305,125 +296,4 @@ internal static class QosSpecReader
         where T : struct, Enum => CamelCase(value.ToString());
 
     private static string CamelCase(string name) => char.ToLowerInvariant(name[0]) + name[1..];
-
-    private static string Describe(Node node) => node switch
-    {
-        Scalar { Kind: ScalarKind.Null } => "null",
-        Scalar { Kind: ScalarKind.String, Text: var text } => JsonSerializer.Serialize(text),
-        Scalar { Text: var text } => text!,
-        Mapping => "a mapping",
-        _ => "a list",
-    };
-
-    /// <summary>Parses the text into the one shape both formats share; a syntax error is recorded under <paramref name="path"/>.</summary>
-    private static Node? ReadDocument(string text, QosSpecFormat format, string path, List<string> errors)
-    {
-        if (string.IsNullOrWhiteSpace(text))
-        {
-            return null;
-        }
-
-        try
-        {
-            return format == QosSpecFormat.Json ? ReadJsonDocument(text) : ReadYamlDocument(text);
-        }
-        catch (JsonException e)
-        {
-            errors.Add($"{path}: not valid JSON: {e.Message}");
-        }
-        catch (YamlException e)
-        {
-            errors.Add($"{path}: not valid YAML at line {e.Start.Line}, column {e.Start.Column}: {e.InnerException?.Message ?? e.Message}");
-        }
-
-        return null;
-    }
-
-    private static Node ReadJsonDocument(string json)
-    {
-        using var document = JsonDocument.Parse(json, new JsonDocumentOptions { CommentHandling = JsonCommentHandling.Skip, AllowTrailingCommas = true });
-        return FromJson(document.RootElement);
-    }
-
-    private static Node FromJson(JsonElement element) => element.ValueKind switch
-    {
-        JsonValueKind.Object => new Mapping([.. element.EnumerateObject().Select(p => (p.Name, FromJson(p.Value)))]),
-        JsonValueKind.String => new Scalar(ScalarKind.String, element.GetString()),
-        JsonValueKind.Null => new Scalar(ScalarKind.Null, null),
-        JsonValueKind.Array => new Sequence(),
-        _ => new Scalar(ScalarKind.Plain, element.GetRawText()),
-    };
-
-    private static Node? ReadYamlDocument(string yaml)
-    {
-        var stream = new YamlStream();
-        stream.Load(new StringReader(yaml));
-        return stream.Documents.Count == 0 ? null : FromYaml(stream.Documents[0].RootNode, depth: 0);
-    }
-
-    /// <summary>
-    /// Converts a YAML node. Mappings deeper than a package file's (classes, then fields) are not walked: aliases could
-    /// make such a tree exponentially large, and a field never holds a mapping anyway.
-    /// </summary>
-    private static Node FromYaml(YamlNode node, int depth) => node switch
-    {
-        YamlMappingNode when depth >= 2 => new Mapping([]),
-        YamlMappingNode mapping => new Mapping([.. mapping.Children.Select(p => (p.Key is YamlScalarNode { Value: { } key } ? key : p.Key.ToString(), FromYaml(p.Value, depth + 1)))]),
-        YamlScalarNode { Style: ScalarStyle.Plain, Value: null or "" or "~" or "null" or "Null" or "NULL" } => new Scalar(ScalarKind.Null, null),
-        YamlScalarNode { Style: ScalarStyle.Plain } scalar => new Scalar(ScalarKind.Plain, scalar.Value),
-        YamlScalarNode scalar => new Scalar(ScalarKind.String, scalar.Value ?? string.Empty),
-        _ => new Sequence(),
-    };
-
-    private enum ScalarKind
-    {
-        /// <summary>Quoted: a JSON string, a quoted YAML scalar.</summary>
-        String,
-
-        /// <summary>Unquoted: a JSON number or boolean, a plain YAML scalar.</summary>
-        Plain,
-
-        Null,
-    }
-
-    private abstract record Node;
-
-    private sealed record Scalar(ScalarKind Kind, string? Text) : Node;
-
-    private sealed record Mapping(IReadOnlyList<(string Key, Node Value)> Entries) : Node;
-
-    private sealed record Sequence : Node;
-}
-
-/// <summary>A QoS spec is not valid; <see cref="Exception.Message"/> lists every error, one a line, each prefixed with its field's path.</summary>
-public sealed class QosSpecException : Exception
-{
-    /// <summary>Creates the exception for the errors found.</summary>
-    public QosSpecException(IReadOnlyList<string> errors)
-        : base(string.Join('\n', errors ?? []))
-    {
-        Errors = errors ?? [];
-    }
-
-    /// <summary>Creates the exception with no errors listed.</summary>
-    public QosSpecException()
-        : this([])
-    {
-    }
-
-    /// <summary>Creates the exception for one error.</summary>
-    public QosSpecException(string message)
-        : this([message])
-    {
-    }
-
-    /// <summary>Creates the exception for one error and its cause.</summary>
-    public QosSpecException(string message, Exception innerException)
-        : base(message, innerException)
-    {
-        Errors = [message];
-    }
-
-    /// <summary>Each error, prefixed with its field's path, for example <c>qos.replicas: must be 2 to 16 for primaryBackup, was 1</c>.</summary>
-    public IReadOnlyList<string> Errors { get; }
 }

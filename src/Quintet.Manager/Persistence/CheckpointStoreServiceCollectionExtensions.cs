@@ -1,8 +1,8 @@
 using Microsoft.Extensions.Options;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Health;
-using Quintet.Manager.Hosting;
 using Quintet.Manager.Ownership;
+using Quintet.Manager.Peers;
 using Quintet.Manager.Persistence.Replication;
 using Quintet.Persistence;
 using Quintet.Persistence.Replication;
@@ -77,11 +77,11 @@ internal static partial class CheckpointStoreServiceCollectionExtensions
                 WriteRepaired = () => problems?.StoreRepaired(file),
             };
         });
-        services.AddSingleton(sp => new ManagerReplicaSet(
-            sp.GetRequiredService<ReplicaStore>(),
-            sp.GetRequiredService<InstanceDirectory>(),
-            sp.GetRequiredService<IOptions<StoreOptions>>().Value,
-            sp.GetRequiredService<Peers.PeerChannels>()));
+        services.AddSingleton(sp =>
+        {
+            var options = sp.GetRequiredService<IOptions<StoreOptions>>().Value;
+            return new ManagerReplicaSet(sp.GetRequiredService<ReplicaStore>(), sp.GetRequiredService<InstanceDirectory>(), options.Managers, options.ReplicationTimeout, sp.GetRequiredService<PeerChannels>());
+        });
         services.AddSingleton(sp =>
         {
             var options = sp.GetRequiredService<IOptions<StoreOptions>>().Value;

@@ -5,7 +5,8 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging.Abstractions;
 using Quintet.Components;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Calls;
+using Quintet.Manager.Hosting;
 using Quintet.Manager.Isolation;
 using Quintet.Manager.Packages;
 using Samples.Counter;
@@ -121,7 +122,7 @@ public sealed class IsolatedWorkerTests : IDisposable
 
             // The stop request stops the host.
             var stopping = app.Services.GetRequiredService<IHostApplicationLifetime>().ApplicationStopping;
-            var stop = new Method<byte[], byte[]>(MethodType.Unary, WorkerHost.ControlService, WorkerHost.StopOperation, Bytes, Bytes);
+            var stop = new Method<byte[], byte[]>(MethodType.Unary, WorkerControl.ControlService, WorkerControl.StopOperation, Bytes, Bytes);
             await invoker.AsyncUnaryCall(stop, null, new CallOptions(deadline: DateTime.UtcNow.AddSeconds(30)), [(byte)DeactivationReason.Undeployed]);
             Assert.True(stopping.IsCancellationRequested);
             Assert.Equal(DeactivationReason.Undeployed, instances.StopReason);

@@ -3,6 +3,7 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging.Abstractions;
 using Npgsql;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Hosting;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 using Quintet.Persistence.PostgreSql;

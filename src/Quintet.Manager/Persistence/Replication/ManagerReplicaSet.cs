@@ -7,7 +7,7 @@ namespace Quintet.Manager.Persistence.Replication;
 
 /// <summary>
 /// The replicas of the managers in the instance directory's view, and the majority rule: more than half of the larger of
-/// <see cref="StoreOptions.Managers"/> and the managers this one has ever seen in a view (kept in its replica, so that
+/// <c>Quintet:Store:Managers</c> (the planned cluster size) and the managers this one has ever seen in a view (kept in its replica, so that
 /// after a restart of the whole cluster it still knows how many there were). A majority of the current view is not
 /// enough: after the view shrank, it can be a minority of the managers that hold the acknowledged writes.
 /// </summary>
@@ -15,18 +15,20 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
 {
     private readonly ReplicaStore _local;
     private readonly InstanceDirectory _directory;
-    private readonly StoreOptions _options;
+    private readonly int _plannedManagers;
+    private readonly TimeSpan _replicationTimeout;
     private readonly ConcurrentDictionary<string, RemoteReplica> _remotes = new(StringComparer.Ordinal);
     private readonly PeerChannels _channels;
     private readonly HashSet<string> _known;
     private readonly Lock _gate = new();
 
-    public ManagerReplicaSet(ReplicaStore local, InstanceDirectory directory, StoreOptions options, PeerChannels channels)
+    public ManagerReplicaSet(ReplicaStore local, InstanceDirectory directory, int plannedManagers, TimeSpan replicationTimeout, PeerChannels channels)
     {
         _channels = channels;
         _local = local;
         _directory = directory;
-        _options = options;
+        _plannedManagers = plannedManagers;
+        _replicationTimeout = replicationTimeout;
         _known = new HashSet<string>(local.KnownManagers, StringComparer.Ordinal) { local.Name };
     }
 
@@ -40,7 +42,7 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
         {
             lock (_gate)
             {
-                return (Math.Max(_options.Managers, _known.Count) / 2) + 1;
+                return (Math.Max(_plannedManagers, _known.Count) / 2) + 1;
             }
         }
     }
@@ -126,6 +128,6 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
 
     private RemoteReplica Create(string name, string endpoint)
     {
-        return new RemoteReplica(name, endpoint, _channels.For(endpoint), _local.Name, _options.ReplicationTimeout);
+        return new RemoteReplica(name, endpoint, _channels.For(endpoint), _local.Name, _replicationTimeout);
     }
 }

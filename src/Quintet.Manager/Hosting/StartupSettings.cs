@@ -2,10 +2,11 @@ using System.Collections;
 using System.Reflection;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
+using Quintet.Manager.Configuration;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 
-namespace Quintet.Manager.Configuration;
+namespace Quintet.Manager.Hosting;
 
 /// <summary>
 /// The settings the manager needs before anything starts, read and checked in one pass so that every mistake

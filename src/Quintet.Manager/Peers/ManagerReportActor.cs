@@ -1,8 +1,7 @@
 using Akka.Actor;
-using Quintet.Manager.Hosting;
 using Quintet.Manager.Internal;
 
-namespace Quintet.Manager.Admin;
+namespace Quintet.Manager.Peers;
 
 /// <summary>Answers other managers that ask this one for its <see cref="Protocol.Admin.ManagerReport"/>.</summary>
 internal sealed class ManagerReportActor : ReceiveActor

@@ -3,11 +3,10 @@ using Akka.Actor;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
-using Quintet.Manager.Hosting;
 using Quintet.Manager.Internal;
 using Quintet.Protocol.Admin;
 
-namespace Quintet.Manager.Admin;
+namespace Quintet.Manager.Peers;
 
 /// <summary>Collects the managers' own reports, asking all of them at once with one bound on the wait.</summary>
 internal sealed partial class ManagerReports(

@@ -6,7 +6,7 @@ using Microsoft.AspNetCore.Hosting.Server.Features;
 using Quintet.Manager.Health;
 using Quintet.Protocol.Admin;
 
-namespace Quintet.Manager.Hosting;
+namespace Quintet.Manager.Peers;
 
 /// <summary>Who this manager is and where it listens: what it tells the others and the admin tools about itself.</summary>
 internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IServer server, IHostApplicationLifetime lifetime, TimeProvider time, ManagerProblems problems)

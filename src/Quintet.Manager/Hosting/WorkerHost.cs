@@ -1,20 +1,16 @@
 using System.Globalization;
 using System.Net;
-using System.Text;
-using Grpc.Core;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
-using Quintet.Components;
 using Quintet.Manager.Configuration;
-using Quintet.Manager.Hosting;
-using Quintet.Manager.Invocation;
+using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifetime;
 using Quintet.Manager.Packages;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 
-namespace Quintet.Manager.Isolation;
+namespace Quintet.Manager.Hosting;
 
 /// <summary>
 /// The isolated worker: the manager executable started with <c>worker</c> first (see <see cref="WorkerArguments"/>).
@@ -24,21 +20,6 @@ namespace Quintet.Manager.Isolation;
 /// </summary>
 internal static class WorkerHost
 {
-    /// <summary>The worker's own service, beside its package's contracts; only its manager calls it.</summary>
-    public const string ControlService = "quintet.worker.Control";
-
-    /// <summary>Stops the worker; the one-byte request is the <see cref="DeactivationReason"/> its instances get.</summary>
-    public const string StopOperation = "Stop";
-
-    /// <summary>
-    /// Deactivates one instance: the key in the key header; the request is the <see cref="DeactivationReason"/> as one
-    /// byte, then the class name in UTF-8.
-    /// </summary>
-    public const string DeactivateOperation = "Deactivate";
-
-    /// <summary>How long the worker's instances get to deactivate when it stops.</summary>
-    public static readonly TimeSpan DeactivationBudget = TimeSpan.FromSeconds(10);
-
     /// <summary>
     /// Runs a worker until it is stopped; returns its exit code (0 stopped, 2 bad command line, 3 package refused).
     /// <paramref name="configure"/> adds the host's plug-ins, so that the worker can open a store its manager shares.
@@ -76,7 +57,7 @@ internal static class WorkerHost
 
         // Returns once the server has stopped: no call is running when the instances are deactivated.
         await app.WaitForShutdownAsync();
-        using (var budget = new CancellationTokenSource(DeactivationBudget))
+        using (var budget = new CancellationTokenSource(WorkerControl.DeactivationBudget))
         {
             await app.Services.GetRequiredService<WorkerInstances>().DeactivateAllAsync(budget.Token);
         }
@@ -127,8 +108,8 @@ internal static class WorkerHost
             kestrel.Listen(IPAddress.Loopback, arguments.Port, listen => listen.Protocols = HttpProtocols.Http2));
 
         var app = builder.Build();
-        app.MapPost($"/{ControlService}/{{operation}}", (HttpContext context, string operation, WorkerInstances instances, IHostApplicationLifetime lifetime) =>
-            WorkerCallEndpoint.HandleAsync(context, ControlService, operation, new ControlInvoker(instances, lifetime)));
+        app.MapPost($"/{WorkerControl.ControlService}/{{operation}}", (HttpContext context, string operation, WorkerInstances instances, IHostApplicationLifetime lifetime) =>
+            WorkerCallEndpoint.HandleAsync(context, WorkerControl.ControlService, operation, new WorkerControl(instances, lifetime)));
         app.MapWorkerCalls();
         return app;
     }
@@ -139,33 +120,5 @@ internal static class WorkerHost
         var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()?.Addresses.FirstOrDefault()
             ?? throw new InvalidOperationException("The worker's server reports no address.");
         return new Uri(address).Port;
-    }
-
-    /// <summary>The manager's requests to the worker itself.</summary>
-    private sealed class ControlInvoker(WorkerInstances instances, IHostApplicationLifetime lifetime) : IComponentInvoker
-    {
-        public async Task<byte[]> InvokeAsync(string service, string operation, string key, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
-        {
-            if (request.Length < 1 || !Enum.IsDefined((DeactivationReason)request.Span[0]))
-            {
-                throw new InvocationException(StatusCode.InvalidArgument, $"{ControlService}/{operation} starts with a deactivation reason byte.");
-            }
-
-            var reason = (DeactivationReason)request.Span[0];
-            switch (operation)
-            {
-                case StopOperation:
-                    instances.StopReason = reason;
-
-                    // The server lets this call finish before it stops.
-                    lifetime.StopApplication();
-                    return [];
-                case DeactivateOperation:
-                    await instances.DeactivateAsync(Encoding.UTF8.GetString(request.Span[1..]), key, reason, cancellationToken);
-                    return [];
-                default:
-                    throw new InvocationException(StatusCode.Unimplemented, $"{ControlService} has no operation '{operation}'.");
-            }
-        }
     }
 }

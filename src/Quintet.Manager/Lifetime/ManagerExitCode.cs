@@ -1,5 +1,5 @@
 
-namespace Quintet.Manager.Hosting;
+namespace Quintet.Manager.Lifetime;
 
 /// <summary>The process exit codes of the manager, for supervisors and scripts.</summary>
 public static class ManagerExitCode

@@ -1,5 +1,5 @@
 
-namespace Quintet.Manager.Hosting;
+namespace Quintet.Manager.Lifetime;
 
 /// <summary>The exit code the process will return when the host stops; set by whatever decided to stop it.</summary>
 internal sealed class ManagerExitStatus

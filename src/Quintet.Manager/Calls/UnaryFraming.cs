@@ -5,7 +5,7 @@ using System.IO.Pipelines;
 using Grpc.Core;
 using Quintet.Protocol;
 
-namespace Quintet.Manager.Invocation;
+namespace Quintet.Manager.Calls;
 
 /// <summary>One unary call as the framing read it: the instance key, the undecoded message, the deadline and the headers.</summary>
 internal readonly record struct UnaryCall(string Key, byte[] Message, DateTimeOffset? Deadline, IHeaderDictionary Headers);

@@ -1,6 +1,6 @@
 using Quintet.Components;
 
-namespace Quintet.Manager.Isolation;
+namespace Quintet.Manager.Packages;
 
 /// <summary>What an isolated class cannot have yet; checked at deploy and when its QoS changes at run time.</summary>
 internal static class IsolationRules

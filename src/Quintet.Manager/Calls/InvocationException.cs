@@ -1,0 +1,10 @@
+using Grpc.Core;
+
+namespace Quintet.Manager.Calls;
+
+/// <summary>A call could not be completed; <see cref="Code"/> and the message say why, in words a caller can act on.</summary>
+internal sealed class InvocationException(StatusCode code, string message) : Exception(message)
+{
+    /// <summary>The gRPC status the caller receives.</summary>
+    public StatusCode Code { get; } = code;
+}

@@ -1,0 +1,188 @@
+using System.Buffers;
+using System.Diagnostics;
+using Grpc.Core;
+using ProtoBuf;
+using Quintet.Components;
+using Quintet.Manager.Calls;
+using Quintet.Manager.Lifecycle;
+using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
+
+namespace Quintet.Manager.Components;
+
+/// <summary>
+/// The entry a call on an instance owned here goes through: decoded, served in the instance's turn (activating it on
+/// first use and after retirement), in its package's worker when isolated, or multicast to its replicas when active.
+/// </summary>
+internal sealed partial class ComponentHost
+{
+    /// <summary>The class serving <paramref name="service"/> and its contract.</summary>
+    /// <exception cref="InvocationException">No deployed class serves it (<c>UNIMPLEMENTED</c>).</exception>
+    public (ComponentClass Class, ComponentContract Contract) Resolve(string service)
+    {
+        if (_deployed.TryResolve(service, out var served, out var deployed))
+        {
+            return served;
+        }
+
+        var known = deployed.Count == 0 ? "none is deployed" : "deployed: " + string.Join(", ", deployed);
+        throw new InvocationException(StatusCode.Unimplemented, $"No component serves contract '{service}' ({known}).");
+    }
+
+    /// <summary>
+    /// For an actively replicated class that balances load: runs the call on this manager's live replica of the instance,
+    /// if it has one; null otherwise. The request is checked before it is multicast to every replica.
+    /// </summary>
+    public Task<byte[]>? TryCallLocalReplica(InstanceId id, QosSpec qos, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+    {
+        if (qos is not { Replication: ReplicationStyle.Active, LoadBalancing: not LoadBalancingPolicy.PrimaryOnly }
+            || !_replicas.TryGetValue(id, out var localReplica) || !localReplica.Ready.IsCompletedSuccessfully)
+        {
+            return null;
+        }
+
+        Decode(Resolve(service).Contract.Operations[operation], service, request);
+        EnsureLease(id);
+        return localReplica.CallAsync(service, operation, request, cancellationToken);
+    }
+
+    /// <summary>
+    /// Serves a call on an instance this manager owns (by the directory, at <paramref name="epoch"/>): activating or
+    /// reactivating it on first use. Returns null when the instance left this manager while the call waited.
+    /// </summary>
+    /// <exception cref="InvocationException">A malformed request, a failed activation or a failing component.</exception>
+    public async Task<byte[]?> ServeHereAsync(ComponentClass componentClass, ComponentOperation op, string key, long epoch, string service, ReadOnlyMemory<byte> request, CallInfo call, CancellationToken cancellationToken)
+    {
+        var message = Decode(op, service, request);
+        var shadow = _shadows.GetOrAdd(componentClass, key, epoch);
+        if (componentClass.Qos.Replication == ReplicationStyle.Active)
+        {
+            var started = Stopwatch.GetTimestamp();
+            var replicated = await ActiveCallAsync(shadow, service, op.Name, request, cancellationToken);
+            shadow.Record(op.Name, message, null, null, Stopwatch.GetElapsedTime(started), debug: false);
+            return replicated;
+        }
+
+        if (componentClass.Qos.Isolation == IsolationMode.Process && shadow.State != ShadowState.Gone)
+        {
+            return await CallIsolatedAsync(shadow, op, message, service, request, cancellationToken);
+        }
+
+        if (await CallAsync(shadow, op, message, call, cancellationToken) is not { } response)
+        {
+            return null;
+        }
+
+        var writer = new ArrayBufferWriter<byte>();
+        op.WriteResponse(writer, response.Value);
+        shadow.Record(op.Name, message, response.Value, null, response.Elapsed, componentClass.Qos.Debug);
+        return writer.WrittenSpan.ToArray();
+    }
+
+    /// <summary>Reads a request as its operation's message type.</summary>
+    /// <exception cref="InvocationException">It is not one (<c>INVALID_ARGUMENT</c>, saying what is wrong).</exception>
+    public static object Decode(ComponentOperation op, string service, ReadOnlyMemory<byte> request)
+    {
+        try
+        {
+            return op.ReadRequest(new ReadOnlySequence<byte>(request));
+        }
+        catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException)
+        {
+            throw new InvocationException(StatusCode.InvalidArgument, $"The request to {service}/{op.Name} is not a valid {op.RequestType.Name} message: {e.Message}");
+        }
+    }
+
+    /// <summary>Refuses to serve while this manager may no longer hold the primary lease (see <see cref="InstanceActivation.EnsureLease"/>).</summary>
+    private void EnsureLease(InstanceId id) => _activation.EnsureLease(id);
+
+    /// <summary>
+    /// Runs one call on an instance owned here whose class is isolated: in its package's worker process, as the caller's
+    /// bytes. The worker serializes the instance's calls; the shadow routes and counts them.
+    /// </summary>
+    private async Task<byte[]> CallIsolatedAsync(Shadow shadow, ComponentOperation op, object message, string service, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+    {
+        EnsureLease(shadow.Id);
+        var package = _deployed.PackageOf(shadow.Class)
+            ?? throw new InvocationException(StatusCode.Unimplemented, $"{shadow.Class.Name} was undeployed while the call waited.");
+        var started = Stopwatch.GetTimestamp();
+        try
+        {
+            var reply = await _isolated.InvokeAsync(package, service, op.Name, shadow.Key, request, cancellationToken);
+            shadow.Record(op.Name, message, null, null, Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+            return reply;
+        }
+        catch (InvocationException e)
+        {
+            shadow.Record(op.Name, message, null, $"{e.Code}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+            throw;
+        }
+        finally
+        {
+            shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+        }
+    }
+
+    /// <summary>Runs one call on an instance owned here; null when the instance left this manager while the call waited.</summary>
+    private async Task<(object? Value, TimeSpan Elapsed)?> CallAsync(Shadow shadow, ComponentOperation op, object message, CallInfo call, CancellationToken cancellationToken)
+    {
+        await shadow.Turn.WaitAsync(cancellationToken);
+        try
+        {
+            if (shadow.State == ShadowState.Gone)
+            {
+                return null;
+            }
+
+            EnsureLease(shadow.Id);
+            if (shadow.Instance is null)
+            {
+                await _activation.ActivateAsync(shadow, cancellationToken);
+            }
+
+            var started = Stopwatch.GetTimestamp();
+            try
+            {
+                var lifecycle = (IComponentLifecycle)shadow.Instance!;
+                lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline));
+                object? value;
+                try
+                {
+                    value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
+                }
+                finally
+                {
+                    lifecycle.SetCurrentCall(null);
+                }
+
+                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                return (value, Stopwatch.GetElapsedTime(started));
+            }
+            catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+            {
+                throw;
+            }
+            catch (ComponentFaultException e)
+            {
+                // A refusal the component chose: the caller's business, not a failure of the component.
+                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                shadow.Record(op.Name, message, null, $"{e.Fault}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                throw new InvocationException((StatusCode)(int)e.Fault, e.Message);
+            }
+            catch (Exception e)
+            {
+                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name, call.RequestId);
+                throw new InvocationException(StatusCode.Unknown, $"{shadow.Class.Name}.{op.Name} (key '{shadow.Key}') failed: {e.GetType().Name}: {e.Message}");
+            }
+        }
+        finally
+        {
+            shadow.Turn.Release();
+        }
+    }
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') failed in {Operation} (request {RequestId})")]
+    private static partial void LogCallFailed(ILogger logger, Exception exception, string @class, string key, string operation, string requestId);
+}

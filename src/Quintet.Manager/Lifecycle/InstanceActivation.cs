@@ -1,0 +1,95 @@
+using System.Diagnostics;
+using Grpc.Core;
+using Quintet.Components;
+using Quintet.Core.Groups;
+using Quintet.Manager.Calls;
+using Quintet.Manager.Ownership;
+using Quintet.Manager.Peers;
+using Quintet.Persistence;
+using Quintet.Runtime.Coordination;
+using Quintet.Runtime.Structures;
+
+namespace Quintet.Manager.Lifecycle;
+
+/// <summary>
+/// Activates an instance this manager owns, within its turn: fresh, reactivated from its checkpoint, with the state it
+/// migrated with, or promoted from the backup kept here; its context always from <see cref="ComponentContexts.ForOwner"/>.
+/// An instance is activated only while this manager holds its primary lease, and never before the leases of managers
+/// that left the view have run out: so never two live activations of one instance.
+/// </summary>
+internal sealed partial class InstanceActivation(
+    InstanceDirectory directory,
+    ManagerIdentity identity,
+    ICheckpointStore checkpoints,
+    PrimaryBackups backups,
+    InstanceMigration migration,
+    GroupService groups,
+    SharedStructures shared,
+    CoordinationService coordination,
+    ILogger<InstanceActivation> logger)
+{
+    /// <summary>Refuses to serve an instance while this manager is cut off from the majority (its lease may have run out).</summary>
+    /// <exception cref="InvocationException"><c>UNAVAILABLE</c>: call another manager.</exception>
+    public void EnsureLease(InstanceId id)
+    {
+        if (!directory.Managers.HoldsPrimaryLease)
+        {
+            throw new InvocationException(StatusCode.Unavailable, $"Manager {identity.NodeName} is cut off from the majority of the cluster and may no longer own {id}; call another manager.");
+        }
+    }
+
+    /// <summary>Creates the instance (within its turn): fresh, from its checkpoint, or with the state it migrated with.</summary>
+    /// <exception cref="InvocationException">It could not be activated (<c>UNAVAILABLE</c>), or the lease was lost meanwhile.</exception>
+    public async Task ActivateAsync(Shadow shadow, CancellationToken cancellationToken)
+    {
+        // A manager that left the view may have owned this instance and may still serve it until its lease runs out.
+        var takeOverAt = directory.Managers.FormerMembersLeaseExpiry;
+        if (takeOverAt > Stopwatch.GetTimestamp())
+        {
+            await Task.Delay(Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), takeOverAt), cancellationToken);
+            EnsureLease(shadow.Id);
+        }
+
+        var arrived = migration.TryTakeArrival(shadow.Id, out var arrival) && arrival.Epoch == shadow.Epoch;
+        var reason = arrived ? ActivationReason.Migrated : shadow.WasActivated ? ActivationReason.Reactivated : ActivationReason.Created;
+        if (!arrived && !shadow.WasActivated && backups.TryTakeCopy(shadow.Id, out var copy) && copy.Epoch < shadow.Epoch)
+        {
+            // This manager held the failed primary's backup and was chosen to take over: start from that state.
+            (arrived, arrival, reason) = (true, (shadow.Epoch, copy.State), ActivationReason.Promoted);
+        }
+
+        var instance = shadow.Class.CreateInstance();
+        shadow.Groups = new InstanceGroups(groups, shadow, instance);
+        shadow.Coordination = coordination.ForInstance(shadow.Key);
+        var context = ComponentContexts.ForOwner(
+            shadow.Class, shadow.Key, identity.NodeName, checkpoints.Open(ComponentContexts.StreamOf(shadow.Id)), backups.For(shadow), shadow.Groups, shared, shadow.Coordination);
+
+        try
+        {
+            if (arrived && arrival.State is { } state && instance is IMigrateState migrating)
+            {
+                await migrating.ImportStateAsync(state, cancellationToken);
+            }
+
+            await ((IComponentLifecycle)instance).ActivateAsync(context, reason, cancellationToken);
+        }
+        catch (Exception e) when (e is not OperationCanceledException)
+        {
+            if (arrived)
+            {
+                migration.KeepArrival(shadow.Id, arrival);
+            }
+
+            LogActivationFailed(logger, e, shadow.Class.Name, shadow.Key, reason.ToString());
+            throw new InvocationException(StatusCode.Unavailable, $"{shadow.Class.Name} (key '{shadow.Key}') could not be activated: {e.GetType().Name}: {e.Message}");
+        }
+
+        shadow.Instance = instance;
+        shadow.WasActivated = true;
+        shadow.State = ShadowState.Active;
+        shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+    }
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not be activated ({Reason})")]
+    private static partial void LogActivationFailed(ILogger logger, Exception exception, string @class, string key, string reason);
+}

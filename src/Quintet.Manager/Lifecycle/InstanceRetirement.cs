@@ -1,0 +1,74 @@
+using System.Diagnostics;
+using Quintet.Components;
+
+namespace Quintet.Manager.Lifecycle;
+
+/// <summary>
+/// Retires idle instances once a second: each instance idle past its class's retire-after-idle is deactivated (it
+/// checkpoints) and its shadow kept, so that its next call reactivates it.
+/// </summary>
+internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogger<InstanceRetirement> logger) : BackgroundService
+{
+    /// <summary>Retires every instance idle past its class's retire-after-idle: deactivated (it checkpoints), shadow kept.</summary>
+    /// <returns>How many were retired.</returns>
+    public async Task<int> RetireIdleAsync(CancellationToken cancellationToken)
+    {
+        var retired = 0;
+        var now = Stopwatch.GetTimestamp();
+        foreach (var shadow in shadows.All)
+        {
+            if (shadow.Instance is null || shadow.State != ShadowState.Active || shadow.Class.Qos.RetireAfterIdle is not { } idle
+                || shadow.Class.Qos.Replication == ReplicationStyle.Active || Stopwatch.GetElapsedTime(shadow.LastCallTimestamp, now) < idle
+                || !await shadow.Turn.WaitAsync(0, cancellationToken))
+            {
+                continue;
+            }
+
+            try
+            {
+                if (shadow.Instance is { } instance && shadow.State == ShadowState.Active)
+                {
+                    try
+                    {
+                        await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Retired, cancellationToken);
+                        shadow.Instance = null;
+                        await InstanceDeactivation.LeaveGroupsAsync(shadow);
+                        shadow.State = ShadowState.Retired;
+                        retired++;
+                    }
+                    catch (Exception e) when (e is not OperationCanceledException)
+                    {
+                        // It could not save its state: keep it active rather than lose what it holds.
+                        LogRetireFailed(logger, e, shadow.Class.Name, shadow.Key);
+                        shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+                    }
+                }
+            }
+            finally
+            {
+                shadow.Turn.Release();
+            }
+        }
+
+        return retired;
+    }
+
+    protected override async Task ExecuteAsync(CancellationToken stoppingToken)
+    {
+        using var timer = new PeriodicTimer(TimeSpan.FromSeconds(1));
+        try
+        {
+            while (await timer.WaitForNextTickAsync(stoppingToken))
+            {
+                await RetireIdleAsync(stoppingToken);
+            }
+        }
+        catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
+        {
+            // Stopping.
+        }
+    }
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not retire; it stays active")]
+    private static partial void LogRetireFailed(ILogger logger, Exception exception, string @class, string key);
+}
