@@ -17,6 +17,7 @@ internal sealed class ComponentAdminService(
     InstanceShadows shadows,
     InstanceMigration migration,
     InstanceDirectory directory,
+    ActiveReplication.ActiveReplicas replicas,
     PackageReplicator replicator,
     ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
 {
@@ -149,7 +150,7 @@ internal sealed class ComponentAdminService(
             response.Instances.Add(info);
         }
 
-        foreach (var replica in host.Replicas.Where(r => request.ClassName.Length == 0 || r.Class.Name == request.ClassName).OrderBy(r => r.Id.ClassName, StringComparer.Ordinal).ThenBy(r => r.Id.Key, StringComparer.Ordinal))
+        foreach (var replica in replicas.All.Where(r => request.ClassName.Length == 0 || r.Class.Name == request.ClassName).OrderBy(r => r.Id.ClassName, StringComparer.Ordinal).ThenBy(r => r.Id.Key, StringComparer.Ordinal))
         {
             var info = new ReplicaInfo
             {

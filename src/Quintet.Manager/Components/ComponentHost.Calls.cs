@@ -33,17 +33,17 @@ internal sealed partial class ComponentHost
     /// For an actively replicated class that balances load: runs the call on this manager's live replica of the instance,
     /// if it has one; null otherwise. The request is checked before it is multicast to every replica.
     /// </summary>
-    public Task<byte[]>? TryCallLocalReplica(InstanceId id, QosSpec qos, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+    public Task<byte[]>? TryCallLocalReplica(InstanceId id, QosSpec qos, ComponentOperation op, string service, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
     {
         if (qos is not { Replication: ReplicationStyle.Active, LoadBalancing: not LoadBalancingPolicy.PrimaryOnly }
-            || !_replicas.TryGetValue(id, out var localReplica) || !localReplica.Ready.IsCompletedSuccessfully)
+            || !_replicas.TryGetReady(id, out var localReplica))
         {
             return null;
         }
 
-        Decode(Resolve(service).Contract.Operations[operation], service, request);
+        Decode(op, service, request);
         EnsureLease(id);
-        return localReplica.CallAsync(service, operation, request, cancellationToken);
+        return localReplica.CallAsync(service, op.Name, request, cancellationToken);
     }
 
     /// <summary>
@@ -58,7 +58,8 @@ internal sealed partial class ComponentHost
         if (componentClass.Qos.Replication == ReplicationStyle.Active)
         {
             var started = Stopwatch.GetTimestamp();
-            var replicated = await ActiveCallAsync(shadow, service, op.Name, request, cancellationToken);
+            EnsureLease(shadow.Id);
+            var replicated = await _replicas.CallAsync(componentClass, key, service, op.Name, request, cancellationToken);
             shadow.Record(op.Name, message, null, null, Stopwatch.GetElapsedTime(started), debug: false);
             return replicated;
         }

@@ -1,4 +1,6 @@
 using Quintet.Components;
+using Quintet.Core.Groups;
+using Quintet.Manager.ActiveReplication;
 using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
@@ -22,7 +24,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
     private readonly InstanceShadows _shadows;
     private readonly InstanceActivation _activation;
     private readonly InstanceDeactivation _deactivation;
-    private readonly Persistence.ActiveReplicaCheckpoints _replicaCheckpoints;
+    private readonly ActiveReplicas _replicas;
+    private readonly GroupService _groups;
     private readonly FactoryMemberships _factories;
     private readonly IsolatedWorkers _isolated;
     private readonly PeerCalls _peers;
@@ -36,7 +39,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         InstanceShadows shadows,
         InstanceActivation activation,
         InstanceDeactivation deactivation,
-        Persistence.ActiveReplicaCheckpoints replicaCheckpoints,
+        ActiveReplicas replicas,
+        GroupService groups,
         IsolatedWorkers isolated,
         PeerCalls peers)
     {
@@ -48,7 +52,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         _shadows = shadows;
         _activation = activation;
         _deactivation = deactivation;
-        _replicaCheckpoints = replicaCheckpoints;
+        _replicas = replicas;
+        _groups = groups;
         _isolated = isolated;
         _peers = peers;
         _factories = new FactoryMemberships(logger);
@@ -60,8 +65,6 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
     /// <summary>The host's logger, shared with the replicas it runs.</summary>
     internal ILogger Logger => logger;
 
-    /// <summary>Where active replicas keep their streams: each its own, in this manager's local store.</summary>
-    internal Persistence.ActiveReplicaCheckpoints ReplicaCheckpoints => _replicaCheckpoints;
 
     /// <summary>The instance directory this host routes by.</summary>
     public InstanceDirectory Directory => _directory;
@@ -102,12 +105,9 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         }
 
         LogDeployed(logger, package.Name, package.Version, string.Join(", ", package.Classes.Select(c => c.Name)));
-        if (_groups is { } groups)
+        foreach (var componentClass in package.Classes)
         {
-            foreach (var componentClass in package.Classes)
-            {
-                _factories.Start(groups, componentClass, identity.NodeName);
-            }
+            _factories.Start(_groups, componentClass, identity.NodeName);
         }
 
         return package;
@@ -127,7 +127,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
             await _deactivation.DeactivateAsync(shadow, DeactivationReason.Undeployed, cancellationToken);
         }
 
-        await LeaveReplicasAsync(r => package.Classes.Contains(r.Class));
+        await _replicas.LeaveAsync(r => package.Classes.Contains(r.Class));
         foreach (var componentClass in package.Classes)
         {
             await _factories.StopAsync(componentClass);
@@ -157,7 +157,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         }
 
         _shadows.Clear();
-        await LeaveReplicasAsync(_ => true);
+        await _replicas.LeaveAsync(_ => true);
     }
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Deployed package {Name} {Version}: {Classes}")]

@@ -139,12 +139,8 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<InstanceDeactivation>();
         builder.Services.AddSingleton<FreshInstances>();
         builder.Services.AddSingleton<InstanceRetirement>();
-        builder.Services.AddSingleton(sp =>
-        {
-            var host = ActivatorUtilities.CreateInstance<ComponentHost>(sp);
-            host.AttachGroups(sp.GetRequiredService<Quintet.Core.Groups.GroupService>(), sp.GetRequiredService<Quintet.Runtime.Structures.SharedStructures>(), sp.GetRequiredService<Quintet.Runtime.Coordination.CoordinationService>());
-            return host;
-        });
+        builder.Services.AddSingleton<ActiveReplication.ActiveReplicas>();
+        builder.Services.AddSingleton<ComponentHost>();
         builder.Services.AddSingleton<IPackageDeployer>(sp => sp.GetRequiredService<ComponentHost>());
         builder.Services.AddIsolatedWorkers();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceRetirement>());

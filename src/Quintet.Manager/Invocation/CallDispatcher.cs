@@ -43,7 +43,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
 
         // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs
         // every call in the one total order anyway), rather than passing it to the owner.
-        if (host.TryCallLocalReplica(id, componentClass.Qos, call.Service, call.Operation, call.Request, cancellationToken) is { } replicated)
+        if (host.TryCallLocalReplica(id, componentClass.Qos, op, call.Service, call.Request, cancellationToken) is { } replicated)
         {
             return new InvocationResult(await replicated, null);
         }

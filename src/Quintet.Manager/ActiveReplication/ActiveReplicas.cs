@@ -1,13 +1,14 @@
 using System.Collections.Concurrent;
 using Grpc.Core;
 using Quintet.Core.Groups;
-using Quintet.Manager.ActiveReplication;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
+using Quintet.Manager.Persistence;
 
-namespace Quintet.Manager.Components;
+namespace Quintet.Manager.ActiveReplication;
 
 /// <summary>
 /// Active replication (QoS <c>replication: active</c>, N replicas): the instance lives on N managers at once, each
@@ -18,36 +19,37 @@ namespace Quintet.Manager.Components;
 /// owner's manager fails, the next call makes another replica's manager the owner, with no state lost; the owner asks
 /// further managers to host replicas until there are N again.
 /// </summary>
-internal sealed partial class ComponentHost
+internal sealed partial class ActiveReplicas(
+    ILogger<ActiveReplicas> logger,
+    ManagerIdentity identity,
+    InstanceDirectory directory,
+    ActiveReplicaCheckpoints checkpoints,
+    PeerCalls peers,
+    GroupService groups)
 {
     private readonly ConcurrentDictionary<InstanceId, ReplicaGroup> _replicas = new();
-    private GroupService? _groups;
-    private Quintet.Runtime.Structures.SharedStructures? _shared;
-    private Quintet.Runtime.Coordination.CoordinationService? _coordination;
-
-    /// <summary>Set once at startup (the group service is created after the host in some hosts).</summary>
-    public void AttachGroups(GroupService groups, Quintet.Runtime.Structures.SharedStructures shared, Quintet.Runtime.Coordination.CoordinationService? coordination = null)
-    {
-        _groups = groups;
-        _shared = shared;
-        _coordination = coordination;
-    }
 
     /// <summary>The replicas hosted here, for the admin API.</summary>
-    internal IReadOnlyCollection<ReplicaGroup> Replicas => [.. _replicas.Values];
+    public IReadOnlyCollection<ReplicaGroup> All => [.. _replicas.Values];
 
-    /// <summary>Runs a call on an actively replicated instance owned here: ordered among the replicas, answered by the local one.</summary>
-    private async Task<byte[]> ActiveCallAsync(Shadow shadow, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
+    /// <summary>This manager's replica of <paramref name="id"/> if it has the state and runs calls.</summary>
+    public bool TryGetReady(InstanceId id, [System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out ReplicaGroup? replica) =>
+        _replicas.TryGetValue(id, out replica) && replica.Ready.IsCompletedSuccessfully;
+
+    /// <summary>
+    /// Runs a call on an actively replicated instance owned here (its lease checked by the caller): ordered among the
+    /// replicas, answered by the local one.
+    /// </summary>
+    public async Task<byte[]> CallAsync(ComponentClass componentClass, string key, string service, string operation, ReadOnlyMemory<byte> request, CancellationToken cancellationToken)
     {
-        EnsureLease(shadow.Id);
-        var replica = JoinReplicas(shadow.Class, shadow.Key);
+        var replica = Join(componentClass, key);
         try
         {
             await replica.Ready.WaitAsync(cancellationToken);
         }
         catch (Exception e) when (e is not (OperationCanceledException or InvocationException))
         {
-            throw new InvocationException(StatusCode.Unavailable, $"{shadow.Id}: its replica here could not join the replica group ({e.Message}); retry.");
+            throw new InvocationException(StatusCode.Unavailable, $"{replica.Id}: its replica here could not join the replica group ({e.Message}); retry.");
         }
 
         _ = EnsureReplicaCountAsync(replica);
@@ -58,37 +60,36 @@ internal sealed partial class ComponentHost
     /// This manager's replica of an instance, starting its join first if it has none. The join goes on in the
     /// background (a large state takes its time); <see cref="ReplicaGroup.Ready"/> says when it has the state.
     /// </summary>
-    public ReplicaGroup JoinReplicas(ComponentClass componentClass, string key)
+    public ReplicaGroup Join(ComponentClass componentClass, string key)
     {
         var id = new InstanceId(componentClass.Name, key);
-        var groups = _groups ?? throw new InvocationException(StatusCode.Unavailable, "The manager is still starting; retry.");
         var created = false;
         var replica = _replicas.GetOrAdd(id, _ =>
         {
             created = true;
-            return new ReplicaGroup(ReplicaSite, componentClass, key);
+            return new ReplicaGroup(Site, componentClass, key);
         });
         if (created)
         {
-            _ = JoinAndAnnounceAsync(replica, groups);
+            _ = JoinAndAnnounceAsync(replica);
         }
 
         return replica;
     }
 
-    private ReplicaSite ReplicaSite => new(
-        _directory,
-        (componentClass, key) => ComponentContexts.ForActiveReplica(componentClass, key, identity.NodeName, _replicaCheckpoints.Store.Open(StreamOf(new InstanceId(componentClass.Name, key)))),
+    private ReplicaSite Site => new(
+        directory,
+        (componentClass, key) => ComponentContexts.ForActiveReplica(componentClass, key, identity.NodeName, checkpoints.Store.Open(ComponentContexts.StreamOf(new InstanceId(componentClass.Name, key)))),
         logger);
 
-    private async Task JoinAndAnnounceAsync(ReplicaGroup replica, GroupService groups)
+    private async Task JoinAndAnnounceAsync(ReplicaGroup replica)
     {
         try
         {
             await replica.JoinAsync(groups, CancellationToken.None);
 
             // Only a replica that has the state counts as one: the directory may promote it when the owner fails.
-            await _directory.AnnounceBackupAsync(replica.Id, identity.NodeName, dropped: false, CancellationToken.None);
+            await directory.AnnounceBackupAsync(replica.Id, identity.NodeName, dropped: false, CancellationToken.None);
             LogReplicaJoined(logger, replica.Id.ClassName, replica.Id.Key, replica.Members);
         }
         catch (Exception e)
@@ -119,13 +120,13 @@ internal sealed partial class ComponentHost
                 return;
             }
 
-            var targets = _directory.Peers().Where(p => !present.Contains(p.NodeName) && p.NodeName != identity.NodeName)
+            var targets = directory.Peers().Where(p => !present.Contains(p.NodeName) && p.NodeName != identity.NodeName)
                 .OrderBy(p => p.NodeName, StringComparer.Ordinal).Take(missing).ToList();
             await Task.WhenAll(targets.Select(async target =>
             {
                 try
                 {
-                    await _peers.JoinReplicasAsync(target.Endpoint, replica.Id, CancellationToken.None);
+                    await peers.JoinReplicasAsync(target.Endpoint, replica.Id, CancellationToken.None);
                 }
                 catch (RpcException e)
                 {
@@ -140,7 +141,7 @@ internal sealed partial class ComponentHost
     }
 
     /// <summary>Leaves the replica groups <paramref name="which"/> selects (a package's on undeploy, all on stop).</summary>
-    internal async Task LeaveReplicasAsync(Func<ReplicaGroup, bool> which)
+    public async Task LeaveAsync(Func<ReplicaGroup, bool> which)
     {
         foreach (var replica in _replicas.Values.Where(which).ToList())
         {
