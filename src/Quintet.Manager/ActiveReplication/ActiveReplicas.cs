@@ -12,7 +12,7 @@ namespace Quintet.Manager.ActiveReplication;
 
 /// <summary>
 /// Active replication (QoS <c>replication: active</c>, N replicas): the instance lives on N managers at once, each
-/// replica a replica of the replicated state machine <c>quintet.replicas/{class}/{key}</c> (<see cref="ReplicaGroup"/>).
+/// replica a replica of the replicated state machine <c>replicas/{class}/{key}</c> (<see cref="ReplicaGroup"/>).
 /// Its owner (in the directory) takes every client call, orders it through the machine, and answers once its own replica
 /// has run it; every replica runs every call in the same order, so all stay identical. A replica joining later receives
 /// the state as it stood at its join, in chunks (the calls after that point reach it through the machine). When the

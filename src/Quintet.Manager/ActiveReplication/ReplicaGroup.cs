@@ -12,7 +12,7 @@ namespace Quintet.Manager.ActiveReplication;
 
 /// <summary>
 /// One manager's replica of an actively replicated instance: a replica of the replicated state machine
-/// <c>quintet.replicas/{class}/{key}</c> whose state is the instance (<see cref="ReplicaState"/>) and whose commands are
+/// <c>replicas/{class}/{key}</c> whose state is the instance (<see cref="ReplicaState"/>) and whose commands are
 /// its calls. The machine orders the calls, runs them one at a time at every replica, and hands the state to a replica
 /// that joins in chunks, resumably, however large it is.
 /// </summary>
@@ -35,7 +35,7 @@ internal sealed class ReplicaGroup : IAsyncDisposable
         _state = new ReplicaState(componentClass, key, () => site.NewContext(componentClass, key), site.Logger);
     }
 
-    public static string MachineNameOf(InstanceId id) => $"quintet.replicas/{id.ClassName}/{id.Key}";
+    public static string MachineNameOf(InstanceId id) => $"replicas/{id.ClassName}/{id.Key}";
 
     public ComponentClass Class { get; }
 
