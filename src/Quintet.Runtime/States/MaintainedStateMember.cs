@@ -230,17 +230,10 @@ public sealed partial class MaintainedStateMember : IMaintainedState, IAsyncDisp
 
     private async Task ConfirmAsync(List<Task<byte[]>> commands)
     {
-        var applied = Task.WhenAll(commands);
-
-        // A machine disposed meanwhile never completes the commands it had sent: waiting in the turn would hold it for ever.
-        if (await Task.WhenAny(applied, _ended.Task) != applied)
-        {
-            throw new InvalidOperationException($"The registration for state '{Name}' has ended.");
-        }
-
+        // A machine disposed meanwhile fails the commands it had not applied, so this wait ends with the registration.
         try
         {
-            await applied;
+            await Task.WhenAll(commands);
         }
         catch (GroupUnavailableException e)
         {
