@@ -48,6 +48,14 @@ public sealed class LocalClusterOptions
     public IDictionary<string, string> Settings { get; } = new Dictionary<string, string>(StringComparer.OrdinalIgnoreCase);
 
     /// <summary>
+    /// Certificates the managers are secured with (<c>Quintet:Security:CertificatesDirectory</c>). The cluster does not
+    /// own them: dispose them after the cluster.
+    /// <value>Default: none (security off; managers in a <see cref="Network"/> then run with
+    /// <c>Quintet:Security:AllowInsecure</c>, as no one else reaches that network).</value>
+    /// </summary>
+    public LocalCertificates? Certificates { get; set; }
+
+    /// <summary>
     /// The bound on every wait of the cluster: a manager's start, a view, a stop.
     /// <value>Default: 60 s (generous, for small shared machines).</value>
     /// </summary>

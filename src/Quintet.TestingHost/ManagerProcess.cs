@@ -116,6 +116,15 @@ public sealed class ManagerProcess : IAsyncDisposable
             arguments.Add($"--Quintet:Store:Managers={_options.InitialManagers}");
         }
 
+        if (_options.Certificates is { } certificates)
+        {
+            arguments.Add($"--Quintet:Security:CertificatesDirectory={certificates.Directory}");
+        }
+        else if (_options.Network is not null)
+        {
+            arguments.Add("--Quintet:Security:AllowInsecure=true");
+        }
+
         arguments.AddRange(_options.Settings.Select(s => $"--{s.Key}={s.Value}"));
 
         if (_options.Network is { } network)

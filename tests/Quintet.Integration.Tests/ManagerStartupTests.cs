@@ -83,6 +83,9 @@ public class ManagerStartupTests
     [InlineData("--Quintet:Cluster:Downing:StableAfter=soon", "'Quintet:Cluster:Downing:StableAfter'")]
     [InlineData("--Quintet:Cluster:Sedes:0=127.0.0.1:4053", "Quintet:Cluster:Sedes: is not a known setting")]
     [InlineData("--Quintet:Manager:GrpcHost=example.com", "Quintet:Manager:GrpcHost: 'example.com' must be an IP address or 'localhost'")]
+    [InlineData("--Quintet:Manager:GrpcHost=0.0.0.0", "Quintet:Security: this manager would listen on 0.0.0.0 with no security")]
+    [InlineData("--Quintet:Security:CertificatesDirectory=/nonexistent-quintet-certs", "Quintet:Security: The CA certificate file '/nonexistent-quintet-certs/ca.crt' does not exist")]
+    [InlineData("--Quintet:Security:Jwt:SigningKey=abc", "Quintet:Security:Jwt:SigningKey: is not a known setting")]
     [InlineData("--Quintet:Store:Kind=Nonsense", "Quintet:Store:Kind: 'Nonsense' is not a store kind; use 'replicated' (the default), 'local', 'postgresql'.")]
     public async Task Bad_configuration_is_named_and_exits_with_code_2(string argument, string expected)
     {

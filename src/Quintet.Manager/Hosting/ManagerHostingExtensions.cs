@@ -22,6 +22,7 @@ using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Manager.Peers;
 using Quintet.Manager.Persistence;
+using Quintet.Manager.Security;
 using Quintet.Persistence;
 using Quintet.Protocol.Admin;
 
@@ -61,6 +62,8 @@ public static class ManagerHostingExtensions
         });
 
         builder.Services.AddSingleton(TimeProvider.System);
+        builder.Services.AddSingleton(settings.Security);
+        builder.Services.AddHostedService<SecurityNotice>();
         builder.Services.AddQuintetCluster(builder.Configuration)
             .AddQuintetWireMessages(AdminReflection.Descriptor)
             .AddQuintetWireMessages(ManagerInternalReflection.Descriptor);

@@ -5,6 +5,7 @@ using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
+using Quintet.Security;
 
 namespace Quintet.Manager.Hosting;
 
@@ -12,7 +13,7 @@ namespace Quintet.Manager.Hosting;
 /// The settings the manager needs before anything starts, read and checked in one pass so that every mistake
 /// in the configuration is reported at once, each with the setting's full name.
 /// </summary>
-internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager, StoreOptions Store, SharedStructuresOptions SharedStructures)
+internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager, StoreOptions Store, SharedStructuresOptions SharedStructures, ClusterSecurity Security)
 {
     /// <summary>The gRPC host actually used: <see cref="ManagerOptions.GrpcHost"/>, or the cluster host.</summary>
     public string GrpcHost => Manager.GrpcHost ?? Cluster.Host;
@@ -35,6 +36,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
         var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures, KindSections(kinds));
         var structures = Bind<SharedStructuresOptions>(configuration, SharedStructuresOptions.SectionName, failures);
+        var securityOptions = Bind<SecurityOptions>(configuration, SecurityOptions.SectionName, failures);
         if (cluster is not null)
         {
             AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);
@@ -55,12 +57,46 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
             failures.AddRange(structures.Validate());
         }
 
-        if (failures.Count > 0 || cluster is null || manager is null || store is null || structures is null)
+        var security = cluster is not null && manager is not null && securityOptions is not null
+            ? LoadSecurity(securityOptions, [cluster.Host, manager.GrpcHost ?? cluster.Host], failures)
+            : null;
+        if (failures.Count > 0 || cluster is null || manager is null || store is null || structures is null || security is null)
         {
+            security?.Dispose();
             throw new ConfigurationErrorException(failures);
         }
 
-        return new StartupSettings(cluster, manager, store, structures);
+        return new StartupSettings(cluster, manager, store, structures, security);
+    }
+
+    /// <summary>
+    /// Loads the manager's certificates; without them, refuses every address but loopback unless told the network is
+    /// private (<see cref="SecurityOptions.AllowInsecure"/>): secure by default.
+    /// </summary>
+    private static ClusterSecurity? LoadSecurity(SecurityOptions options, string[] hosts, List<string> failures)
+    {
+        if (!options.Enabled)
+        {
+            var exposed = hosts.Where(h => !ClusterSecurity.IsLoopback(h)).Distinct(StringComparer.OrdinalIgnoreCase).ToList();
+            if (exposed.Count > 0 && !options.AllowInsecure)
+            {
+                failures.Add($"{SecurityOptions.SectionName}: this manager would listen on {string.Join(" and ", exposed)} with no security: anyone who reaches it could deploy code. " +
+                    $"Create certificates (quintet certs create-ca, then create-manager) and set {SecurityOptions.SectionName}:CertificatesDirectory, or listen on 127.0.0.1 (docs/security.md).");
+                return null;
+            }
+
+            return ClusterSecurity.Open;
+        }
+
+        try
+        {
+            return ClusterSecurity.Load(options);
+        }
+        catch (CertificateException e)
+        {
+            failures.Add($"{SecurityOptions.SectionName}: {e.Message}");
+            return null;
+        }
     }
 
     // A store kind's own settings are a child section of Quintet:Store named after it, of the type the kind declares.
