@@ -48,19 +48,39 @@ public sealed class CertificateAuthority : IDisposable
         return new CertificateAuthority(X509CertificateLoader.LoadPkcs12(created.Export(X509ContentType.Pkcs12), password: null));
     }
 
-    /// <summary>Loads a CA from its PEM certificate and key (<c>ca.crt</c>, <c>ca.key</c>).</summary>
-    /// <exception cref="CertificateException">The files are missing, do not match, or are not a CA.</exception>
+    /// <summary>
+    /// Loads a CA from its PEM certificate and key (<c>ca.crt</c>, <c>ca.key</c>). The certificate file may be a bundle
+    /// of trusted CAs (during a rotation): the CA is the one whose public key is the key's.
+    /// </summary>
+    /// <exception cref="CertificateException">The files are missing or unreadable, no certificate matches the key, or it is not a CA.</exception>
     public static CertificateAuthority Load(string certificatePath, string keyPath)
     {
-        var certificate = CertificateFiles.LoadWithKey(certificatePath, keyPath);
-        var constraints = certificate.Extensions.OfType<X509BasicConstraintsExtension>().FirstOrDefault();
-        if (constraints is not { CertificateAuthority: true })
+        var bundle = CertificateFiles.LoadBundle(certificatePath);
+        if (!File.Exists(keyPath))
         {
-            certificate.Dispose();
+            throw new CertificateException($"The CA key file '{keyPath}' does not exist; certificates are issued with the key that quintet certs create-ca wrote.");
+        }
+
+        using var key = ECDsa.Create();
+        try
+        {
+            key.ImportFromPem(File.ReadAllText(keyPath));
+        }
+        catch (Exception e) when (e is ArgumentException or CryptographicException)
+        {
+            throw new CertificateException($"'{keyPath}' is not an ECDSA private key in PEM: {e.Message}", e);
+        }
+
+        var publicKey = key.ExportSubjectPublicKeyInfo();
+        var certificate = bundle.FirstOrDefault(c => c.GetECDsaPublicKey()?.ExportSubjectPublicKeyInfo().AsSpan().SequenceEqual(publicKey) == true)
+            ?? throw new CertificateException($"No certificate in '{certificatePath}' belongs to the key '{keyPath}'.");
+        if (certificate.Extensions.OfType<X509BasicConstraintsExtension>().FirstOrDefault() is not { CertificateAuthority: true })
+        {
             throw new CertificateException($"'{certificatePath}' is not a CA certificate; pass the CA's files (quintet certs create-ca makes them).");
         }
 
-        return new CertificateAuthority(certificate);
+        using var withKey = certificate.CopyWithPrivateKey(key);
+        return new CertificateAuthority(X509CertificateLoader.LoadPkcs12(withKey.Export(X509ContentType.Pkcs12), password: null));
     }
 
     /// <summary>

@@ -36,6 +36,12 @@ public static class CertificateFiles
     {
         ArgumentNullException.ThrowIfNull(certificate);
         var key = ExportPrivateKeyPem(certificate);
+        foreach (var path in new[] { certificatePath, keyPath }.Where(p => !overwrite && File.Exists(p)))
+        {
+            // Checked for both before either is written: a certificate must never be left beside another's key.
+            throw new IOException($"'{path}' exists; remove it first or pass --overwrite.");
+        }
+
         WriteText(certificatePath, certificate.ExportCertificatePem() + "\n", overwrite, ownerOnly: false);
         WriteText(keyPath, key + "\n", overwrite, ownerOnly: true);
     }
