@@ -1,8 +1,3 @@
-using System.Globalization;
-using System.Net;
-using Microsoft.AspNetCore.Hosting.Server;
-using Microsoft.AspNetCore.Hosting.Server.Features;
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Isolation;
 using Quintet.Manager.Lifetime;
@@ -52,7 +47,8 @@ internal static class WorkerHost
         await app.StartAsync();
 
         // The manager waits for this line (bounded) before it sends the first call.
-        Console.Out.WriteLine(WorkerArguments.ReadyPrefix + BoundPort(app).ToString(CultureInfo.InvariantCulture));
+        WorkerEndpoints.Restrict(arguments.Endpoint);
+        Console.Out.WriteLine(WorkerArguments.ReadyPrefix + arguments.Endpoint);
         await Console.Out.FlushAsync();
 
         // Returns once the server has stopped: no call is running when the instances are deactivated.
@@ -65,7 +61,10 @@ internal static class WorkerHost
         return 0;
     }
 
-    /// <summary>Builds the worker's host: Kestrel on 127.0.0.1 (HTTP/2 only), the package's calls and the stop request.</summary>
+    /// <summary>
+    /// Builds the worker's host: Kestrel on the endpoint the manager chose (a Unix domain socket or a named pipe only
+    /// the manager's user can open; HTTP/2 only), the package's calls and the stop request.
+    /// </summary>
     internal static WebApplication Build(WorkerArguments arguments, ComponentPackage package, Action<IQuintetManagerBuilder>? configure = null)
     {
         var builder = WebApplication.CreateSlimBuilder(new WebApplicationOptions
@@ -104,21 +103,12 @@ internal static class WorkerHost
 
         builder.Services.AddSingleton(sp => new WorkerInstances(package, sp.GetRequiredService<ICheckpointStore>(), arguments.ManagerName, sp.GetRequiredService<ILogger<WorkerInstances>>()));
         builder.Services.AddSingleton<IComponentInvoker>(sp => sp.GetRequiredService<WorkerInstances>());
-        builder.WebHost.ConfigureKestrel(kestrel =>
-            kestrel.Listen(IPAddress.Loopback, arguments.Port, listen => listen.Protocols = HttpProtocols.Http2));
+        builder.WebHost.ConfigureKestrel(kestrel => WorkerEndpoints.Listen(kestrel, arguments.Endpoint));
 
         var app = builder.Build();
         app.MapPost($"/{WorkerControl.ControlService}/{{operation}}", (HttpContext context, string operation, WorkerInstances instances, IHostApplicationLifetime lifetime) =>
             WorkerCallEndpoint.HandleAsync(context, WorkerControl.ControlService, operation, new WorkerControl(instances, lifetime)));
         app.MapWorkerCalls();
         return app;
-    }
-
-    /// <summary>The port Kestrel bound (the one asked for, or the one the system picked for 0).</summary>
-    internal static int BoundPort(WebApplication app)
-    {
-        var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()?.Addresses.FirstOrDefault()
-            ?? throw new InvalidOperationException("The worker's server reports no address.");
-        return new Uri(address).Port;
     }
 }

@@ -20,6 +20,9 @@ internal sealed record IsolatedWorkerSettings(WorkerLaunch Launch, string DataRo
     /// </summary>
     public IReadOnlyDictionary<string, string> Environment { get; init; } = new Dictionary<string, string>();
 
+    /// <summary>Where workers listen: sockets (or pipes) only this manager's user can open.</summary>
+    public WorkerEndpoints Endpoints { get; init; } = new();
+
     /// <summary>How long a new worker has to report ready.</summary>
     public TimeSpan ReadyTimeout { get; init; } = TimeSpan.FromSeconds(30);
 
@@ -121,7 +124,7 @@ internal sealed partial class IsolatedWorker : IAsyncDisposable
             }
 
             var incarnation = Interlocked.Increment(ref _incarnations);
-            var arguments = new WorkerArguments(Package.Directory, Path.Combine(_settings.DataRoot, Package.Name), System.Environment.ProcessId, 0, _settings.ManagerName);
+            var arguments = new WorkerArguments(Package.Directory, Path.Combine(_settings.DataRoot, Package.Name), System.Environment.ProcessId, _settings.Endpoints.Next(), _settings.ManagerName);
             WorkerProcess worker;
             try
             {
@@ -170,7 +173,7 @@ internal sealed partial class IsolatedWorker : IAsyncDisposable
                 IsolationMetrics.Restarted(Package.Name);
             }
 
-            LogStarted(_logger, Package.Name, worker.Id, worker.Port, incarnation);
+            LogStarted(_logger, Package.Name, worker.Id, worker.Endpoint, incarnation);
             _ = WatchAsync(worker);
             return worker;
         }
@@ -318,8 +321,8 @@ internal sealed partial class IsolatedWorker : IAsyncDisposable
         _disposed.Dispose();
     }
 
-    [LoggerMessage(Level = LogLevel.Information, Message = "Isolated worker of package {Package} started: pid {ProcessId}, port {Port}, incarnation {Incarnation}")]
-    private static partial void LogStarted(ILogger logger, string package, int processId, int port, int incarnation);
+    [LoggerMessage(Level = LogLevel.Information, Message = "Isolated worker of package {Package} started: pid {ProcessId}, endpoint {Endpoint}, incarnation {Incarnation}")]
+    private static partial void LogStarted(ILogger logger, string package, int processId, string endpoint, int incarnation);
 
     [LoggerMessage(Level = LogLevel.Error, Message = "Isolated worker of package {Package} (pid {ProcessId}) crashed with exit code {ExitCode}; the next call restarts it")]
     private static partial void LogCrashed(ILogger logger, string package, int processId, int exitCode);

@@ -188,6 +188,8 @@ internal sealed partial class IsolatedWorkers : IAsyncDisposable, IIsolatedInsta
         {
             await worker.DisposeAsync();
         }
+
+        _settings.Endpoints.Dispose();
     }
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "The isolated worker of package {Package} did not stop cleanly")]

@@ -3,16 +3,16 @@ using System.Globalization;
 namespace Quintet.Manager.Isolation;
 
 /// <summary>
-/// The command line of an isolated worker: <c>worker --package DIR --data DIR --parent PID [--port N] [--manager NAME]</c>.
+/// The command line of an isolated worker: <c>worker --package DIR --data DIR --parent PID --endpoint SOCKET [--manager NAME]</c>.
 /// The manager writes it (<see cref="ToArguments"/>) and the worker reads it back (<see cref="Parse"/>): both ends live in
 /// this one type so that they cannot drift apart.
 /// </summary>
-internal sealed record WorkerArguments(string PackageDirectory, string DataDirectory, int ParentProcessId, int Port, string ManagerName)
+internal sealed record WorkerArguments(string PackageDirectory, string DataDirectory, int ParentProcessId, string Endpoint, string ManagerName)
 {
     /// <summary>The first argument that makes the manager executable run as an isolated worker.</summary>
     public const string Command = "worker";
 
-    /// <summary>The line a worker writes on its standard output once it serves calls; the bound port follows it.</summary>
+    /// <summary>The line a worker writes on its standard output once it serves calls; its endpoint follows it.</summary>
     public const string ReadyPrefix = "QUINTET-WORKER-READY ";
 
     /// <summary>True when <paramref name="args"/> asks for a worker rather than a manager.</summary>
@@ -25,7 +25,7 @@ internal sealed record WorkerArguments(string PackageDirectory, string DataDirec
         "--package", PackageDirectory,
         "--data", DataDirectory,
         "--parent", ParentProcessId.ToString(CultureInfo.InvariantCulture),
-        "--port", Port.ToString(CultureInfo.InvariantCulture),
+        "--endpoint", Endpoint,
         "--manager", ManagerName,
     ];
 
@@ -37,9 +37,9 @@ internal sealed record WorkerArguments(string PackageDirectory, string DataDirec
         for (var i = IsWorkerCommand(args) ? 1 : 0; i < args.Count; i += 2)
         {
             var option = args[i];
-            if (option is not ("--package" or "--data" or "--parent" or "--port" or "--manager"))
+            if (option is not ("--package" or "--data" or "--parent" or "--endpoint" or "--manager"))
             {
-                throw new FormatException($"unknown worker option '{option}'; the options are --package, --data, --parent, --port and --manager.");
+                throw new FormatException($"unknown worker option '{option}'; the options are --package, --data, --parent, --endpoint and --manager.");
             }
 
             if (i + 1 >= args.Count)
@@ -65,7 +65,7 @@ internal sealed record WorkerArguments(string PackageDirectory, string DataDirec
             Path.GetFullPath(Required("--package")),
             Path.GetFullPath(Required("--data")),
             Number("--parent", Required("--parent"), 1, int.MaxValue),
-            values.TryGetValue("--port", out var port) ? Number("--port", port, 0, 65535) : 0,
+            Required("--endpoint"),
             values.GetValueOrDefault("--manager") ?? Environment.MachineName);
     }
 }

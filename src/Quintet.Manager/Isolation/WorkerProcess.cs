@@ -1,7 +1,6 @@
 using System.Collections.Concurrent;
 using System.ComponentModel;
 using System.Diagnostics;
-using System.Globalization;
 using System.Text;
 using Grpc.Core;
 using Grpc.Net.Client;
@@ -12,8 +11,8 @@ using Quintet.Protocol;
 namespace Quintet.Manager.Isolation;
 
 /// <summary>
-/// One process running a package's isolated worker, from its start to its exit: it reports ready with its port on its
-/// standard output, then takes the package's calls as raw gRPC bytes. Its output is passed on to the manager's log.
+/// One process running a package's isolated worker, from its start to its exit: it reports ready with its endpoint (a
+/// socket only this manager's user can open) on its standard output, then takes the package's calls as raw gRPC bytes. Its output is passed on to the manager's log.
 /// When it ends, the calls it had fail at once with a status that says so.
 /// </summary>
 internal sealed partial class WorkerProcess : IAsyncDisposable
@@ -34,9 +33,10 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
     private CallInvoker? _invoker;
     private volatile bool _stopping;
 
-    private WorkerProcess(Process process, string packageName, int incarnation, long startedAt, ILogger logger)
+    private WorkerProcess(Process process, string packageName, string endpoint, int incarnation, long startedAt, ILogger logger)
     {
         _process = process;
+        Endpoint = endpoint;
         _logger = logger;
         PackageName = packageName;
         Incarnation = incarnation;
@@ -59,8 +59,8 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
     /// <summary>When the process was started (a timestamp of the <see cref="TimeProvider"/> it was started with).</summary>
     public long StartedAt { get; }
 
-    /// <summary>The port the worker listens on, once ready.</summary>
-    public int Port { get; private set; }
+    /// <summary>Where the worker listens: a Unix domain socket's path, or a named pipe's name on Windows.</summary>
+    public string Endpoint { get; }
 
     /// <summary>Completes with the exit code when the process ends.</summary>
     public Task<int> Exit { get; }
@@ -92,7 +92,7 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
             info.Environment[name] = value;
         }
         var process = Process.Start(info) ?? throw new Win32Exception($"{launch.FileName} did not start.");
-        return new WorkerProcess(process, packageName, incarnation, time.GetTimestamp(), logger);
+        return new WorkerProcess(process, packageName, arguments.Endpoint, incarnation, time.GetTimestamp(), logger);
     }
 
     /// <summary>Waits for the worker's ready line.</summary>
@@ -264,11 +264,10 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
         {
             while (await reader.ReadLineAsync() is { } line)
             {
-                if (!isError && !_ready.Task.IsCompleted && line.StartsWith(WorkerArguments.ReadyPrefix, StringComparison.Ordinal)
-                    && int.TryParse(line.AsSpan(WorkerArguments.ReadyPrefix.Length), NumberStyles.None, CultureInfo.InvariantCulture, out var port))
+                if (!isError && !_ready.Task.IsCompleted && line == WorkerArguments.ReadyPrefix + Endpoint)
                 {
-                    Connect(port);
-                    _ready.TrySetResult(port);
+                    Connect();
+                    _ready.TrySetResult(0);
                     continue;
                 }
 
@@ -293,22 +292,15 @@ internal sealed partial class WorkerProcess : IAsyncDisposable
         }
     }
 
-    private void Connect(int port)
+    private void Connect()
     {
-        Port = port;
         _channel = GrpcChannel.ForAddress(
-            $"http://127.0.0.1:{port.ToString(CultureInfo.InvariantCulture)}",
+            WorkerEndpoints.ChannelAddress,
             new GrpcChannelOptions
             {
                 MaxReceiveMessageSize = 80 * 1024 * 1024,
                 MaxSendMessageSize = UnaryFraming.MaxRequestBytes,
-                HttpHandler = new SocketsHttpHandler
-                {
-                    ConnectTimeout = TimeSpan.FromSeconds(5),
-
-                    // More than 100 concurrent calls (Kestrel's streams per connection) open another connection instead of queuing.
-                    EnableMultipleHttp2Connections = true,
-                },
+                HttpHandler = WorkerEndpoints.Handler(Endpoint),
             });
         _invoker = _channel.CreateCallInvoker();
     }

@@ -1,6 +1,8 @@
 using System.Diagnostics;
 using Grpc.Core;
 using Grpc.Net.Client;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -58,7 +60,7 @@ public sealed class IsolatedWorkerTests : IDisposable
     [Fact]
     public void Worker_arguments_read_back_what_the_manager_wrote()
     {
-        var written = new WorkerArguments("/p", "/d", 42, 0, "manager-1");
+        var written = new WorkerArguments("/p", "/d", 42, "/run/q/w1.sock", "manager-1");
         var args = written.ToArguments();
         Assert.True(WorkerArguments.IsWorkerCommand(args));
         Assert.Equal(written, WorkerArguments.Parse(args));
@@ -68,7 +70,8 @@ public sealed class IsolatedWorkerTests : IDisposable
     [InlineData("unknown worker option '--bogus'", "worker", "--bogus", "x")]
     [InlineData("--package is required", "worker", "--data", "/d", "--parent", "1")]
     [InlineData("--parent must be a number", "worker", "--package", "/p", "--data", "/d", "--parent", "x")]
-    [InlineData("--port must be a number from 0 to 65535", "worker", "--package", "/p", "--data", "/d", "--parent", "1", "--port", "70000")]
+    [InlineData("--endpoint is required", "worker", "--package", "/p", "--data", "/d", "--parent", "1")]
+    [InlineData("unknown worker option '--port'", "worker", "--package", "/p", "--data", "/d", "--parent", "1", "--port", "5000")]
     [InlineData("--data is given twice", "worker", "--data", "/d", "--data", "/e")]
     [InlineData("--manager needs a value", "worker", "--manager")]
     public void Bad_worker_arguments_are_refused_by_name(string expected, params string[] args) =>
@@ -96,11 +99,24 @@ public sealed class IsolatedWorkerTests : IDisposable
     public async Task The_worker_host_serves_its_package_per_key_and_deactivates_on_request()
     {
         var package = PackageLoader.Load(CounterPackage());
-        var app = WorkerHost.Build(new WorkerArguments(package.Directory, Path.Combine(_root, "data"), Environment.ProcessId, 0, "manager-x"), package);
+        using var endpoints = new WorkerEndpoints();
+        var endpoint = endpoints.Next();
+        var app = WorkerHost.Build(new WorkerArguments(package.Directory, Path.Combine(_root, "data"), Environment.ProcessId, endpoint, "manager-x"), package);
         await using (app)
         {
             await app.StartAsync();
-            using var channel = GrpcChannel.ForAddress($"http://127.0.0.1:{WorkerHost.BoundPort(app)}");
+
+            // No TCP port: the worker is reached only through its socket, in a folder only this user can open.
+            var addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses;
+            Assert.All(addresses, a => Assert.StartsWith(OperatingSystem.IsWindows() ? "http://pipe:" : "http://unix:", a, StringComparison.Ordinal));
+            if (!OperatingSystem.IsWindows())
+            {
+                WorkerEndpoints.Restrict(endpoint);
+                Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite | UnixFileMode.UserExecute, File.GetUnixFileMode(Path.GetDirectoryName(endpoint)!));
+                Assert.Equal(UnixFileMode.UserRead | UnixFileMode.UserWrite, File.GetUnixFileMode(endpoint));
+            }
+
+            using var channel = GrpcChannel.ForAddress(WorkerEndpoints.ChannelAddress, new GrpcChannelOptions { HttpHandler = WorkerEndpoints.Handler(endpoint) });
             var invoker = channel.CreateCallInvoker();
             Assert.Equal(5, await AddAsync(invoker, "a", 5));
             Assert.Equal(7, await AddAsync(invoker, "a", 2));
