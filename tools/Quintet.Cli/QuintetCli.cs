@@ -20,6 +20,7 @@ public static class QuintetCli
             ComponentCommand.CreateProto(context),
             QosCommand.Create(context),
             CertsCommand.Create(context),
+            AuditCommand.Create(context),
         }, output, error, cancellationToken);
 
     /// <summary>

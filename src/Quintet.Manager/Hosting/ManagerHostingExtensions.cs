@@ -64,6 +64,8 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton(TimeProvider.System);
         builder.Services.AddSingleton(settings.Security);
         builder.Services.AddHostedService<SecurityNotice>();
+        builder.Services.AddOptions<AuditOptions>().Bind(builder.Configuration.GetSection(AuditOptions.SectionName));
+        builder.Services.AddSingleton<AuditLog>();
         builder.Services.AddQuintetCluster(builder.Configuration)
             .AddQuintetWireMessages(AdminReflection.Descriptor)
             .AddQuintetWireMessages(ManagerInternalReflection.Descriptor);
@@ -99,7 +101,14 @@ public static class ManagerHostingExtensions
                 // Unknown paths go on to the component call endpoint, which serves deployed contracts.
                 o.IgnoreUnknownServices = true;
             })
-            .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024))
+            .AddServiceOptions<ComponentAdminService>(o =>
+            {
+                o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024);
+                o.Interceptors.Add<AuditInterceptor>();
+            })
+            .AddServiceOptions<ClusterAdminService>(o => o.Interceptors.Add<AuditInterceptor>())
+            .AddServiceOptions<GroupDiagnosticsService>(o => o.Interceptors.Add<AuditInterceptor>())
+            .AddServiceOptions<AuditService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerChannels.MaxMessageBytes)
             .AddServiceOptions<Persistence.Replication.StoreReplicationService>(o => o.MaxReceiveMessageSize = Persistence.Replication.StoreWire.MaxMessageBytes);
         builder.Services.AddSingleton(sp =>
@@ -177,6 +186,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<ClusterAdminService>();
         app.MapGrpcService<GroupDiagnosticsService>();
         app.MapGrpcService<ComponentAdminService>();
+        app.MapGrpcService<AuditService>();
         app.MapGrpcService<PackageDistributionService>();
         app.MapGrpcService<InstanceTransferService>();
         app.MapGrpcService<ReplicaHostingService>();

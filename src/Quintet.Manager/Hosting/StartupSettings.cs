@@ -37,6 +37,11 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures, KindSections(kinds));
         var structures = Bind<SharedStructuresOptions>(configuration, SharedStructuresOptions.SectionName, failures);
         var securityOptions = Bind<SecurityOptions>(configuration, SecurityOptions.SectionName, failures);
+        var audit = Bind<Quintet.Manager.Security.AuditOptions>(configuration, Quintet.Manager.Security.AuditOptions.SectionName, failures);
+        if (audit is { MaxEntries: < 100 })
+        {
+            failures.Add($"{Quintet.Manager.Security.AuditOptions.SectionName}:MaxEntries: {audit.MaxEntries} is too small; keep at least 100 entries.");
+        }
         if (cluster is not null)
         {
             AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);

@@ -1,0 +1,107 @@
+using System.Security.Cryptography;
+using Google.Protobuf;
+using Grpc.Core;
+using Grpc.Core.Interceptors;
+using Quintet.Persistence;
+using Quintet.Protocol;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Manager.Security;
+
+/// <summary>
+/// Records the administrative calls of the services it is added to: an action that changes something is written to the
+/// audit log before it runs (and refused with UNAVAILABLE, having done nothing, when it cannot be) and its outcome after;
+/// a read-only call is recorded only when refused (PERMISSION_DENIED, UNAUTHENTICATED).
+/// </summary>
+internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
+{
+    /// <summary>Longest target text kept in an entry: a QoS spec or a request may be long, the log keeps its start.</summary>
+    private const int MaxTargetLength = 2000;
+
+    /// <inheritdoc />
+    public override async Task<TResponse> UnaryServerHandler<TRequest, TResponse>(TRequest request, ServerCallContext context, UnaryServerMethod<TRequest, TResponse> continuation)
+    {
+        var action = context.Method.TrimStart('/');
+        var changes = !IsReadOnly(action);
+        var entry = Describe(request, context, action);
+        if (changes)
+        {
+            var started = entry.Clone();
+            started.Result = "STARTED";
+            try
+            {
+                await audit.WriteAsync(started, context.CancellationToken);
+            }
+            catch (CheckpointStoreException e)
+            {
+                throw new RpcException(new Status(StatusCode.Unavailable,
+                    $"Nothing was done: the audit log could not record {action} ({e.Message}). Administrative actions are recorded before they run; try again once the checkpoint store is back."));
+            }
+        }
+
+        try
+        {
+            var response = await continuation(request, context);
+            if (changes)
+            {
+                entry.Result = "OK";
+                if (response is DeployPackageResponse deployed)
+                {
+                    entry.Target = $"package {deployed.Package.Name} {deployed.Package.Version}";
+                }
+
+                await audit.TryWriteAsync(entry);
+            }
+
+            return response;
+        }
+        catch (RpcException e) when (changes || e.StatusCode is StatusCode.PermissionDenied or StatusCode.Unauthenticated)
+        {
+            entry.Result = e.StatusCode.ToString();
+            entry.Message = e.Status.Detail;
+            await audit.TryWriteAsync(entry);
+            throw;
+        }
+        catch (Exception e) when (changes && e is not RpcException)
+        {
+            entry.Result = e is OperationCanceledException ? nameof(StatusCode.Cancelled) : nameof(StatusCode.Internal);
+            entry.Message = e.Message;
+            await audit.TryWriteAsync(entry);
+            throw;
+        }
+    }
+
+    /// <summary>Read-only methods by name: lists, reads and exports change nothing and are recorded only when refused.</summary>
+    internal static bool IsReadOnly(string action)
+    {
+        var method = action[(action.LastIndexOf('/') + 1)..];
+        return method.StartsWith("List", StringComparison.Ordinal) || method.StartsWith("Get", StringComparison.Ordinal)
+            || method.StartsWith("Export", StringComparison.Ordinal) || method == "Echo";
+    }
+
+    /// <summary>Who called, from where, and what about; the caller is whom authentication established, if anyone.</summary>
+    internal static AuditEntry Describe(object request, ServerCallContext context, string action)
+    {
+        var user = context.GetHttpContext().User;
+        var authenticated = user.Identity?.IsAuthenticated == true;
+        var entry = new AuditEntry
+        {
+            Caller = authenticated ? user.Identity!.Name ?? "" : context.RequestHeaders.GetValue(CallHeaders.Caller) ?? "anonymous",
+            Authenticated = authenticated,
+            Peer = context.Peer ?? "",
+            Action = action,
+        };
+        if (request is DeployPackageRequest deploy)
+        {
+            entry.Target = $"package zip of {deploy.PackageZip.Length} bytes";
+            entry.PackageSha256 = Convert.ToHexStringLower(SHA256.HashData(deploy.PackageZip.Span));
+        }
+        else if (request is IMessage message)
+        {
+            var text = JsonFormatter.Default.Format(message);
+            entry.Target = text.Length <= MaxTargetLength ? text : text[..MaxTargetLength] + "...";
+        }
+
+        return entry;
+    }
+}
