@@ -111,6 +111,21 @@ public class StartupSettingsTests
             f => Assert.StartsWith("Quintet:Manager:GrpcPort:", f, StringComparison.Ordinal));
     }
 
+    [Theory]
+    [InlineData("Quintet:Cluster:Host", "web1.example", "web1.example")]
+    [InlineData("Quintet:Cluster:Host", "10.0.0.11", "10.0.0.11")]
+    [InlineData("Quintet:Manager:GrpcHost", "0.0.0.0", "0.0.0.0")]
+    public void Without_certificates_a_manager_refuses_every_address_but_loopback(string setting, string host, string named)
+    {
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config((setting, host))));
+
+        var failure = Assert.Single(error.Failures);
+        Assert.StartsWith($"Quintet:Security: this manager would listen on {named}", failure, StringComparison.Ordinal);
+        Assert.Contains("quintet certs create-ca", failure, StringComparison.Ordinal);
+        Assert.False(StartupSettings.Load(Config((setting, host), ("Quintet:Security:AllowInsecure", "true"))).Security.Enabled);
+        Assert.False(StartupSettings.Load(Config()).Security.Enabled);
+    }
+
     [Fact]
     public void Bad_store_settings_are_reported_with_their_full_paths()
     {

@@ -1,4 +1,5 @@
 using System.Collections;
+using System.Net;
 using System.Reflection;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
@@ -63,7 +64,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         }
 
         var security = cluster is not null && manager is not null && securityOptions is not null
-            ? LoadSecurity(securityOptions, [cluster.Host, manager.GrpcHost ?? cluster.Host], failures)
+            ? LoadSecurity(securityOptions, ExposedHosts(cluster, manager), failures)
             : null;
         if (failures.Count > 0 || cluster is null || manager is null || store is null || structures is null || security is null)
         {
@@ -72,6 +73,17 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         }
 
         return new StartupSettings(cluster, manager, store, structures, security);
+    }
+
+    /// <summary>
+    /// The hosts this manager would listen on, of those valid: an invalid one is reported by its own validator, and the
+    /// gRPC host must be an address (or <c>localhost</c>), the cluster host may be a name.
+    /// </summary>
+    private static string[] ExposedHosts(ClusterOptions cluster, ManagerOptions manager)
+    {
+        var grpcHost = manager.GrpcHost ?? cluster.Host;
+        return [.. new[] { cluster.Host }.Where(ClusterAddress.IsValidHost)
+            .Concat(new[] { grpcHost }.Where(h => IPAddress.TryParse(h, out _) || ClusterSecurity.IsLoopback(h)))];
     }
 
     /// <summary>
