@@ -34,14 +34,14 @@ internal sealed class ClientSecurity : IDisposable
     /// <exception cref="ArgumentException">A file is missing or unreadable; the message names the option.</exception>
     public static ClientSecurity Load(QuintetClientOptions options)
     {
-        if (options.CertificateAuthorityFile is null)
+        if (options.CertificateAuthorityFile is null && options.CertificateFile is null && options.Certificate is null && options.BearerToken is null)
         {
             return None;
         }
 
         try
         {
-            var trust = ClusterTrust.Load(options.CertificateAuthorityFile);
+            var trust = options.CertificateAuthorityFile is null ? null : ClusterTrust.Load(options.CertificateAuthorityFile);
             var loaded = options.CertificateFile is not null;
             var certificate = loaded ? CertificateFiles.LoadWithKey(options.CertificateFile!, options.KeyFile!) : options.Certificate;
             return new ClientSecurity(trust, certificate, loaded, string.IsNullOrWhiteSpace(options.BearerToken) ? null : options.BearerToken.Trim());
@@ -54,16 +54,19 @@ internal sealed class ClientSecurity : IDisposable
 
     /// <summary>
     /// Sets up <paramref name="channel"/> for a manager: with a CA, TLS that accepts only a manager certificate of the
-    /// cluster, the client certificate presented and the token sent with every call.
+    /// cluster (else the platform's check); the client certificate presented and the token sent with every call.
     /// </summary>
     public void Apply(GrpcChannelOptions channel, SocketsHttpHandler handler)
     {
-        if (Trust is null)
+        if (Trust is not null)
         {
-            return;
+            handler.SslOptions = ClusterTls.ClientOptions(Trust, Certificate);
+        }
+        else if (Certificate is not null)
+        {
+            handler.SslOptions = new System.Net.Security.SslClientAuthenticationOptions { ClientCertificates = [Certificate] };
         }
 
-        handler.SslOptions = ClusterTls.ClientOptions(Trust, Certificate);
         if (BearerToken is { } token)
         {
             var header = "Bearer " + token;

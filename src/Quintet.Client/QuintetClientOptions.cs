@@ -47,9 +47,10 @@ public sealed class QuintetClientOptions
     /// <summary>
     /// The PEM file of the CAs the cluster trusts (<c>ca.crt</c>), for a secured cluster: its endpoints are then
     /// <c>https</c>, and a manager is accepted only with a manager certificate from one of these CAs (not the machine's
-    /// trusted roots; host names are not checked). Required with <c>https</c> endpoints.
+    /// trusted roots; host names are not checked). Without it, <c>https</c> endpoints are checked against the machine's
+    /// trusted roots, as behind a TLS-terminating proxy with a public certificate.
     /// </summary>
-    /// <value>None: security off, <c>http</c> endpoints.</value>
+    /// <value>None.</value>
     public string? CertificateAuthorityFile { get; init; }
 
     /// <summary>
@@ -98,21 +99,10 @@ public sealed class QuintetClientOptions
             }
         }
 
-        var secure = options.CertificateAuthorityFile is not null;
         var hasCredentials = options.CertificateFile is not null || options.KeyFile is not null || options.Certificate is not null || options.BearerToken is not null;
-        if (endpoints.Any(e => e.StartsWith("https:", StringComparison.Ordinal)) && !secure)
+        if ((options.CertificateAuthorityFile is not null || hasCredentials) && endpoints.FirstOrDefault(e => e.StartsWith("http:", StringComparison.Ordinal)) is { } plain)
         {
-            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(CertificateAuthorityFile)} is not set, but the endpoints are https: give the PEM file of the cluster's CAs (ca.crt), which the managers' certificates are checked against.", nameof(options));
-        }
-
-        if (secure && endpoints.FirstOrDefault(e => e.StartsWith("http:", StringComparison.Ordinal)) is { } plain)
-        {
-            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(Endpoints)}: '{plain}' is http, but {nameof(CertificateAuthorityFile)} says the cluster is secured: use https endpoints.", nameof(options));
-        }
-
-        if (hasCredentials && !secure)
-        {
-            throw new ArgumentException($"{nameof(QuintetClientOptions)}: a client certificate or bearer token is only ever sent over TLS; set {nameof(CertificateAuthorityFile)} and use https endpoints.", nameof(options));
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(Endpoints)}: '{plain}' is http, but a CA, client certificate or bearer token is set: a secured cluster's endpoints are https, and credentials are never sent in the clear.", nameof(options));
         }
 
         if ((options.CertificateFile is null) != (options.KeyFile is null))

@@ -44,11 +44,6 @@ internal sealed class CliConnection
     public string? Check(Uri endpoint)
     {
         var https = endpoint.Scheme == Uri.UriSchemeHttps;
-        if (https && CaFile is null)
-        {
-            return $"'{endpoint}' is https: give the cluster's CA certificate with --ca (or QUINTET_CA), which the manager's certificate is checked against.";
-        }
-
         if (!https && (CaFile is not null || CertFile is not null || Token is not null))
         {
             return $"'{endpoint}' is http, but --ca, --cert or --token says the cluster is secured: use its https:// endpoint (credentials are never sent in the clear).";
@@ -67,18 +62,17 @@ internal sealed class CliConnection
     public GrpcChannel Open(Uri endpoint)
     {
         var options = new GrpcChannelOptions { MaxSendMessageSize = MaxMessageBytes, MaxReceiveMessageSize = MaxMessageBytes };
-        if (CaFile is null)
+        if (CaFile is null && CertFile is null && Token is null)
         {
             return GrpcChannel.ForAddress(endpoint, options);
         }
 
-        var trust = ClusterTrust.Load(CaFile);
+        // Without --ca the platform checks the server, as for a TLS-terminating proxy with a public certificate.
         var certificate = CertFile is null ? null : CertificateFiles.LoadWithKey(CertFile, KeyFile!);
-        options.HttpHandler = new SocketsHttpHandler
-        {
-            SslOptions = ClusterTls.ClientOptions(trust, certificate, reason => _refusedServer = reason),
-            EnableMultipleHttp2Connections = true,
-        };
+        var ssl = CaFile is null
+            ? new System.Net.Security.SslClientAuthenticationOptions { ClientCertificates = certificate is null ? null : [certificate] }
+            : ClusterTls.ClientOptions(ClusterTrust.Load(CaFile), certificate, reason => _refusedServer = reason);
+        options.HttpHandler = new SocketsHttpHandler { SslOptions = ssl, EnableMultipleHttp2Connections = true };
         options.DisposeHttpClient = true;
         if (Token is { } token)
         {
