@@ -24,11 +24,14 @@ internal sealed class ClusterConnection : IDisposable
     private long _forwardedCalls;
     private long _retries;
 
+    private readonly ClientSecurity _security;
+
     public ClusterConnection(IReadOnlyList<string> endpoints, QuintetClientOptions options)
     {
         Options = options;
         Routes = new RouteTable(options.RouteCapacity);
-        _configured = [.. endpoints.Select(e => _endpoints.GetOrAdd(e, a => new ManagerEndpoint(a)))];
+        _security = ClientSecurity.Load(options);
+        _configured = [.. endpoints.Select(e => _endpoints.GetOrAdd(e, a => new ManagerEndpoint(a, _security)))];
     }
 
     public QuintetClientOptions Options { get; }
@@ -98,7 +101,7 @@ internal sealed class ClusterConnection : IDisposable
             return null;
         }
 
-        var added = new ManagerEndpoint(address);
+        var added = new ManagerEndpoint(address, _security);
         var endpoint = _endpoints.GetOrAdd(address, added);
         if (!ReferenceEquals(endpoint, added))
         {
@@ -114,5 +117,7 @@ internal sealed class ClusterConnection : IDisposable
         {
             endpoint.Dispose();
         }
+
+        _security.Dispose();
     }
 }

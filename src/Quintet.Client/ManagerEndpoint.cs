@@ -25,21 +25,27 @@ internal sealed class ManagerEndpoint : IDisposable
 
     private readonly Lazy<GrpcChannel> _channel;
 
-    public ManagerEndpoint(string address)
+    public ManagerEndpoint(string address, ClientSecurity security)
     {
         Address = address;
-        _channel = new Lazy<GrpcChannel>(() => GrpcChannel.ForAddress(address, new GrpcChannelOptions
+        _channel = new Lazy<GrpcChannel>(() =>
         {
-            HttpHandler = new SocketsHttpHandler
+            var handler = new SocketsHttpHandler
             {
                 // What GrpcChannel sets up by itself when given no handler, plus the connect timeout above.
                 EnableMultipleHttp2Connections = true,
                 PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
                 ConnectTimeout = ConnectTimeout,
-            },
-            InitialReconnectBackoff = TimeSpan.FromMilliseconds(200),
-            MaxReconnectBackoff = MaxReconnectBackoff,
-        }));
+            };
+            var options = new GrpcChannelOptions
+            {
+                HttpHandler = handler,
+                InitialReconnectBackoff = TimeSpan.FromMilliseconds(200),
+                MaxReconnectBackoff = MaxReconnectBackoff,
+            };
+            security.Apply(options, handler);
+            return GrpcChannel.ForAddress(address, options);
+        });
     }
 
     /// <summary>The normalized address, for example <c>http://127.0.0.1:5053</c>.</summary>
@@ -49,7 +55,7 @@ internal sealed class ManagerEndpoint : IDisposable
     public CallInvoker Invoker => _channel.Value.CreateCallInvoker();
 
     /// <summary>
-    /// Reads an endpoint as the managers write it (<c>http://host:port</c>): an absolute http or https address,
+    /// Reads an endpoint as the managers write it (<c>http://host:port</c>, <c>https://host:port</c> when secured): an absolute http or https address,
     /// without a trailing slash, so that the same manager named twice is one endpoint.
     /// </summary>
     public static bool TryNormalize(string? endpoint, [NotNullWhen(true)] out string? address)

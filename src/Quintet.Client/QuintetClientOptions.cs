@@ -1,3 +1,5 @@
+using System.Security.Cryptography.X509Certificates;
+
 namespace Quintet.Client;
 
 /// <summary>
@@ -8,7 +10,7 @@ public sealed class QuintetClientOptions
 {
     /// <summary>
     /// The gRPC endpoints of managers to send calls to, for example <c>http://127.0.0.1:5053</c>: absolute <c>http</c>
-    /// or <c>https</c> addresses. Calls for a key the client has no route for go to one of them (the first, until it
+    /// or <c>https</c> addresses (<c>https</c> for a secured cluster, with <see cref="CertificateAuthorityFile"/>). Calls for a key the client has no route for go to one of them (the first, until it
     /// fails; then the next, round robin). One is enough to reach the whole cluster; more let the client carry on
     /// when that one is down.
     /// </summary>
@@ -42,6 +44,37 @@ public sealed class QuintetClientOptions
     /// <value>100 000 (about 60 bytes a route plus its key: some 10 MB when full, with short keys).</value>
     public int RouteCapacity { get; init; } = 100_000;
 
+    /// <summary>
+    /// The PEM file of the CAs the cluster trusts (<c>ca.crt</c>), for a secured cluster: its endpoints are then
+    /// <c>https</c>, and a manager is accepted only with a manager certificate from one of these CAs (not the machine's
+    /// trusted roots; host names are not checked). Without it, <c>https</c> endpoints are checked against the machine's
+    /// trusted roots, as behind a TLS-terminating proxy with a public certificate.
+    /// </summary>
+    /// <value>None.</value>
+    public string? CertificateAuthorityFile { get; init; }
+
+    /// <summary>
+    /// The client certificate to present (PEM), issued by the cluster's CA with the caller's name and roles; with
+    /// <see cref="KeyFile"/>. Or give <see cref="Certificate"/>, or a <see cref="BearerToken"/>.
+    /// </summary>
+    /// <value>None.</value>
+    public string? CertificateFile { get; init; }
+
+    /// <summary>The private key of <see cref="CertificateFile"/> (PEM).</summary>
+    /// <value>None.</value>
+    public string? KeyFile { get; init; }
+
+    /// <summary>The client certificate to present, with its private key, in place of <see cref="CertificateFile"/>; the caller keeps it alive while the client is used and disposes it.</summary>
+    /// <value>None.</value>
+    public X509Certificate2? Certificate { get; init; }
+
+    /// <summary>
+    /// A JSON Web Token sent as <c>authorization: Bearer</c> with every call, signed with a key the managers accept
+    /// (<c>Quintet:Security:Jwt</c>); its name and roles claims are the caller's. Sent over <c>https</c> only.
+    /// </summary>
+    /// <value>None.</value>
+    public string? BearerToken { get; init; }
+
     /// <summary>Checks the options, naming the property that is wrong; returns the endpoints normalized.</summary>
     /// <exception cref="ArgumentException">A property is out of range.</exception>
     internal static IReadOnlyList<string> Validate(QuintetClientOptions options)
@@ -64,6 +97,27 @@ public sealed class QuintetClientOptions
             {
                 endpoints.Add(address);
             }
+        }
+
+        var hasCredentials = options.CertificateFile is not null || options.KeyFile is not null || options.Certificate is not null || options.BearerToken is not null;
+        if ((options.CertificateAuthorityFile is not null || hasCredentials) && endpoints.FirstOrDefault(e => e.StartsWith("http:", StringComparison.Ordinal)) is { } plain)
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(Endpoints)}: '{plain}' is http, but a CA, client certificate or bearer token is set: a secured cluster's endpoints are https, and credentials are never sent in the clear.", nameof(options));
+        }
+
+        if ((options.CertificateFile is null) != (options.KeyFile is null))
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(CertificateFile)} and {nameof(KeyFile)} go together: give both, or neither.", nameof(options));
+        }
+
+        if (options.CertificateFile is not null && options.Certificate is not null)
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}: give {nameof(CertificateFile)} or {nameof(Certificate)}, not both.", nameof(options));
+        }
+
+        if (options.Certificate is { HasPrivateKey: false })
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(Certificate)} has no private key; a certificate presented in TLS needs one.", nameof(options));
         }
 
         if (options.FailoverBudget < TimeSpan.Zero)

@@ -1,3 +1,6 @@
+using System.Security.Cryptography.X509Certificates;
+using Grpc.Core;
+using Grpc.Net.Client;
 using Quintet.Security;
 
 namespace Quintet.TestingHost;
@@ -8,14 +11,33 @@ namespace Quintet.TestingHost;
 /// </summary>
 public sealed class LocalCertificates : IDisposable
 {
+    /// <summary>The user of <see cref="AdminCertificate"/>.</summary>
+    public const string AdminUser = "test-admin";
+
     private readonly bool _ownsDirectory;
+    private readonly Lazy<X509Certificate2> _admin;
 
     private LocalCertificates(string directory, bool ownsDirectory, CertificateAuthority authority)
     {
         Directory = directory;
         _ownsDirectory = ownsDirectory;
         Authority = authority;
+        Trust = new ClusterTrust([authority.Certificate]);
+        _admin = new Lazy<X509Certificate2>(() =>
+        {
+            var (certificate, key) = IssueClient(AdminUser, "admin");
+            return CertificateFiles.LoadWithKey(certificate, key);
+        });
     }
+
+    /// <summary>The cluster's trust: its one CA.</summary>
+    public ClusterTrust Trust { get; }
+
+    /// <summary>
+    /// A client certificate of <see cref="AdminUser"/> with the role <c>admin</c>, issued on first use and kept: what
+    /// the testing host's channels to the managers present.
+    /// </summary>
+    public X509Certificate2 AdminCertificate => _admin.Value;
 
     /// <summary>The folder: <c>ca.crt</c>, <c>ca.key</c>, <c>manager.crt</c>, <c>manager.key</c>, <c>client.*</c>.</summary>
     public string Directory { get; }
@@ -52,9 +74,60 @@ public sealed class LocalCertificates : IDisposable
         return files;
     }
 
+    /// <summary>Issues a client certificate as <see cref="IssueClient"/> does and loads it, with its key, to present in TLS.</summary>
+    public X509Certificate2 IssueClientCertificate(string user, params string[] roles)
+    {
+        IssueClient(user, roles);
+        return LoadClient(user);
+    }
+
+    /// <summary>Loads a client certificate <see cref="IssueClient"/> wrote, with its key.</summary>
+    public X509Certificate2 LoadClient(string user) =>
+        CertificateFiles.LoadWithKey(Path.Combine(Directory, CertificateFiles.ClientCertificate(user)), Path.Combine(Directory, CertificateFiles.ClientKey(user)));
+
+    /// <summary>
+    /// A channel to a secured manager's <paramref name="endpoint"/> (<c>https://...</c>) that accepts only a manager
+    /// certificate of this CA, presents <paramref name="clientCertificate"/> (none when null) and sends
+    /// <paramref name="bearerToken"/> with every call (none when null). The caller disposes it.
+    /// </summary>
+    public GrpcChannel CreateChannel(string endpoint, X509Certificate2? clientCertificate, string? bearerToken = null) =>
+        CreateChannel(endpoint, Trust, clientCertificate, bearerToken);
+
+    /// <summary>A channel to <paramref name="endpoint"/> that trusts <paramref name="trust"/>'s CAs; see the other overload.</summary>
+    public static GrpcChannel CreateChannel(string endpoint, ClusterTrust trust, X509Certificate2? clientCertificate, string? bearerToken = null)
+    {
+        var options = new GrpcChannelOptions
+        {
+            HttpHandler = new SocketsHttpHandler
+            {
+                EnableMultipleHttp2Connections = true,
+                PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
+                SslOptions = ClusterTls.ClientOptions(trust, clientCertificate),
+            },
+            MaxSendMessageSize = 80 * 1024 * 1024,
+            MaxReceiveMessageSize = 80 * 1024 * 1024,
+        };
+        if (bearerToken is not null)
+        {
+            var token = CallCredentials.FromInterceptor((_, metadata) =>
+            {
+                metadata.Add("authorization", "Bearer " + bearerToken);
+                return Task.CompletedTask;
+            });
+            options.Credentials = ChannelCredentials.Create(new SslCredentials(), token);
+        }
+
+        return GrpcChannel.ForAddress(endpoint, options);
+    }
+
     /// <inheritdoc />
     public void Dispose()
     {
+        if (_admin.IsValueCreated)
+        {
+            _admin.Value.Dispose();
+        }
+
         Authority.Dispose();
         if (_ownsDirectory)
         {

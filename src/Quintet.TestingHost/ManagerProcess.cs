@@ -44,7 +44,7 @@ public sealed class ManagerProcess : IAsyncDisposable
     /// <summary>The cluster address, for example <c>akka.tcp://quintet-test-1a2b@127.0.0.1:40123</c>.</summary>
     public string ClusterAddress { get; private set; } = string.Empty;
 
-    /// <summary>The gRPC endpoint, for example <c>http://127.0.0.1:40124</c>.</summary>
+    /// <summary>The gRPC endpoint, for example <c>http://127.0.0.1:40124</c> (<c>https</c> on a secured cluster).</summary>
     public string GrpcEndpoint { get; private set; } = string.Empty;
 
     /// <summary>The uid of the current incarnation, as the manager reported it at start.</summary>
@@ -77,8 +77,14 @@ public sealed class ManagerProcess : IAsyncDisposable
     /// <summary>A client of this manager's admin API.</summary>
     public ClusterAdmin.ClusterAdminClient Admin => new(Channel);
 
-    /// <summary>A gRPC channel to this manager, for any service it serves.</summary>
-    public GrpcChannel Channel => _channel ??= GrpcChannel.ForAddress(GrpcEndpoint);
+    /// <summary>
+    /// A gRPC channel to this manager, for any service it serves. On a secured cluster
+    /// (<see cref="LocalClusterOptions.Certificates"/>) it is https and presents the cluster's <c>admin</c> client
+    /// certificate (<see cref="LocalCertificates.AdminCertificate"/>).
+    /// </summary>
+    public GrpcChannel Channel => _channel ??= _options.Certificates is { } certificates
+        ? certificates.CreateChannel(GrpcEndpoint, certificates.AdminCertificate)
+        : GrpcChannel.ForAddress(GrpcEndpoint);
 
     /// <inheritdoc />
     public override string ToString() => $"{Name} (pid {ProcessId}, {ClusterAddress})";

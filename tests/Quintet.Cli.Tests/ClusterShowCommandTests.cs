@@ -87,4 +87,20 @@ public class ClusterShowCommandTests
         Assert.Equal(ExitCodes.Usage, code);
         Assert.Contains("clutser", error, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public async Task Security_options_that_do_not_go_together_are_usage_errors()
+    {
+        var caOverHttp = await RunAsync("cluster", "show", "--endpoint", "http://127.0.0.1:5053", "--ca", "ca.crt");
+        Assert.Equal(ExitCodes.Usage, caOverHttp.ExitCode);
+        Assert.Contains("use its https:// endpoint", caOverHttp.Error, StringComparison.Ordinal);
+
+        var halfPair = await RunAsync("cluster", "show", "--endpoint", "https://127.0.0.1:5053", "--cert", "client.crt");
+        Assert.Equal(ExitCodes.Usage, halfPair.ExitCode);
+        Assert.Contains("--cert and --key go together", halfPair.Error, StringComparison.Ordinal);
+
+        var missing = await RunAsync("cluster", "show", "--endpoint", "https://127.0.0.1:5053", "--ca", Path.Combine(Path.GetTempPath(), "no-such-ca.crt"));
+        Assert.Equal(ExitCodes.Usage, missing.ExitCode);
+        Assert.Contains("no-such-ca.crt", missing.Error, StringComparison.Ordinal);
+    }
 }

@@ -41,4 +41,17 @@ public class QuintetClientOptionsTests
         Assert.Equal(["https://localhost:5055"], client.Endpoints);
         Assert.Equal(new QuintetClientStatistics(0, 0, 0, 0, 0), client.Statistics);
     }
+
+    [Fact]
+    public void Security_options_that_do_not_go_together_are_refused_naming_what_to_change()
+    {
+        var caOverHttp = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["http://127.0.0.1:5053"], CertificateAuthorityFile = "ca.crt" }));
+        Assert.Contains("'http://127.0.0.1:5053' is http", caOverHttp.Message, StringComparison.Ordinal);
+        var tokenOverHttp = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["http://127.0.0.1:5053"], BearerToken = "t" }));
+        Assert.Contains("never sent in the clear", tokenOverHttp.Message, StringComparison.Ordinal);
+        var halfPair = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["https://127.0.0.1:5053"], CertificateFile = "client.crt" }));
+        Assert.Contains("QuintetClientOptions.CertificateFile and KeyFile go together", halfPair.Message, StringComparison.Ordinal);
+        var missing = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["https://127.0.0.1:5053"], CertificateAuthorityFile = Path.Combine(Path.GetTempPath(), "no-such-ca.crt") }));
+        Assert.Contains("no-such-ca.crt", missing.Message, StringComparison.Ordinal);
+    }
 }

@@ -7,7 +7,7 @@ namespace Quintet.Integration.Tests.Probe;
 [ComponentContract("quintet.tests.Probe")]
 public interface IProbe
 {
-    /// <summary>Where the probe runs.</summary>
+    /// <summary>Where the probe runs; <see cref="ProbeReply.Result"/> is the caller and <see cref="ProbeReply.Details"/> its roles.</summary>
     Task<ProbeReply> WhereAsync(ProbeRequest request, CancellationToken cancellationToken);
 
     /// <summary>Joins the voting group <see cref="ProbeRequest.Group"/> voting as <see cref="ProbeRequest.Behavior"/> says.</summary>

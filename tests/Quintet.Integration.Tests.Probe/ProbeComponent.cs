@@ -11,7 +11,18 @@ public sealed class ProbeComponent : Component, IProbe
     private ILockHold? _hold;
 
     /// <inheritdoc />
-    public Task<ProbeReply> WhereAsync(ProbeRequest request, CancellationToken cancellationToken) => Task.FromResult(Reply(true));
+    public Task<ProbeReply> WhereAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        var reply = Reply(true);
+        reply.Result = CurrentCall?.Caller ?? string.Empty;
+        reply.Details = [.. CurrentCall?.CallerRoles ?? []];
+        if (CurrentCall?.IsCallerInRole("admin") == true)
+        {
+            reply.Details.Add("is-admin");
+        }
+
+        return Task.FromResult(reply);
+    }
 
     /// <inheritdoc />
     public async Task<ProbeReply> JoinVotingAsync(ProbeRequest request, CancellationToken cancellationToken)

@@ -15,6 +15,12 @@ public static class ExitCodes
     /// <summary>No manager answered at the given endpoint.</summary>
     public const int Unreachable = 3;
 
+    /// <summary>The manager refused the caller: no credentials it accepts (UNAUTHENTICATED), or not the role the command needs (PERMISSION_DENIED).</summary>
+    public const int Denied = 4;
+
+    /// <summary>The TLS handshake failed: the manager's certificate is not from the CA given with --ca, or the manager refused the connection.</summary>
+    public const int TlsFailed = 5;
+
     /// <summary>Stopped by Ctrl+C before the work was done.</summary>
     public const int Interrupted = 130;
 }

@@ -47,6 +47,11 @@ public static class QuintetCli
         var context = new CliContext(console, error, program);
 
         var root = createRoot(context);
+        var connection = CliConnection.CreateOptions();
+        root.Options.Add(connection.Ca);
+        root.Options.Add(connection.Cert);
+        root.Options.Add(connection.Key);
+        root.Options.Add(connection.Token);
 
         var parse = root.Parse(args);
         if (parse.Errors.Count > 0)
@@ -60,6 +65,7 @@ public static class QuintetCli
             return ExitCodes.Usage;
         }
 
+        context.Connection = CliConnectionParsing.Read(parse, connection);
         return await parse.InvokeAsync(
             new InvocationConfiguration
             {
@@ -75,6 +81,9 @@ public static class QuintetCli
 /// <summary>What every command writes to: the rich console for results, a plain writer for errors.</summary>
 internal sealed record CliContext(IAnsiConsole Console, TextWriter Error, string Program = "quintet")
 {
+    /// <summary>How commands connect to managers: the global --ca, --cert, --key and --token, read once parsed.</summary>
+    public CliConnection Connection { get; set; } = new();
+
     public int Fail(int exitCode, string message)
     {
         Error.WriteLine($"{Program}: {message}");

@@ -129,9 +129,23 @@ public interface IComponentLifecycle
 /// <summary>What travels with each call to an instance.</summary>
 /// <param name="Operation">The operation's name.</param>
 /// <param name="RequestId">The client's request id (header <c>quintet-request-id</c>), or one the manager gave it: the same on every manager the call passed through, and in their logs.</param>
-/// <param name="Caller">Who the caller says it is (header <c>quintet-caller</c>); not authenticated.</param>
+/// <param name="Caller">
+/// Who is calling. On a secured cluster, the authenticated caller: its client certificate's common name or its token's
+/// name claim, kept when a manager passes the call on. With security off, whatever the client put in the header
+/// <c>quintet-caller</c>, unauthenticated.
+/// </param>
 /// <param name="Deadline">When the caller stops waiting, if it gave a deadline.</param>
-public sealed record ComponentCall(string Operation, string RequestId, string? Caller, DateTimeOffset? Deadline);
+public sealed record ComponentCall(string Operation, string RequestId, string? Caller, DateTimeOffset? Deadline)
+{
+    /// <summary>
+    /// The authenticated caller's roles (its certificate's organizational units, its token's roles claim); empty with
+    /// security off, where no caller is authenticated.
+    /// </summary>
+    public IReadOnlyList<string> CallerRoles { get; init; } = [];
+
+    /// <summary>Whether the authenticated caller has <paramref name="role"/> (compared exactly); always false with security off.</summary>
+    public bool IsCallerInRole(string role) => CallerRoles.Contains(role, StringComparer.Ordinal);
+}
 
 /// <summary>Who an instance is and where it runs.</summary>
 /// <param name="ClassName">The component class, as the package manifest names it.</param>

@@ -19,7 +19,8 @@ internal sealed class ComponentAdminService(
     InstanceDirectory directory,
     ActiveReplication.ActiveReplicas replicas,
     PackageReplicator replicator,
-    ManagerIdentity identity) : ComponentAdmin.ComponentAdminBase
+    ManagerIdentity identity,
+    PeerChannels channels) : ComponentAdmin.ComponentAdminBase
 {
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
@@ -92,8 +93,7 @@ internal sealed class ComponentAdminService(
         if (!route.IsLocal)
         {
             // The owner does the move; pass the request on to it.
-            using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(route.Endpoint!);
-            return await new ComponentAdmin.ComponentAdminClient(channel).MigrateInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+            return await new ComponentAdmin.ComponentAdminClient(channels.For(route.Endpoint!)).MigrateInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
         }
 
         var started = System.Diagnostics.Stopwatch.GetTimestamp();
@@ -231,8 +231,7 @@ internal sealed class ComponentAdminService(
             {
                 try
                 {
-                    using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(peer.Endpoint);
-                    await new ComponentAdmin.ComponentAdminClient(channel).SetQosAsync(forward, deadline: DateTime.UtcNow.AddSeconds(30), cancellationToken: context.CancellationToken);
+                    await new ComponentAdmin.ComponentAdminClient(channels.For(peer.Endpoint)).SetQosAsync(forward, deadline: DateTime.UtcNow.AddSeconds(30), cancellationToken: context.CancellationToken);
                     return null;
                 }
                 catch (RpcException e)

@@ -3,12 +3,13 @@ using Quintet.Manager.Calls;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Admin;
 
 /// <summary>Creating and destroying fresh instances (QoS <c>instancing: fresh</c>) for clients.</summary>
-internal sealed class ComponentInstancesService(FreshInstances fresh, DeployedPackages deployed, InstanceDirectory directory) : ComponentInstances.ComponentInstancesBase
+internal sealed class ComponentInstancesService(FreshInstances fresh, DeployedPackages deployed, InstanceDirectory directory, PeerChannels channels) : ComponentInstances.ComponentInstancesBase
 {
     public override async Task<CreateInstanceResponse> CreateInstance(CreateInstanceRequest request, ServerCallContext context)
     {
@@ -41,8 +42,7 @@ internal sealed class ComponentInstancesService(FreshInstances fresh, DeployedPa
 
         if (!route.IsLocal)
         {
-            using var channel = Grpc.Net.Client.GrpcChannel.ForAddress(route.Endpoint!);
-            return await new ComponentInstances.ComponentInstancesClient(channel).DestroyInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+            return await new ComponentInstances.ComponentInstancesClient(channels.For(route.Endpoint!)).DestroyInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
         }
 
         try

@@ -9,4 +9,5 @@ internal readonly record struct InvocationResult(byte[] Reply, string? ServedBy)
 /// <param name="Deadline">The call's deadline, if any.</param>
 /// <param name="Hops">How many times managers have passed the call on so far.</param>
 /// <param name="RouteEpoch">For a forwarded call, the epoch of the placement the forwarding manager routed it by; 0 otherwise.</param>
-internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0);
+/// <param name="CallerRoles">The authenticated caller's roles; null when none (security off).</param>
+internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0, IReadOnlyList<string>? CallerRoles = null);

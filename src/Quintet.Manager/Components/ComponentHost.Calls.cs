@@ -145,7 +145,7 @@ internal sealed partial class ComponentHost
             try
             {
                 var lifecycle = (IComponentLifecycle)shadow.Instance!;
-                lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline));
+                lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline) { CallerRoles = call.CallerRoles ?? [] });
                 object? value;
                 try
                 {

@@ -25,6 +25,7 @@ using Quintet.Manager.Persistence;
 using Quintet.Manager.Security;
 using Quintet.Persistence;
 using Quintet.Protocol.Admin;
+using Quintet.Security;
 
 namespace Quintet.Manager.Hosting;
 
@@ -160,10 +161,22 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<PackageReplicator>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<PackageReplicator>());
         builder.Services.AddManagerHealth();
+        if (settings.Security.Enabled)
+        {
+            builder.Services.AddGrpcSecurity(settings.Security);
+        }
 
         builder.WebHost.ConfigureKestrel(kestrel =>
         {
-            void Http2(ListenOptions listen) => listen.Protocols = HttpProtocols.Http2;
+            void Http2(ListenOptions listen)
+            {
+                listen.Protocols = HttpProtocols.Http2;
+                if (settings.Security.Enabled)
+                {
+                    listen.UseTls(settings.Security);
+                }
+            }
+
             if (IPAddress.TryParse(settings.GrpcHost, out var address))
             {
                 kestrel.Listen(address, settings.Manager.GrpcPort, Http2);
@@ -178,21 +191,43 @@ public static class ManagerHostingExtensions
         return builder;
     }
 
-    /// <summary>Maps the manager's gRPC services: <c>grpc.health.v1</c> and the admin API.</summary>
+    /// <summary>
+    /// Maps the manager's gRPC services: <c>grpc.health.v1</c>, the admin API, the managers' internal services and
+    /// component calls. With security on, each gets the access docs/security.md lists (health stays open to anyone who
+    /// completes TLS); with security off, all are open, as on loopback they always were.
+    /// </summary>
     public static WebApplication MapQuintetManager(this WebApplication app)
     {
         ArgumentNullException.ThrowIfNull(app);
-        app.MapGrpcService<ManagerHealthService>();
-        app.MapGrpcService<ClusterAdminService>();
-        app.MapGrpcService<GroupDiagnosticsService>();
-        app.MapGrpcService<ComponentAdminService>();
-        app.MapGrpcService<AuditService>();
-        app.MapGrpcService<PackageDistributionService>();
-        app.MapGrpcService<InstanceTransferService>();
-        app.MapGrpcService<ReplicaHostingService>();
-        app.MapGrpcService<Persistence.Replication.StoreReplicationService>();
-        app.MapGrpcService<ComponentInstancesService>();
-        app.MapComponentCalls();
+        if (!app.Services.GetRequiredService<ClusterSecurity>().Enabled)
+        {
+            app.MapGrpcService<ManagerHealthService>();
+            app.MapGrpcService<ClusterAdminService>();
+            app.MapGrpcService<GroupDiagnosticsService>();
+            app.MapGrpcService<ComponentAdminService>();
+            app.MapGrpcService<AuditService>();
+            app.MapGrpcService<PackageDistributionService>();
+            app.MapGrpcService<InstanceTransferService>();
+            app.MapGrpcService<ReplicaHostingService>();
+            app.MapGrpcService<Persistence.Replication.StoreReplicationService>();
+            app.MapGrpcService<ComponentInstancesService>();
+            app.MapComponentCalls();
+            return app;
+        }
+
+        app.UseAuthentication();
+        app.UseAuthorization();
+        app.MapGrpcService<ManagerHealthService>().AllowAnonymous();
+        app.MapGrpcService<ClusterAdminService>().RequireAccessByMethod();
+        app.MapGrpcService<GroupDiagnosticsService>().RequireAccessByMethod();
+        app.MapGrpcService<ComponentAdminService>().RequireAccessByMethod();
+        app.MapGrpcService<AuditService>().RequireAccessByMethod();
+        app.MapGrpcService<ComponentInstancesService>().RequireAccessByMethod();
+        app.MapGrpcService<PackageDistributionService>().RequireAccess(Access.Manager);
+        app.MapGrpcService<InstanceTransferService>().RequireAccess(Access.Manager);
+        app.MapGrpcService<ReplicaHostingService>().RequireAccess(Access.Manager);
+        app.MapGrpcService<Persistence.Replication.StoreReplicationService>().RequireAccess(Access.Manager);
+        app.MapComponentCalls(secured: true);
         return app;
     }
 

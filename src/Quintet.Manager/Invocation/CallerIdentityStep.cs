@@ -1,19 +1,45 @@
 using Quintet.Manager.Calls;
+using Quintet.Manager.Security;
 using Quintet.Protocol;
+using Quintet.Security;
 
 namespace Quintet.Manager.Invocation;
 
 /// <summary>
-/// Establishes who is calling, for the component (<c>CurrentCall.Caller</c>) and for the steps after this one. Without
-/// security, the caller is the name the client claims in the <c>quintet-caller</c> header, unauthenticated; a forwarded
-/// call carries the caller that the first manager established, in the same header.
+/// Establishes who is calling, for the component (<c>CurrentCall.Caller</c>, <c>CurrentCall.CallerRoles</c>) and for
+/// the steps after this one.
 /// </summary>
-internal sealed class CallerIdentityStep : IInvocationStep
+/// <remarks>
+/// With security on, the caller is the authenticated principal: its name and roles. A call another manager passed on
+/// (its connection authenticated by a manager certificate) carries the caller the first manager established, in the
+/// <c>quintet-caller</c> and <c>quintet-caller-roles</c> headers, which are trusted then and only then; from anyone
+/// else they are ignored, so a client cannot claim to be someone else. With security off, the caller is the name the
+/// client claims in <c>quintet-caller</c>, unauthenticated, and a forwarded call carries it on in the same header.
+/// </remarks>
+internal sealed class CallerIdentityStep(ClusterSecurity security) : IInvocationStep
 {
     /// <inheritdoc />
     public Task<InvocationResult> InvokeAsync(ComponentInvocation call, InvocationDelegate next, CancellationToken cancellationToken)
     {
-        call.Info = call.Info with { Caller = call.Http.Request.Headers[CallHeaders.Caller].FirstOrDefault() };
+        var headers = call.Http.Request.Headers;
+        if (!security.Enabled)
+        {
+            call.Info = call.Info with { Caller = headers[CallHeaders.Caller].FirstOrDefault() };
+        }
+        else if (CallerClaims.IsManager(call.Http.User))
+        {
+            var roles = headers[PeerForwarding.CallerRolesHeader].FirstOrDefault();
+            call.Info = call.Info with
+            {
+                Caller = headers[CallHeaders.Caller].FirstOrDefault(),
+                CallerRoles = string.IsNullOrEmpty(roles) ? null : roles.Split(',', StringSplitOptions.RemoveEmptyEntries),
+            };
+        }
+        else
+        {
+            call.Info = call.Info with { Caller = CallerClaims.Name(call.Http.User), CallerRoles = CallerClaims.Roles(call.Http.User) };
+        }
+
         return next(call, cancellationToken);
     }
 }

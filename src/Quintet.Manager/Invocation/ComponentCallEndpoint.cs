@@ -1,6 +1,7 @@
 using System.Globalization;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Peers;
+using Quintet.Manager.Security;
 using Quintet.Protocol;
 
 namespace Quintet.Manager.Invocation;
@@ -15,13 +16,22 @@ internal static class ComponentCallEndpoint
 {
     private static long s_requests;
 
-    /// <summary>Maps the public route for clients and the forwarded route for managers.</summary>
-    public static IEndpointRouteBuilder MapComponentCalls(this IEndpointRouteBuilder endpoints)
+    /// <summary>
+    /// Maps the public route for clients and the forwarded route for managers. <paramref name="secured"/>: the public
+    /// route admits any authenticated caller, the forwarded route managers alone.
+    /// </summary>
+    public static IEndpointRouteBuilder MapComponentCalls(this IEndpointRouteBuilder endpoints, bool secured = false)
     {
-        endpoints.MapPost("/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
+        var client = endpoints.MapPost("/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
             ServeAsync(context, CallOrigin.Client, service, operation, pipeline, identity.NodeName));
-        endpoints.MapPost(PeerForwarding.RoutePrefix + "/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
+        var forwarded = endpoints.MapPost(PeerForwarding.RoutePrefix + "/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
             ServeAsync(context, CallOrigin.Forwarded, service, operation, pipeline, identity.NodeName));
+        if (secured)
+        {
+            client.RequireAccess(Access.Caller);
+            forwarded.RequireAccess(Access.Manager);
+        }
+
         return endpoints;
     }
 

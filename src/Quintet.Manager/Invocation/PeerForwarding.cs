@@ -20,6 +20,9 @@ internal sealed class PeerForwarding(PeerChannels channels)
     /// <summary>How many managers a call has passed through; a call goes at most a few hops while instances move.</summary>
     public const string HopsHeader = "quintet-hops";
 
+    /// <summary>The authenticated caller's roles, comma-separated, as the first manager established them.</summary>
+    public const string CallerRolesHeader = "quintet-caller-roles";
+
     /// <summary>The directory epoch by which the forwarding manager routed the call here.</summary>
     public const string RouteEpochHeader = "quintet-route-epoch";
 
@@ -46,6 +49,11 @@ internal sealed class PeerForwarding(PeerChannels channels)
         if (info.Caller is { } caller)
         {
             headers.Add(CallHeaders.Caller, caller);
+        }
+
+        if (info.CallerRoles is { Count: > 0 } roles)
+        {
+            headers.Add(CallerRolesHeader, string.Join(',', roles));
         }
 
         try

@@ -1,14 +1,17 @@
 using System.Collections.Concurrent;
 using Grpc.Net.Client;
+using Quintet.Security;
 
 namespace Quintet.Manager.Peers;
 
 /// <summary>
 /// The gRPC channels from this manager to the other managers' internal services: one HTTP/2 channel per manager
 /// endpoint, reused by every caller (forwarded component calls, instance transfer, backups, store replication, package
-/// distribution), so that each pair of managers shares one connection and how managers reach each other is set here.
+/// distribution, admin requests passed on), so that each pair of managers shares one connection and how managers reach
+/// each other is set here. With security on, the endpoints are <c>https</c>: this manager presents its certificate and
+/// accepts only a manager certificate of the cluster's CAs from the other side.
 /// </summary>
-internal sealed class PeerChannels : IDisposable
+internal sealed partial class PeerChannels(ClusterSecurity security, ILogger<PeerChannels> logger) : IDisposable
 {
     /// <summary>
     /// The largest message between managers, either way: an instance moved with its state and stream, a primary's state
@@ -19,8 +22,7 @@ internal sealed class PeerChannels : IDisposable
     private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
 
     /// <summary>The channel to the manager whose gRPC endpoint is <paramref name="endpoint"/>, created on first use.</summary>
-    public GrpcChannel For(string endpoint) =>
-        _channels.GetOrAdd(endpoint, e => GrpcChannel.ForAddress(e, new GrpcChannelOptions { MaxReceiveMessageSize = MaxMessageBytes, MaxSendMessageSize = MaxMessageBytes }));
+    public GrpcChannel For(string endpoint) => _channels.GetOrAdd(endpoint, Create);
 
     /// <inheritdoc />
     public void Dispose()
@@ -32,4 +34,24 @@ internal sealed class PeerChannels : IDisposable
 
         _channels.Clear();
     }
+
+    private GrpcChannel Create(string endpoint)
+    {
+        var options = new GrpcChannelOptions { MaxReceiveMessageSize = MaxMessageBytes, MaxSendMessageSize = MaxMessageBytes };
+        if (security.Enabled)
+        {
+            options.HttpHandler = new SocketsHttpHandler
+            {
+                // What GrpcChannel sets up by itself when given no handler, plus TLS between managers.
+                EnableMultipleHttp2Connections = true,
+                PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
+                SslOptions = ClusterTls.ClientOptions(security.Trust!, security.Certificate, reason => LogPeerRefused(logger, endpoint, reason)),
+            };
+        }
+
+        return GrpcChannel.ForAddress(endpoint, options);
+    }
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Refused the manager at {Endpoint}: {Reason}")]
+    private static partial void LogPeerRefused(ILogger logger, string endpoint, string reason);
 }

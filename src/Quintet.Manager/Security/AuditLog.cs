@@ -33,8 +33,13 @@ internal sealed partial class AuditLog : IDisposable
     private readonly TimeProvider _time;
     private readonly ILogger<AuditLog> _logger;
     private readonly SemaphoreSlim _writing = new(1, 1);
+    /// <summary>Refusals waiting to be written before more are counted as not recorded.</summary>
+    internal const int MaxPendingRefusals = 1000;
+
     private ICheckpointLog _own;
     private long _entries = -1;
+    private int _pendingRefusals;
+    private long _lastOverflowLog;
 
     public AuditLog(ICheckpointStore store, ManagerIdentity identity, IOptions<AuditOptions> options, TimeProvider time, ILogger<AuditLog> logger, InstanceDirectory directory, ManagerReplicaSet? replicas = null)
         : this(store, identity.NodeName, options.Value.MaxEntries, time, logger, () => OtherManagers(store, directory, replicas))
@@ -117,6 +122,42 @@ internal sealed partial class AuditLog : IDisposable
         catch (Exception e) when (e is CheckpointStoreException or OperationCanceledException or IOException)
         {
             // Logged and counted by WriteAsync, or timed out here.
+        }
+    }
+
+    /// <summary>
+    /// Records a refused call without holding its answer back: the refusal goes out at once and the entry follows. At
+    /// most <see cref="MaxPendingRefusals"/> wait to be written; beyond that (a flood of refused calls) each one not
+    /// recorded is counted (<c>quintet.audit.failures</c>) and logged, at most once a second, at warning level.
+    /// </summary>
+    public void RecordRefusal(AuditEntry entry)
+    {
+        if (Interlocked.Increment(ref _pendingRefusals) > MaxPendingRefusals)
+        {
+            Interlocked.Decrement(ref _pendingRefusals);
+            Lost.Add(1);
+            var now = _time.GetTimestamp();
+            var last = Interlocked.Read(ref _lastOverflowLog);
+            if (_time.GetElapsedTime(last, now) >= TimeSpan.FromSeconds(1) && Interlocked.CompareExchange(ref _lastOverflowLog, now, last) == last)
+            {
+                LogRefusalsOverflow(_logger, MaxPendingRefusals, entry.Action, entry.Peer);
+            }
+
+            return;
+        }
+
+        _ = RecordAsync();
+
+        async Task RecordAsync()
+        {
+            try
+            {
+                await TryWriteAsync(entry);
+            }
+            finally
+            {
+                Interlocked.Decrement(ref _pendingRefusals);
+            }
         }
     }
 
@@ -252,6 +293,9 @@ internal sealed partial class AuditLog : IDisposable
 
     [LoggerMessage(Level = LogLevel.Error, Message = "Could not write the audit entry of {Action} by {Caller} ({Result})")]
     private static partial void LogWriteFailed(ILogger logger, Exception exception, string action, string caller, string result);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "More than {Pending} refused calls wait to be written to the audit log: refusals are being counted (quintet.audit.failures) but not recorded, the latest {Action} from {Peer}")]
+    private static partial void LogRefusalsOverflow(ILogger logger, int pending, string action, string peer);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "The audit log of this manager reached its bound of {MaxEntries} entries: {Removed} entries up to {Until:u} were removed, and a marker entry says so. Export it more often (quintet audit --output json) if every entry must be kept.")]
     private static partial void LogTrimmed(ILogger logger, long removed, DateTimeOffset until, int maxEntries);

@@ -1,6 +1,7 @@
 using System.CommandLine;
 using Grpc.Core;
 using Grpc.Net.Client;
+using Quintet.Security;
 
 namespace Quintet.Cli.Commands;
 
@@ -11,7 +12,7 @@ internal static class AdminCall
 
     public static Option<string> EndpointOption() => new("--endpoint", "-e")
     {
-        Description = "The gRPC endpoint of any manager of the cluster.",
+        Description = "The gRPC endpoint of any manager of the cluster (https://... for a secured cluster, with --ca).",
         DefaultValueFactory = _ => DefaultEndpoint,
     };
 
@@ -23,15 +24,42 @@ internal static class AdminCall
             return context.Fail(ExitCodes.Usage, $"--endpoint '{endpoint}' is not an http:// or https:// address (for example {DefaultEndpoint}).");
         }
 
-        using var channel = GrpcChannel.ForAddress(uri, new GrpcChannelOptions { MaxSendMessageSize = 80 * 1024 * 1024 });
+        if (context.Connection.Check(uri) is { } wrong)
+        {
+            return context.Fail(ExitCodes.Usage, wrong);
+        }
+
+        GrpcChannel channel;
+        try
+        {
+            channel = context.Connection.Open(uri);
+        }
+        catch (CertificateException ex)
+        {
+            return context.Fail(ExitCodes.Usage, ex.Message);
+        }
+
         try
         {
             return await call(channel, DateTime.UtcNow + deadline);
         }
+        catch (RpcException ex) when (CliConnection.IsTlsFailure(ex))
+        {
+            return context.Fail(ExitCodes.TlsFailed, context.Connection.TlsFailure(endpoint, ex));
+        }
         catch (RpcException ex) when (ex.StatusCode is StatusCode.Unavailable or StatusCode.DeadlineExceeded)
         {
             var detail = ex.StatusCode == StatusCode.DeadlineExceeded ? $"no answer within {deadline.TotalSeconds:F0} s" : ex.Status.Detail;
-            return context.Fail(ExitCodes.Unreachable, $"cannot reach a manager at {endpoint} ({detail}). Is it running, and is --endpoint its gRPC address?");
+            var secured = uri.Scheme == Uri.UriSchemeHttp ? " If the cluster is secured, use its https:// endpoint with --ca." : string.Empty;
+            return context.Fail(ExitCodes.Unreachable, $"cannot reach a manager at {endpoint} ({detail}). Is it running, and is --endpoint its gRPC address?{secured}");
+        }
+        catch (RpcException ex) when (ex.StatusCode is StatusCode.Unauthenticated)
+        {
+            return context.Fail(ExitCodes.Denied, $"the manager at {endpoint} does not know who you are: {ex.Status.Detail} (--cert and --key, or --token; or QUINTET_CERT, QUINTET_KEY, QUINTET_TOKEN)");
+        }
+        catch (RpcException ex) when (ex.StatusCode is StatusCode.PermissionDenied)
+        {
+            return context.Fail(ExitCodes.Denied, $"the manager at {endpoint} refused: {ex.Status.Detail}");
         }
         catch (RpcException ex)
         {
@@ -40,6 +68,10 @@ internal static class AdminCall
         catch (OperationCanceledException)
         {
             return ExitCodes.Interrupted;
+        }
+        finally
+        {
+            channel.Dispose();
         }
     }
 }

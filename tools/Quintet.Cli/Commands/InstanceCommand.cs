@@ -1,6 +1,5 @@
 using System.CommandLine;
 using Grpc.Core;
-using Grpc.Net.Client;
 using Quintet.Cli.Rendering;
 using Quintet.Protocol.Admin;
 using Spectre.Console;
@@ -56,7 +55,7 @@ internal static class InstanceCommand
             var view = await new ClusterAdmin.ClusterAdminClient(channel).ListManagersAsync(
                 new ListManagersRequest { IncludeReports = true }, deadline: deadline, cancellationToken: token);
             var request = new ListInstancesRequest { ClassName = className };
-            var answers = await Task.WhenAll(view.Managers.Select(manager => AskAsync(manager, endpoint, request, token)));
+            var answers = await Task.WhenAll(view.Managers.Select(manager => AskAsync(context.Connection, manager, endpoint, request, token)));
             token.ThrowIfCancellationRequested();
 
             InstanceView.Write(context.Console, answers, debug);
@@ -71,7 +70,7 @@ internal static class InstanceCommand
             return ExitCodes.Ok;
         });
 
-    private static async Task<ManagerInstances> AskAsync(ManagerInfo manager, string askedEndpoint, ListInstancesRequest request, CancellationToken token)
+    private static async Task<ManagerInstances> AskAsync(CliConnection connection, ManagerInfo manager, string askedEndpoint, ListInstancesRequest request, CancellationToken token)
     {
         var name = string.IsNullOrEmpty(manager.Report?.NodeName) ? manager.Address : manager.Report.NodeName;
 
@@ -90,7 +89,7 @@ internal static class InstanceCommand
 
         try
         {
-            using var channel = GrpcChannel.ForAddress(uri);
+            using var channel = connection.Open(uri);
             var response = await new ComponentAdmin.ComponentAdminClient(channel).ListInstancesAsync(
                 request, deadline: DateTime.UtcNow + CallDeadline, cancellationToken: token);
             return new ManagerInstances(string.IsNullOrEmpty(response.Manager) ? name : response.Manager, response, null, Unreachable: false);

@@ -1,0 +1,138 @@
+using System.CommandLine;
+using System.Security.Authentication;
+using Grpc.Core;
+using Grpc.Net.Client;
+using Quintet.Security;
+
+namespace Quintet.Cli.Commands;
+
+/// <summary>
+/// How the CLI connects to a secured cluster: the global options <c>--ca</c>, <c>--cert</c>, <c>--key</c> and
+/// <c>--token</c> (or the environment variables <c>QUINTET_CA</c>, <c>QUINTET_CERT</c>, <c>QUINTET_KEY</c>,
+/// <c>QUINTET_TOKEN</c>), and the channels made from them.
+/// </summary>
+internal sealed class CliConnection
+{
+    /// <summary>The largest message the CLI sends or takes: a package being deployed.</summary>
+    private const int MaxMessageBytes = 80 * 1024 * 1024;
+
+    private string? _refusedServer;
+
+    /// <summary>The PEM file of the cluster's CAs; null for a cluster with security off.</summary>
+    public string? CaFile { get; init; }
+
+    /// <summary>The client certificate's PEM file.</summary>
+    public string? CertFile { get; init; }
+
+    /// <summary>The client certificate's key file.</summary>
+    public string? KeyFile { get; init; }
+
+    /// <summary>A bearer token sent with every call.</summary>
+    public string? Token { get; init; }
+
+    /// <summary>Why the last server certificate was refused, if one was.</summary>
+    public string? RefusedServer => _refusedServer;
+
+    /// <summary>The global options, each falling back on its environment variable.</summary>
+    public static (Option<string?> Ca, Option<string?> Cert, Option<string?> Key, Option<string?> Token) CreateOptions() =>
+        (Create("--ca", "QUINTET_CA", "The PEM file of the CAs the cluster trusts (ca.crt): connect over TLS, to managers with a certificate from them."),
+         Create("--cert", "QUINTET_CERT", "The client certificate (PEM) to present to a secured cluster; with --key."),
+         Create("--key", "QUINTET_KEY", "The private key (PEM) of --cert."),
+         Create("--token", "QUINTET_TOKEN", "A bearer token (JWT) to present to a secured cluster, in place of a client certificate."));
+
+    /// <summary>Checks the combination of the options with <paramref name="endpoint"/>; null when it is fine, else what is wrong.</summary>
+    public string? Check(Uri endpoint)
+    {
+        var https = endpoint.Scheme == Uri.UriSchemeHttps;
+        if (!https && (CaFile is not null || CertFile is not null || Token is not null))
+        {
+            return $"'{endpoint}' is http, but --ca, --cert or --token says the cluster is secured: use its https:// endpoint (credentials are never sent in the clear).";
+        }
+
+        if ((CertFile is null) != (KeyFile is null))
+        {
+            return "--cert and --key go together: give both (or QUINTET_CERT and QUINTET_KEY), or neither.";
+        }
+
+        return null;
+    }
+
+    /// <summary>A channel to <paramref name="endpoint"/> with these settings; the options were checked.</summary>
+    /// <exception cref="CertificateException">A certificate file cannot be read.</exception>
+    public GrpcChannel Open(Uri endpoint)
+    {
+        var options = new GrpcChannelOptions { MaxSendMessageSize = MaxMessageBytes, MaxReceiveMessageSize = MaxMessageBytes };
+        if (CaFile is null && CertFile is null && Token is null)
+        {
+            return GrpcChannel.ForAddress(endpoint, options);
+        }
+
+        // Without --ca the platform checks the server, as for a TLS-terminating proxy with a public certificate.
+        var certificate = CertFile is null ? null : CertificateFiles.LoadWithKey(CertFile, KeyFile!);
+        var ssl = CaFile is null
+            ? new System.Net.Security.SslClientAuthenticationOptions { ClientCertificates = certificate is null ? null : [certificate] }
+            : ClusterTls.ClientOptions(ClusterTrust.Load(CaFile), certificate, reason => _refusedServer = reason);
+        options.HttpHandler = new SocketsHttpHandler { SslOptions = ssl, EnableMultipleHttp2Connections = true };
+        options.DisposeHttpClient = true;
+        if (Token is { } token)
+        {
+            var header = "Bearer " + token.Trim();
+            options.Credentials = ChannelCredentials.Create(new SslCredentials(), CallCredentials.FromInterceptor((_, metadata) =>
+            {
+                metadata.Add("authorization", header);
+                return Task.CompletedTask;
+            }));
+        }
+
+        return GrpcChannel.ForAddress(endpoint, options);
+    }
+
+    /// <summary>Whether <paramref name="exception"/> is a TLS handshake that failed (either side refused).</summary>
+    public static bool IsTlsFailure(RpcException exception)
+    {
+        for (Exception? e = exception.Status.DebugException; e is not null; e = e.InnerException)
+        {
+            if (e is AuthenticationException)
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>The message for a failed TLS handshake with the manager at <paramref name="endpoint"/>.</summary>
+    public string TlsFailure(string endpoint, RpcException exception) => RefusedServer is { } reason
+        ? $"the TLS handshake with {endpoint} failed: the manager was refused, {reason}. Is --ca the cluster's CA certificate?"
+        : $"the TLS handshake with {endpoint} failed ({Innermost(exception)}). Is --ca the cluster's CA certificate, and --cert one of its client certificates?";
+
+    private static string Innermost(RpcException exception)
+    {
+        Exception? e = exception.Status.DebugException;
+        while (e?.InnerException is not null)
+        {
+            e = e.InnerException;
+        }
+
+        return e?.Message ?? exception.Status.Detail;
+    }
+
+    private static Option<string?> Create(string name, string variable, string description) => new(name)
+    {
+        Description = $"{description} Default: ${variable}.",
+        Recursive = true,
+        DefaultValueFactory = _ => Environment.GetEnvironmentVariable(variable) is { Length: > 0 } value ? value : null,
+    };
+}
+
+/// <summary>Reads the global connection options of a parse into a <see cref="CliConnection"/>.</summary>
+internal static class CliConnectionParsing
+{
+    public static CliConnection Read(ParseResult parse, (Option<string?> Ca, Option<string?> Cert, Option<string?> Key, Option<string?> Token) options) => new()
+    {
+        CaFile = parse.GetValue(options.Ca),
+        CertFile = parse.GetValue(options.Cert),
+        KeyFile = parse.GetValue(options.Key),
+        Token = parse.GetValue(options.Token),
+    };
+}
