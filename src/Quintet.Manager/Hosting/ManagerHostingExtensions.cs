@@ -96,6 +96,9 @@ public static class ManagerHostingExtensions
             {
                 o.EnableDetailedErrors = false;
 
+                // Every answer a status that says what failed, never a bare UNKNOWN.
+                o.Interceptors.Add<UnexpectedErrorInterceptor>();
+
                 // Unknown paths go on to the component call endpoint, which serves deployed contracts.
                 o.IgnoreUnknownServices = true;
             })
