@@ -105,6 +105,14 @@ public static class ManagerHostingExtensions
             .AddServiceOptions<ComponentAdminService>(o => o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024))
             .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerChannels.MaxMessageBytes)
             .AddServiceOptions<Persistence.Replication.StoreReplicationService>(o => o.MaxReceiveMessageSize = Persistence.Replication.StoreWire.MaxMessageBytes);
+
+        // The manager's services bound by a provider whose request parsing answers INVALID_ARGUMENT, not UNKNOWN.
+        foreach (var binder in builder.Services.Where(d => d.ServiceType == typeof(Grpc.AspNetCore.Server.Model.IServiceMethodProvider<>) && d.ImplementationType?.Name == "BinderServiceMethodProvider`1").ToList())
+        {
+            builder.Services.Remove(binder);
+        }
+
+        builder.Services.AddSingleton(typeof(Grpc.AspNetCore.Server.Model.IServiceMethodProvider<>), typeof(RequestDecodingMethodProvider<>));
         builder.Services.AddSingleton(sp =>
         {
             var node = sp.GetRequiredService<ManagerIdentity>().NodeName;
