@@ -16,7 +16,7 @@ internal sealed class LoggerFactorySetup(ILoggerFactory loggerFactory) : Setup
 /// An Akka.NET logger that writes Akka's own log events through <see cref="ILogger"/>, so that cluster
 /// messages land in the same sinks, with the same filters, as the rest of the manager's logs.
 /// </summary>
-internal sealed class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQueue<ILoggerMessageQueueSemantics>
+internal sealed partial class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQueue<ILoggerMessageQueueSemantics>
 {
     private readonly ILoggerFactory _factory;
 
@@ -38,6 +38,23 @@ internal sealed class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQueue<ILo
             Akka.Event.LogLevel.WarningLevel => Microsoft.Extensions.Logging.LogLevel.Warning,
             _ => Microsoft.Extensions.Logging.LogLevel.Error,
         };
+        if (level == Microsoft.Extensions.Logging.LogLevel.Error && NotRemoting(e.Cause) is { } garbage)
+        {
+            // Bytes on the cluster port that are not Akka.NET remoting (a port scanner, a client at the wrong port, a
+            // damaged or hostile peer): Akka closes the connection and nothing else happens, so one warning line, not an
+            // error with a stack trace. DotNetty reports the same bad frame again when the channel closes: that one is debug.
+            if (garbage.StackTrace?.Contains("ChannelInactive", StringComparison.Ordinal) == true)
+            {
+                LogGarbageAgain(logger, e.Message?.ToString() ?? e.LogSource, garbage.GetType().Name, garbage.Message);
+            }
+            else
+            {
+                LogGarbage(logger, e.Message?.ToString() ?? e.LogSource, garbage.GetType().Name, garbage.Message);
+            }
+
+            return;
+        }
+
         if (!logger.IsEnabled(level))
         {
             return;
@@ -45,4 +62,26 @@ internal sealed class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQueue<ILo
 
         logger.Log(level, e.Cause, "[{LogSource}] {AkkaMessage}", e.LogSource, e.Message?.ToString());
     }
+
+    /// <summary>The exception, in <paramref name="cause"/>'s chain, that says received bytes were not a remoting frame or PDU; otherwise null.</summary>
+    internal static Exception? NotRemoting(Exception? cause)
+    {
+        for (var e = cause; e is not null; e = e.InnerException)
+        {
+            var name = e.GetType().FullName ?? string.Empty;
+            if (name.StartsWith("DotNetty.Codecs.", StringComparison.Ordinal) || name == "Akka.Remote.Transport.PduCodecException")
+            {
+                // The innermost says most: the protobuf parser's reason under the codec's.
+                return e.InnerException ?? e;
+            }
+        }
+
+        return null;
+    }
+
+    [LoggerMessage(Level = Microsoft.Extensions.Logging.LogLevel.Warning, Message = "Cluster port: closed a connection that sent bytes which are not Akka.NET remoting: {AkkaMessage} ({Reason}: {Detail})")]
+    private static partial void LogGarbage(ILogger logger, string akkaMessage, string reason, string detail);
+
+    [LoggerMessage(Level = Microsoft.Extensions.Logging.LogLevel.Debug, Message = "Cluster port: the connection that sent bytes which are not Akka.NET remoting closed: {AkkaMessage} ({Reason}: {Detail})")]
+    private static partial void LogGarbageAgain(ILogger logger, string akkaMessage, string reason, string detail);
 }

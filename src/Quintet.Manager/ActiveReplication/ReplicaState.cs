@@ -102,7 +102,8 @@ internal sealed partial class ReplicaState(ComponentClass componentClass, string
         catch (Exception e)
         {
             LogReplicaCallFailed(logger, e, componentClass.Name, key, call.Operation);
-            return Fault(StatusCode.Unknown, $"{componentClass.Name}.{call.Operation} (key '{key}') failed: {e.GetType().Name}: {e.Message}");
+            var failure = Calls.ComponentFailure.Of(componentClass.Name, call.Operation, key, e);
+            return Fault(failure.Code, failure.Message);
         }
     }
 

@@ -39,7 +39,8 @@ internal sealed class ComponentAdminService(
         }
         catch (PackageException e)
         {
-            throw new RpcException(new Status(StatusCode.FailedPrecondition, "The package was refused: " + e.Message));
+            // Refused before any other manager hears of it: nothing changed anywhere.
+            throw new RpcException(new Status(e.IsMalformed ? StatusCode.InvalidArgument : StatusCode.FailedPrecondition, "The package was refused: " + e.Message));
         }
 
         if (!request.ThisManagerOnly)

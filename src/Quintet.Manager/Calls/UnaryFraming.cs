@@ -83,11 +83,33 @@ internal static class UnaryFraming
         {
             // The caller went away; nobody is left to answer.
         }
+        catch (Exception e) when (!context.RequestAborted.IsCancellationRequested && ComponentFailure.IsBrokenCode(e))
+        {
+            // Code of a deployed package that does not load, met outside the component's own call (its types, its
+            // messages): the package's fault, said as such, never as a bare HTTP 500.
+            var failure = ComponentFailure.BrokenPackage($"{service}/{operation}", e);
+            Log(context, LogLevel.Warning, e, service, operation);
+            await FinishAsync(response, failure.Code, failure.Message);
+        }
         catch (Exception e) when (!context.RequestAborted.IsCancellationRequested)
         {
             // A fault of this manager, not of the call: said as INTERNAL with what failed, never as a bare HTTP 500.
-            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming)).LogError(e, "{Service}/{Operation} failed inside the manager", service, operation);
+            Log(context, LogLevel.Error, e, service, operation);
             await FinishAsync(response, StatusCode.Internal, $"{service}/{operation} failed inside manager: {e.GetType().Name}: {e.Message}");
+        }
+    }
+
+    /// <summary>Logs a call's failure; a failure to log it (an exception whose text cannot be rendered) does not stop the answer.</summary>
+    private static void Log(HttpContext context, LogLevel level, Exception e, string service, string operation)
+    {
+        var logger = context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming));
+        try
+        {
+            logger?.Log(level, e, "{Service}/{Operation} failed inside the manager", service, operation);
+        }
+        catch (Exception renderFailure) when (renderFailure is not OutOfMemoryException)
+        {
+            logger?.Log(level, "{Service}/{Operation} failed inside the manager: {Exception} (its details could not be rendered: {RenderFailure})", service, operation, e.GetType().FullName, renderFailure.GetType().Name);
         }
     }
 

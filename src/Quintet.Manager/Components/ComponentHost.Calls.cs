@@ -88,9 +88,14 @@ internal sealed partial class ComponentHost
         {
             return op.ReadRequest(new ReadOnlySequence<byte>(request));
         }
-        catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException)
+        catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException or ArgumentException)
         {
-            throw new InvocationException(StatusCode.InvalidArgument, $"The request to {service}/{op.Name} is not a valid {op.RequestType.Name} message: {e.Message}");
+            throw new InvocationException(StatusCode.InvalidArgument, RequestProblem.Describe(service, op.Name, op.RequestType, request.Length, e));
+        }
+        catch (Exception e) when (ComponentFailure.IsBrokenCode(e))
+        {
+            // The request type's own code does not load: the package's fault, not the caller's.
+            throw ComponentFailure.BrokenPackage($"{service}/{op.Name} (reading its {op.RequestType.Name})", e);
         }
     }
 
@@ -175,7 +180,7 @@ internal sealed partial class ComponentHost
                 shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
                 shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
                 LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name, call.RequestId);
-                throw new InvocationException(StatusCode.Unknown, $"{shadow.Class.Name}.{op.Name} (key '{shadow.Key}') failed: {e.GetType().Name}: {e.Message}");
+                throw ComponentFailure.Of(shadow.Class.Name, op.Name, shadow.Key, e);
             }
         }
         finally

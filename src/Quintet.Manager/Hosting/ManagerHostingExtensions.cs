@@ -99,6 +99,9 @@ public static class ManagerHostingExtensions
             {
                 o.EnableDetailedErrors = false;
 
+                // Every answer a status that says what failed, never a bare UNKNOWN.
+                o.Interceptors.Add<UnexpectedErrorInterceptor>();
+
                 // Unknown paths go on to the component call endpoint, which serves deployed contracts.
                 o.IgnoreUnknownServices = true;
             })
@@ -112,6 +115,14 @@ public static class ManagerHostingExtensions
             .AddServiceOptions<AuditService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerChannels.MaxMessageBytes)
             .AddServiceOptions<Persistence.Replication.StoreReplicationService>(o => o.MaxReceiveMessageSize = Persistence.Replication.StoreWire.MaxMessageBytes);
+
+        // The manager's services bound by a provider whose request parsing answers INVALID_ARGUMENT, not UNKNOWN.
+        foreach (var binder in builder.Services.Where(d => d.ServiceType == typeof(Grpc.AspNetCore.Server.Model.IServiceMethodProvider<>) && d.ImplementationType?.Name == "BinderServiceMethodProvider`1").ToList())
+        {
+            builder.Services.Remove(binder);
+        }
+
+        builder.Services.AddSingleton(typeof(Grpc.AspNetCore.Server.Model.IServiceMethodProvider<>), typeof(RequestDecodingMethodProvider<>));
         builder.Services.AddSingleton(sp =>
         {
             var node = sp.GetRequiredService<ManagerIdentity>().NodeName;

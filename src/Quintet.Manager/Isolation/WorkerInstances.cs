@@ -68,9 +68,9 @@ internal sealed partial class WorkerInstances : IComponentInvoker
         {
             message = op.ReadRequest(new ReadOnlySequence<byte>(request));
         }
-        catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException)
+        catch (Exception e) when (e is ProtoException or EndOfStreamException or InvalidOperationException or OverflowException or ArgumentException)
         {
-            throw new InvocationException(StatusCode.InvalidArgument, $"The request to {service}/{operation} is not a valid {op.RequestType.Name} message: {e.Message}");
+            throw new InvocationException(StatusCode.InvalidArgument, RequestProblem.Describe(service, operation, op.RequestType, request.Length, e));
         }
 
         var slot = _slots.GetOrAdd(new InstanceId(componentClass.Name, key), _ => new Slot());
@@ -100,7 +100,7 @@ internal sealed partial class WorkerInstances : IComponentInvoker
             catch (Exception e)
             {
                 LogCallFailed(_logger, e, componentClass.Name, key, op.Name);
-                throw new InvocationException(StatusCode.Unknown, $"{componentClass.Name}.{op.Name} (key '{key}') failed: {e.GetType().Name}: {e.Message}");
+                throw ComponentFailure.Of(componentClass.Name, op.Name, key, e);
             }
 
             var writer = new ArrayBufferWriter<byte>();
@@ -127,6 +127,11 @@ internal sealed partial class WorkerInstances : IComponentInvoker
         }
         catch (Exception e) when (e is not OperationCanceledException)
         {
+            if (ComponentFailure.IsBrokenCode(e))
+            {
+                throw ComponentFailure.BrokenPackage($"{componentClass.Name} (key '{key}')", e);
+            }
+
             throw new InvocationException(StatusCode.Unavailable, $"{componentClass.Name} (key '{key}') could not be activated: {e.GetType().Name}: {e.Message}");
         }
 

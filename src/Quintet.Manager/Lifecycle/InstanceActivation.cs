@@ -58,7 +58,17 @@ internal sealed partial class InstanceActivation(
             (arrived, arrival, reason) = (true, (shadow.Epoch, copy.State), ActivationReason.Promoted);
         }
 
-        var instance = shadow.Class.CreateInstance();
+        Component instance;
+        try
+        {
+            instance = shadow.Class.CreateInstance();
+        }
+        catch (Exception e) when (ComponentFailure.IsBrokenCode(e))
+        {
+            LogActivationFailed(logger, e, shadow.Class.Name, shadow.Key, reason.ToString());
+            throw ComponentFailure.BrokenPackage($"{shadow.Class.Name} (key '{shadow.Key}')", e);
+        }
+
         shadow.Groups = new InstanceGroups(groups, shadow, instance);
         shadow.Coordination = coordination.ForInstance(shadow.Key);
         var context = ComponentContexts.ForOwner(
@@ -81,6 +91,11 @@ internal sealed partial class InstanceActivation(
             }
 
             LogActivationFailed(logger, e, shadow.Class.Name, shadow.Key, reason.ToString());
+            if (ComponentFailure.IsBrokenCode(e))
+            {
+                throw ComponentFailure.BrokenPackage($"{shadow.Class.Name} (key '{shadow.Key}')", e);
+            }
+
             throw new InvocationException(StatusCode.Unavailable, $"{shadow.Class.Name} (key '{shadow.Key}') could not be activated: {e.GetType().Name}: {e.Message}");
         }
 

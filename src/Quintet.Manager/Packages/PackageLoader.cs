@@ -38,6 +38,9 @@ internal static class PackageLoader
     /// <summary>The names a package's optional QoS file may have, at its root: component class names mapped to specs.</summary>
     public static readonly IReadOnlyList<string> QosFileNames = ["quintet-qos.yaml", "quintet-qos.yml", "quintet-qos.json"];
 
+    /// <summary>The largest QoS file read: a few lines per component class; YAML parsing costs grow with its size.</summary>
+    public const int MaxQosFileBytes = 256 * 1024;
+
     public static ComponentPackage Load(string directory)
     {
         var manifest = PackageManifest.Read(directory);
@@ -46,6 +49,12 @@ internal static class PackageLoader
         if (!File.Exists(assemblyPath))
         {
             throw new PackageException($"The assembly {manifest.Assembly} that {PackageManifest.FileName} names is not in the package.");
+        }
+
+        // Every assembly the package's context may load, read as data before the runtime maps any of it.
+        foreach (var file in Directory.EnumerateFiles(directory, "*.dll").Order(StringComparer.Ordinal))
+        {
+            AssemblyImageCheck.Check(file, Path.GetFileName(file));
         }
 
         var context = new PackageLoadContext(manifest.Name, directory);
@@ -60,6 +69,8 @@ internal static class PackageLoader
             {
                 throw new PackageException($"{manifest.Assembly} is not a .NET assembly this manager can load: {e.Message}", e);
             }
+
+            AssemblyCompilation.CompileAll(assembly, manifest.Assembly);
 
             // One protobuf-net model per package: it holds the package's types and goes with them on undeploy.
             var model = RuntimeTypeModel.Create($"quintet-package-{manifest.Name}");
@@ -113,6 +124,11 @@ internal static class PackageLoader
         }
 
         var fileName = present[0];
+        if (new FileInfo(Path.Combine(directory, fileName)).Length > MaxQosFileBytes)
+        {
+            throw new PackageException($"{fileName} is {new FileInfo(Path.Combine(directory, fileName)).Length} bytes; at most {MaxQosFileBytes} are accepted.") { IsMalformed = true };
+        }
+
         try
         {
             return QosSpecReader.ParseClasses(File.ReadAllText(Path.Combine(directory, fileName)), fileName, manifest.Components.Select(c => c.Class).ToList());

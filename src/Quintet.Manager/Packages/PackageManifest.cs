@@ -11,6 +11,9 @@ internal sealed class PackageManifest
 {
     public const string FileName = "quintet-package.json";
 
+    /// <summary>The largest manifest read: it names a package, an assembly and its classes and contracts, a few KiB.</summary>
+    public const int MaxBytes = 64 * 1024;
+
     public string Name { get; set; } = string.Empty;
 
     public string Version { get; set; } = string.Empty;
@@ -44,6 +47,11 @@ internal sealed class PackageManifest
         if (!File.Exists(path))
         {
             throw new PackageException($"The package has no {FileName} at its root.");
+        }
+
+        if (new FileInfo(path).Length > MaxBytes)
+        {
+            throw new PackageException($"{FileName} is {new FileInfo(path).Length} bytes; at most {MaxBytes} are accepted.") { IsMalformed = true };
         }
 
         PackageManifest? manifest;
@@ -114,6 +122,14 @@ internal sealed class PackageManifest
 /// <summary>A package cannot be deployed; the message says why and what to change. Nothing was changed.</summary>
 public sealed class PackageException : Exception
 {
+    /// <summary>
+    /// True when the package itself is damaged or hostile (an unreadable zip, a wrong checksum, an entry outside the
+    /// package, limits exceeded, an assembly that is not valid): the request is at fault (<c>INVALID_ARGUMENT</c>). False
+    /// when a sound package cannot be deployed here (a name or contract already deployed, a class the manifest names
+    /// missing): <c>FAILED_PRECONDITION</c>.
+    /// </summary>
+    public bool IsMalformed { get; init; }
+
     /// <summary>Creates the exception.</summary>
     public PackageException()
     {
