@@ -408,14 +408,16 @@ internal sealed partial class DirectGroupTransport
                 _queuedBytes = 0;
                 _headSent = 0;
                 WriteTls(Hello, Hello.Length);
-                foreach (var frame in waiting)
+                for (var i = 0; i < waiting.Length; i++)
                 {
                     if (_tls is null)
                     {
+                        // The connection failed on the way: the rest goes with it, as a queue does.
+                        GroupTransportMetrics.Dropped("connection-failed", waiting.Length - i);
                         break;
                     }
 
-                    WriteTls(frame, frame.Length);
+                    WriteTls(waiting[i], waiting[i].Length);
                 }
             }
         }
