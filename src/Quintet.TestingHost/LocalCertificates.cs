@@ -52,12 +52,15 @@ public sealed class LocalCertificates : IDisposable
     /// Makes a CA and a manager certificate for loopback (and any other address, since managers do not check each
     /// other's host names) in <paramref name="directory"/>, or in a new temporary folder that <see cref="Dispose"/> deletes.
     /// </summary>
-    public static LocalCertificates Create(string? directory = null)
+    /// <param name="directory">The folder; a new temporary one by default.</param>
+    /// <param name="authority">The cluster's CA, which the result then owns (for example one valid since days, to
+    /// issue an expired certificate of the cluster); a new one by default.</param>
+    public static LocalCertificates Create(string? directory = null, CertificateAuthority? authority = null)
     {
         var owns = directory is null;
         directory ??= System.IO.Directory.CreateTempSubdirectory("quintet-certs-").FullName;
         System.IO.Directory.CreateDirectory(directory);
-        var authority = CertificateAuthority.Create("Quintet test CA");
+        authority ??= CertificateAuthority.Create("Quintet test CA");
         CertificateFiles.Write(authority.Certificate, Path.Combine(directory, CertificateFiles.AuthorityCertificate), Path.Combine(directory, CertificateFiles.AuthorityKey), overwrite: true);
         using var manager = authority.IssueManager("manager", ["127.0.0.1", "localhost", "::1"]);
         CertificateFiles.Write(manager, Path.Combine(directory, CertificateFiles.ManagerCertificate), Path.Combine(directory, CertificateFiles.ManagerKey), overwrite: true);

@@ -41,7 +41,10 @@ public sealed class ManagerProcess : IAsyncDisposable
     /// <summary>The gRPC port, fixed at the first start and kept by restarts.</summary>
     public int GrpcPort { get; private set; }
 
-    /// <summary>The cluster address, for example <c>akka.tcp://quintet-test-1a2b@127.0.0.1:40123</c>.</summary>
+    /// <summary>
+    /// The cluster address, for example <c>akka.tcp://quintet-test-1a2b@127.0.0.1:40123</c>
+    /// (<c>akka.ssl.tcp://</c> with <see cref="LocalClusterOptions.Certificates"/>).
+    /// </summary>
     public string ClusterAddress { get; private set; } = string.Empty;
 
     /// <summary>The gRPC endpoint, for example <c>http://127.0.0.1:40124</c> (<c>https</c> on a secured cluster).</summary>
@@ -149,7 +152,8 @@ public sealed class ManagerProcess : IAsyncDisposable
         ProcessId = _process.Id;
 
         var endpoints = await WaitForEndpointFileAsync(endpointFile, cancellationToken);
-        ClusterPort = new Uri(endpoints.ClusterAddress.Replace("akka.tcp://", "tcp://", StringComparison.Ordinal)).Port;
+        ClusterPort = Akka.Actor.Address.Parse(endpoints.ClusterAddress).Port
+            ?? throw new InvalidOperationException($"{Name} published the cluster address '{endpoints.ClusterAddress}' without a port.");
         GrpcPort = new Uri(endpoints.GrpcEndpoint).Port;
         ClusterAddress = endpoints.ClusterAddress;
         if (GrpcEndpoint != endpoints.GrpcEndpoint)

@@ -1,7 +1,8 @@
 // Figures of Quintet, each beside a peer measured in the same run:
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5]
-//   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N]
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N --tls]
 //   (--rate: messages per second per manager; the default is as fast as the group accepts them)
+//   (--tls: the managers secured with certificates, so the cluster port and the group port use mutual TLS)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- calls [--seconds 5 --concurrency 1,64 --instances 100000]
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- tools [--seconds 5 --writers 1,32 --value-bytes 64 --managers 3 --no-peers]
 //   (--no-peers: Quintet alone, without redis-server and etcd, for a quick look)
@@ -49,7 +50,8 @@ if (args.Length > 0 && args[0] == "multicast")
         Arguments.Int(args, "--seconds", 5),
         Arguments.Int(args, "--failovers", 5),
         Arguments.Ints(args, "--managers", [3, 5]),
-        Arguments.Int(args, "--rate", 1_000_000));
+        Arguments.Int(args, "--rate", 1_000_000),
+        tls: args.Contains("--tls"));
     return;
 }
 

@@ -75,4 +75,14 @@ public class AkkaConfigTests
         Assert.Equal(options.Host, config.GetString("akka.remote.dot-netty.tcp.hostname"));
         Assert.Equal("INFO", config.GetString("akka.loglevel"));
     }
+
+    [Theory]
+    [InlineData(false)]
+    [InlineData(true)]
+    public void The_cluster_port_uses_TLS_exactly_when_security_is_on(bool tls)
+    {
+        var config = AkkaConfig.Build(new ClusterOptions(), [AkkaConfig.ManagerRole], tls);
+
+        Assert.Equal(tls, config.GetBoolean("akka.remote.dot-netty.tcp.enable-ssl"));
+    }
 }

@@ -35,4 +35,23 @@ public class ClusterAddressTests
         Assert.Null(address);
         Assert.Contains(reason, error, StringComparison.Ordinal);
     }
+
+    [Theory]
+    [InlineData("127.0.0.1:4053")]
+    [InlineData("akka.ssl.tcp://quintet@127.0.0.1:4053")]
+    public void With_TLS_a_seed_is_an_akka_ssl_tcp_address(string text)
+    {
+        Assert.True(ClusterAddress.TryParseSeed(text, "quintet", secure: true, out var address, out var error), error);
+        Assert.Equal("akka.ssl.tcp://quintet@127.0.0.1:4053", address!.ToString());
+    }
+
+    [Theory]
+    [InlineData(true, "akka.tcp://quintet@127.0.0.1:4053", "is a plaintext address, but this manager's cluster port uses TLS")]
+    [InlineData(false, "akka.ssl.tcp://quintet@127.0.0.1:4053", "is a TLS address, but this manager's security is off")]
+    public void A_full_seed_address_of_the_other_protocol_is_refused_with_the_reason(bool secure, string text, string reason)
+    {
+        Assert.False(ClusterAddress.TryParseSeed(text, "quintet", secure, out var address, out var error));
+        Assert.Null(address);
+        Assert.Contains(reason, error, StringComparison.Ordinal);
+    }
 }

@@ -57,4 +57,17 @@ public class ClusterOptionsValidatorTests
         Assert.StartsWith("Quintet:Cluster:GroupTransport:", Assert.Single(unknown), StringComparison.Ordinal);
         Assert.True(Validator.Validate(null, new ClusterOptions { Port = 0, GroupPort = 0 }).Succeeded);
     }
+
+    [Fact]
+    public void With_security_on_a_plaintext_seed_address_names_the_mismatch()
+    {
+        using var certificates = Quintet.TestingHost.LocalCertificates.Create();
+        using var security = Quintet.Security.ClusterSecurity.Load(new Quintet.Security.SecurityOptions { CertificatesDirectory = certificates.Directory });
+        var validator = new ClusterOptionsValidator(security);
+        var options = new ClusterOptions { Name = "quintet", Seeds = ["127.0.0.1:4054", "akka.ssl.tcp://quintet@127.0.0.1:4055", "akka.tcp://quintet@127.0.0.1:4056"] };
+
+        var failure = Assert.Single(validator.Validate(null, options).Failures!);
+
+        Assert.StartsWith("Quintet:Cluster:Seeds:2: 'akka.tcp://quintet@127.0.0.1:4056' is a plaintext address, but this manager's cluster port uses TLS", failure, StringComparison.Ordinal);
+    }
 }

@@ -12,7 +12,11 @@ internal static class AkkaConfig
     /// <summary>The role every component manager carries in the cluster.</summary>
     public const string ManagerRole = "quintet-manager";
 
-    public static Config Build(ClusterOptions options, IReadOnlyCollection<string> roles)
+    /// <param name="options">The validated cluster options.</param>
+    /// <param name="roles">This manager's cluster roles.</param>
+    /// <param name="tls">Whether the cluster port uses mutual TLS; the certificate and the check of the peers' come
+    /// with the actor system's <c>DotNettySslSetup</c> (see <see cref="ManagerTls"/>).</param>
+    public static Config Build(ClusterOptions options, IReadOnlyCollection<string> roles, bool tls = false)
     {
         var fd = options.FailureDetector;
         var hocon = new StringBuilder();
@@ -55,6 +59,8 @@ internal static class AkkaConfig
                   # a batch added to every round trip (measured in docs/benchmarks.md: a command inside one instance at
                   # one writer p50 0.44 -> 0.34 ms, component sets at 32 writers +29%).
                   batching.enabled = false
+                  # With TLS, addresses become akka.ssl.tcp://; a plaintext manager cannot reach a secured one.
+                  enable-ssl = {{(tls ? "on" : "off")}}
                 }
               }
               cluster {

@@ -3,12 +3,14 @@ using System.Net.Sockets;
 using Akka.Actor;
 using Akka.Actor.Setup;
 using Akka.Cluster;
+using Akka.Remote.Transport.DotNetty;
 using Google.Protobuf.Reflection;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Diagnostics;
 using Quintet.Core.Groups.Direct;
 using Quintet.Core.Serialization;
+using Quintet.Security;
 
 namespace Quintet.Core.Cluster;
 
@@ -23,6 +25,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
     private readonly ILoggerFactory _loggerFactory;
     private readonly ILogger<ClusterNode> _logger;
     private readonly IReadOnlyList<FileDescriptor> _wireFiles;
+    private readonly ClusterSecurity _security;
     private readonly TaskCompletionSource _removed = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly TaskCompletionSource _up = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private ActorSystem? _system;
@@ -31,7 +34,12 @@ public sealed partial class ClusterNode : IAsyncDisposable
     private volatile bool _stopping;
 
     /// <summary>Creates the node; nothing starts until <see cref="StartAsync"/>.</summary>
-    public ClusterNode(IOptions<ClusterOptions> options, ILoggerFactory loggerFactory, IEnumerable<WireProtoFile> wireFiles)
+    /// <param name="options">The cluster settings.</param>
+    /// <param name="loggerFactory">Where the node's, the transports' and Akka.NET's logs go.</param>
+    /// <param name="wireFiles">The proto files whose messages may travel between managers.</param>
+    /// <param name="security">This manager's certificate and trusted CAs: when enabled, the cluster port and the group
+    /// port use mutual TLS and admit only managers of the cluster's CAs. <see cref="ClusterSecurity.Open"/> when null.</param>
+    public ClusterNode(IOptions<ClusterOptions> options, ILoggerFactory loggerFactory, IEnumerable<WireProtoFile> wireFiles, ClusterSecurity? security = null)
     {
         ArgumentNullException.ThrowIfNull(options);
         ArgumentNullException.ThrowIfNull(loggerFactory);
@@ -40,6 +48,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
         _loggerFactory = loggerFactory;
         _logger = loggerFactory.CreateLogger<ClusterNode>();
         _wireFiles = [.. wireFiles.Select(f => f.Descriptor)];
+        _security = security ?? ClusterSecurity.Open;
     }
 
     /// <summary>The running actor system.</summary>
@@ -80,12 +89,13 @@ public sealed partial class ClusterNode : IAsyncDisposable
             throw new InvalidOperationException("The cluster node has already started.");
         }
 
+        var tls = _security.Enabled ? new ManagerTls(_security, _loggerFactory.CreateLogger<ManagerTls>()) : null;
         List<string> roles = [AkkaConfig.ManagerRole];
         if (_options.GroupTransport == GroupTransportKind.Direct)
         {
             try
             {
-                _groupTransport = new DirectGroupTransport(_options.Host, _options.GroupPort, _loggerFactory.CreateLogger<DirectGroupTransport>());
+                _groupTransport = new DirectGroupTransport(_options.Host, _options.GroupPort, _loggerFactory.CreateLogger<DirectGroupTransport>(), tls);
             }
             catch (SocketException ex)
             {
@@ -100,11 +110,16 @@ public sealed partial class ClusterNode : IAsyncDisposable
             roles.Add(_groupTransport.Role);
         }
 
-        var config = AkkaConfig.Build(_options, roles);
-        var setup = ActorSystemSetup.Create(
-            BootstrapSetup.Create().WithConfig(config),
-            new LoggerFactorySetup(_loggerFactory),
-            new WireMessageSetup(_wireFiles));
+        var config = AkkaConfig.Build(_options, roles, tls: tls is not null);
+        List<Setup> setups = [BootstrapSetup.Create().WithConfig(config), new LoggerFactorySetup(_loggerFactory), new WireMessageSetup(_wireFiles)];
+        if (tls is not null)
+        {
+            // Chain validation against the machine's roots and host names stays off: the custom check admits a manager
+            // certificate of the cluster's CAs, and nothing else, both ways.
+            setups.Add(new DotNettySslSetup(tls.Certificate, suppressValidation: false, requireMutualAuthentication: true, tls.AkkaValidator));
+        }
+
+        var setup = ActorSystemSetup.Create([.. setups]);
 
         try
         {
@@ -140,7 +155,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
         _ = _system.WhenTerminated.ContinueWith(_ => OnTerminated(), TaskScheduler.Default);
 
         var seeds = _options.Seeds
-            .Select(s => ClusterAddress.TryParseSeed(s, _options.Name, out var a, out _) ? a! : throw new InvalidOperationException($"Invalid seed '{s}'."))
+            .Select(s => ClusterAddress.TryParseSeed(s, _options.Name, tls is not null, out var a, out var error) ? a! : throw new ClusterStartException($"{ClusterOptions.SectionName}:Seeds: {error}."))
             .Where(a => a != SelfAddress)
             .ToList();
         if (seeds.Count == 0)

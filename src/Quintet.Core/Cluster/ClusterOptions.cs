@@ -28,7 +28,8 @@ public sealed class ClusterOptions
     public int Port { get; set; } = 4053;
 
     /// <summary>
-    /// Managers to contact when joining, as <c>host:port</c> or <c>akka.tcp://name@host:port</c>.
+    /// Managers to contact when joining, as <c>host:port</c> or as a full address: <c>akka.tcp://name@host:port</c>, or
+    /// <c>akka.ssl.tcp://name@host:port</c> when security is on (the cluster port then uses TLS).
     /// Empty: this manager starts a new cluster of its own.
     /// <value>Default: empty.</value>
     /// </summary>

@@ -1,10 +1,15 @@
 using Microsoft.Extensions.Options;
+using Quintet.Security;
 
 namespace Quintet.Core.Cluster;
 
 /// <summary>Checks <see cref="ClusterOptions"/> at start, naming the setting in every failure.</summary>
-public sealed class ClusterOptionsValidator : IValidateOptions<ClusterOptions>
+/// <param name="security">This manager's security: seeds given as full addresses must use the protocol it implies
+/// (<c>akka.ssl.tcp</c> with TLS). <see cref="ClusterSecurity.Open"/> when null.</param>
+public sealed class ClusterOptionsValidator(ClusterSecurity? security = null) : IValidateOptions<ClusterOptions>
 {
+    private readonly bool _secure = security?.Enabled ?? false;
+
     /// <inheritdoc />
     public ValidateOptionsResult Validate(string? name, ClusterOptions options)
     {
@@ -43,7 +48,7 @@ public sealed class ClusterOptionsValidator : IValidateOptions<ClusterOptions>
 
         for (var i = 0; i < options.Seeds.Count; i++)
         {
-            if (!ClusterAddress.TryParseSeed(options.Seeds[i], options.Name ?? string.Empty, out _, out var error))
+            if (!ClusterAddress.TryParseSeed(options.Seeds[i], options.Name ?? string.Empty, _secure, out _, out var error))
             {
                 failures.Add($"{S}:Seeds:{i}: {error}.");
             }

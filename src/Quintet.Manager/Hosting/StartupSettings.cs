@@ -43,9 +43,16 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         {
             failures.Add($"{Quintet.Manager.Security.AuditOptions.SectionName}:MaxEntries: {audit.MaxEntries} is too small; keep at least 100 entries.");
         }
+
+        // Loaded first, since whether the cluster port uses TLS decides which seed addresses are valid; its failures
+        // are reported after the others, in the order of the sections.
+        List<string> securityFailures = [];
+        var security = cluster is not null && manager is not null && securityOptions is not null
+            ? LoadSecurity(securityOptions, ExposedHosts(cluster, manager), securityFailures)
+            : null;
         if (cluster is not null)
         {
-            AddFailures(new ClusterOptionsValidator().Validate(null, cluster), failures);
+            AddFailures(new ClusterOptionsValidator(security).Validate(null, cluster), failures);
         }
 
         if (manager is not null)
@@ -63,9 +70,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
             failures.AddRange(structures.Validate());
         }
 
-        var security = cluster is not null && manager is not null && securityOptions is not null
-            ? LoadSecurity(securityOptions, ExposedHosts(cluster, manager), failures)
-            : null;
+        failures.AddRange(securityFailures);
         if (failures.Count > 0 || cluster is null || manager is null || store is null || structures is null || security is null)
         {
             security?.Dispose();

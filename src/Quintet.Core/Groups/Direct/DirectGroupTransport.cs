@@ -2,11 +2,14 @@ using System.Buffers.Binary;
 using System.Collections.Concurrent;
 using System.Globalization;
 using System.Net;
+using System.Net.Security;
 using System.Net.Sockets;
+using System.Security.Authentication;
 using Akka.Actor;
 using Akka.Cluster;
 using Google.Protobuf;
 using Microsoft.Extensions.Logging;
+using Quintet.Core.Cluster;
 using Quintet.Core.Diagnostics;
 using Quintet.Core.Groups.Wire;
 
@@ -23,6 +26,11 @@ namespace Quintet.Core.Groups.Direct;
 /// and opens one connection to each manager incarnation it sends to. Like remoting it is FIFO per connection and may
 /// lose messages when a connection fails or a slow peer's queue is full; the group protocol retransmits what was lost.
 /// </para>
+/// <para>
+/// With security on, every connection is mutual TLS (<see cref="ManagerTls"/>): the accepting side presents this
+/// manager's certificate and requires the peer's, the connecting side presents its own, and both admit only a manager
+/// certificate of the cluster's CAs. The bytes inside are the same as without TLS.
+/// </para>
 /// </summary>
 internal sealed partial class DirectGroupTransport : IDisposable
 {
@@ -35,8 +43,12 @@ internal sealed partial class DirectGroupTransport : IDisposable
     /// <summary>Far above the group's 64 KiB batches; a single large application message may approach it.</summary>
     internal const int MaxFrameBytes = 16 * 1024 * 1024;
 
+    /// <summary>How long a TLS handshake may take before the connection is given up.</summary>
+    private static readonly TimeSpan HandshakeTimeout = TimeSpan.FromSeconds(10);
+
     private readonly Socket _listener;
     private readonly ILogger _logger;
+    private readonly ManagerTls? _tls;
     private readonly ConcurrentDictionary<string, IActorRef> _locals = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<(string Node, long Uid), PeerConnection> _peers = new();
     private readonly List<Socket> _accepted = [];
@@ -47,10 +59,15 @@ internal sealed partial class DirectGroupTransport : IDisposable
     private long _selfUid;
 
     /// <summary>Binds the listener; call <see cref="Start"/> once the cluster extension exists.</summary>
+    /// <param name="host">The address to listen on.</param>
+    /// <param name="port">The port to listen on; 0 picks a free one.</param>
+    /// <param name="logger">Where connection failures and refusals go.</param>
+    /// <param name="tls">Mutual TLS on every connection, both ways; null when security is off (plaintext).</param>
     /// <exception cref="SocketException">The address or port cannot be bound.</exception>
-    public DirectGroupTransport(string host, int port, ILogger logger)
+    public DirectGroupTransport(string host, int port, ILogger logger, ManagerTls? tls = null)
     {
         _logger = logger;
+        _tls = tls;
         var address = Resolve(host);
         _listener = new Socket(address.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
         try
@@ -238,14 +255,81 @@ internal sealed partial class DirectGroupTransport : IDisposable
                 _accepted.Add(socket);
             }
 
-            // A thread per connection blocks in the kernel until bytes arrive: one wake-up per read, no hop through
-            // the socket engine's event thread and the thread pool before the actor's own.
-            var reader = new Thread(() => ReadLoop(socket)) { IsBackground = true, Name = "quintet-groups-in" };
-            reader.Start();
+            if (_tls is null)
+            {
+                StartReader(socket, tls: null);
+            }
+            else
+            {
+                _ = AcceptTlsAsync(socket, _tls);
+            }
         }
     }
 
-    private void ReadLoop(Socket socket)
+    /// <summary>
+    /// A thread per connection blocks in the kernel until bytes arrive: one wake-up per read, no hop through the socket
+    /// engine's event thread and the thread pool before the actor's own.
+    /// </summary>
+    private void StartReader(Socket socket, SslStream? tls)
+    {
+        var reader = new Thread(() => ReadLoop(socket, tls)) { IsBackground = true, Name = "quintet-groups-in" };
+        reader.Start();
+    }
+
+    /// <summary>The accepting side's handshake; then the connection is read like a plaintext one, through TLS.</summary>
+    private async Task AcceptTlsAsync(Socket socket, ManagerTls managerTls)
+    {
+        var remote = socket.RemoteEndPoint?.ToString() ?? "?";
+        var stream = new SslStream(new NetworkStream(socket, ownsSocket: false), leaveInnerStreamOpen: false);
+        var refusedByCheck = false;
+        try
+        {
+            using var timeout = CancellationTokenSource.CreateLinkedTokenSource(_stopping.Token);
+            timeout.CancelAfter(HandshakeTimeout);
+            var options = managerTls.ServerOptions((_, certificate, _, _) =>
+            {
+                var admitted = managerTls.Admit(certificate, ManagerTls.GroupPort, remote);
+                refusedByCheck = !admitted;
+                return admitted;
+            });
+            await stream.AuthenticateAsServerAsync(options, timeout.Token);
+        }
+        catch (Exception e) when (e is AuthenticationException or IOException or SocketException or OperationCanceledException or ObjectDisposedException)
+        {
+            // A certificate the check refused is logged already; anything else (a plaintext peer, a peer that refused
+            // this manager's certificate, a stalled handshake) is a refusal too, with the handshake's own reason.
+            if (!refusedByCheck && !_stopping.IsCancellationRequested)
+            {
+                managerTls.Refuse(ManagerTls.GroupPort, remote, HandshakeFailure(e));
+            }
+
+            await stream.DisposeAsync();
+            CloseAccepted(socket);
+            return;
+        }
+
+        StartReader(socket, stream);
+    }
+
+    /// <summary>Why a TLS handshake failed, in words for a log line.</summary>
+    internal static string HandshakeFailure(Exception e) => e switch
+    {
+        OperationCanceledException => $"the TLS handshake did not complete within {HandshakeTimeout.TotalSeconds:F0} s",
+        _ => $"the TLS handshake failed ({e.GetBaseException().Message}); is security on at the peer, with a certificate of this cluster's CA?",
+    };
+
+    private void CloseAccepted(Socket socket)
+    {
+        lock (_acceptedGate)
+        {
+            _accepted.Remove(socket);
+        }
+
+        socket.Dispose();
+    }
+
+    /// <summary>Reads frames from an accepted connection, through <paramref name="tls"/> when security is on.</summary>
+    private void ReadLoop(Socket socket, SslStream? tls)
     {
         var remote = socket.RemoteEndPoint?.ToString() ?? "?";
         var buffer = new byte[256 * 1024];
@@ -260,7 +344,9 @@ internal sealed partial class DirectGroupTransport : IDisposable
                     Array.Resize(ref buffer, buffer.Length * 2);
                 }
 
-                var read = socket.Receive(buffer, filled, buffer.Length - filled, SocketFlags.None);
+                var read = tls is null
+                    ? socket.Receive(buffer, filled, buffer.Length - filled, SocketFlags.None)
+                    : tls.Read(buffer, filled, buffer.Length - filled);
                 if (read == 0)
                 {
                     return;
@@ -332,18 +418,14 @@ internal sealed partial class DirectGroupTransport : IDisposable
                 }
             }
         }
-        catch (Exception e) when (e is SocketException or ObjectDisposedException)
+        catch (Exception e) when (e is SocketException or ObjectDisposedException or IOException)
         {
             // The peer went away or this manager is stopping: the connection ends, the sender reconnects.
         }
         finally
         {
-            lock (_acceptedGate)
-            {
-                _accepted.Remove(socket);
-            }
-
-            socket.Dispose();
+            tls?.Dispose();
+            CloseAccepted(socket);
         }
     }
 

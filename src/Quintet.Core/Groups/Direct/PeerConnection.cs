@@ -1,7 +1,10 @@
 using System.Buffers;
 using System.Diagnostics;
-using System.Net.Sockets;
 using System.Net;
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Security.Authentication;
+using Quintet.Core.Cluster;
 using Quintet.Core.Diagnostics;
 using Quintet.Core.Groups.Wire;
 
@@ -13,6 +16,11 @@ internal sealed partial class DirectGroupTransport
     /// The connection to one manager incarnation. A send writes to the socket at once from the caller's thread when
     /// nothing waits before it; otherwise it joins a bounded queue that a write loop empties. Connecting, and
     /// reconnecting after a failure (with a growing pause), happen in the background meanwhile.
+    /// <para>
+    /// With TLS, a send encrypts on the caller's thread too, and the records take the same way to the socket (see
+    /// <see cref="RecordSink"/>): the queue then holds records, except for frames that waited for the connection, which
+    /// are encrypted once the handshake is done.
+    /// </para>
     /// </summary>
     private sealed class PeerConnection(DirectGroupTransport owner, string node, long uid)
     {
@@ -31,6 +39,9 @@ internal sealed partial class DirectGroupTransport
         private int _headSent;
         private long _queuedBytes;
         private Socket? _socket;
+        private SslStream? _tls;
+        private bool _inTlsWrite;
+        private SslStream? _tlsToDispose;
         private bool _connecting;
         private bool _writing;
         private bool _closed;
@@ -91,11 +102,18 @@ internal sealed partial class DirectGroupTransport
                 }
 
                 var size = batch.CalculateSize();
-                if (_socket is null || _writing)
+                if (_socket is null || (_writing && _tls is null))
                 {
                     var waiting = new byte[4 + size];
                     WriteFrame(batch, size, waiting);
                     Enqueue(waiting);
+                    return true;
+                }
+
+                if (_tls is not null && _queuedBytes + 4 + size > MaxQueuedBytes)
+                {
+                    // Records cannot be dropped once made (the stream would break): a frame is dropped before it is encrypted.
+                    GroupTransportMetrics.Dropped("queue-full");
                     return true;
                 }
 
@@ -104,7 +122,14 @@ internal sealed partial class DirectGroupTransport
                 try
                 {
                     WriteFrame(batch, size, frame);
-                    WriteNow(frame.AsSpan(0, 4 + size));
+                    if (_tls is null)
+                    {
+                        WriteNow(frame.AsSpan(0, 4 + size));
+                    }
+                    else
+                    {
+                        WriteTls(frame, 4 + size);
+                    }
                 }
                 finally
                 {
@@ -113,6 +138,59 @@ internal sealed partial class DirectGroupTransport
 
                 return true;
             }
+        }
+
+        /// <summary>
+        /// Under <see cref="_gate"/>, connected with TLS: encrypts <paramref name="length"/> bytes of
+        /// <paramref name="frame"/>, whose records the stream hands to <see cref="WriteRecord"/> before this returns.
+        /// </summary>
+        private void WriteTls(byte[] frame, int length)
+        {
+            _inTlsWrite = true;
+            try
+            {
+                _tls!.Write(frame, 0, length);
+            }
+            catch (Exception e) when (e is IOException or ObjectDisposedException or InvalidOperationException)
+            {
+                if (_tls is not null)
+                {
+                    Fail(e.GetBaseException().Message);
+                }
+            }
+            finally
+            {
+                _inTlsWrite = false;
+                _tlsToDispose?.Dispose();
+                _tlsToDispose = null;
+            }
+        }
+
+        /// <summary>
+        /// Under <see cref="_gate"/>, from within <see cref="WriteTls"/>: one record on its way to the socket, written at
+        /// once when nothing waits before it, else queued whole (its frame was admitted to the queue before it was encrypted).
+        /// </summary>
+        private void WriteRecord(ReadOnlySpan<byte> record)
+        {
+            if (_socket is null)
+            {
+                // The connection failed while this frame was being written: the rest of it goes with the connection.
+                return;
+            }
+
+            if (_writing)
+            {
+                if (_queue.Count == 0)
+                {
+                    _headSent = 0;
+                }
+
+                _queue.Enqueue(record.ToArray());
+                _queuedBytes += record.Length;
+                return;
+            }
+
+            WriteNow(record);
         }
 
         /// <summary>Under <see cref="_gate"/>, with the socket free: writes at once, and queues a copy of what is left.</summary>
@@ -154,6 +232,7 @@ internal sealed partial class DirectGroupTransport
                 _closed = true;
                 _socket?.Dispose();
                 _socket = null;
+                ReleaseTls();
                 _queue.Clear();
                 _queuedBytes = 0;
             }
@@ -248,26 +327,54 @@ internal sealed partial class DirectGroupTransport
         {
             var socket = new Socket(endpoint.AddressFamily, SocketType.Stream, ProtocolType.Tcp);
             KeepConnectionHonest(socket);
+            var managerTls = owner._tls;
+            SslStream? tls = null;
+            RecordSink? sink = null;
+            var refusedByCheck = false;
             try
             {
                 using (var timeout = CancellationTokenSource.CreateLinkedTokenSource(owner._stopping.Token))
                 {
-                    timeout.CancelAfter(ConnectTimeout);
+                    timeout.CancelAfter(ConnectTimeout + (managerTls is null ? TimeSpan.Zero : HandshakeTimeout));
                     await socket.ConnectAsync(endpoint, timeout.Token);
-                    await socket.SendAsync(Hello, SocketFlags.None, timeout.Token);
+                    if (managerTls is null)
+                    {
+                        await socket.SendAsync(Hello, SocketFlags.None, timeout.Token);
+                    }
+                    else
+                    {
+                        sink = new RecordSink(socket, this);
+                        tls = new SslStream(sink, leaveInnerStreamOpen: true);
+                        var remote = endpoint.ToString();
+                        var options = managerTls.ClientOptions(endpoint.Address.ToString(), (_, certificate, _, _) =>
+                        {
+                            var admitted = managerTls.Admit(certificate, ManagerTls.GroupPort, remote);
+                            refusedByCheck = !admitted;
+                            return admitted;
+                        });
+                        await tls.AuthenticateAsClientAsync(options, timeout.Token);
+                    }
                 }
 
                 // Sends from actor threads must never wait for a slow peer: they write what the socket takes.
                 socket.Blocking = false;
             }
-            catch (Exception e) when (e is SocketException or OperationCanceledException or ObjectDisposedException)
+            catch (Exception e) when (e is SocketException or OperationCanceledException or ObjectDisposedException or AuthenticationException or IOException)
             {
+                tls?.Dispose();
                 socket.Dispose();
                 lock (_gate)
                 {
                     _connecting = false;
                     var retryMs = (long)_backoff.TotalMilliseconds;
-                    LogConnectFailed(owner._logger, Node, endpoint.ToString(), e is SocketException s ? s.SocketErrorCode.ToString() : "timed out", retryMs);
+                    var reason = e switch
+                    {
+                        SocketException s => s.SocketErrorCode.ToString(),
+                        _ when refusedByCheck => "its certificate was refused",
+                        AuthenticationException or IOException => HandshakeFailure(e),
+                        _ => "timed out",
+                    };
+                    LogConnectFailed(owner._logger, Node, endpoint.ToString(), reason, retryMs);
                     DropQueue();
                 }
 
@@ -279,13 +386,39 @@ internal sealed partial class DirectGroupTransport
                 _connecting = false;
                 if (_closed)
                 {
+                    tls?.Dispose();
                     socket.Dispose();
                     return;
                 }
 
                 _socket = socket;
                 _backoff = FirstRetry;
-                StartWriting();
+                if (tls is null)
+                {
+                    StartWriting();
+                    return;
+                }
+
+                _tls = tls;
+                sink!.Established = true;
+
+                // What waited for the connection was queued as plain frames: it follows the greeting, encrypted, in order.
+                var waiting = _queue.ToArray();
+                _queue.Clear();
+                _queuedBytes = 0;
+                _headSent = 0;
+                WriteTls(Hello, Hello.Length);
+                for (var i = 0; i < waiting.Length; i++)
+                {
+                    if (_tls is null)
+                    {
+                        // The connection failed on the way: the rest goes with it, as a queue does.
+                        GroupTransportMetrics.Dropped("connection-failed", waiting.Length - i);
+                        break;
+                    }
+
+                    WriteTls(waiting[i], waiting[i].Length);
+                }
             }
         }
 
@@ -295,9 +428,33 @@ internal sealed partial class DirectGroupTransport
             var dropped = _queuedBytes;
             _socket?.Dispose();
             _socket = null;
+            ReleaseTls();
             _writing = false;
             LogConnectionLost(owner._logger, Node, reason, dropped);
             DropQueue();
+        }
+
+        /// <summary>
+        /// Under <see cref="_gate"/>: lets the connection's TLS stream go; disposed at once, or when the write it is in the
+        /// middle of returns (a failure found while writing a record).
+        /// </summary>
+        private void ReleaseTls()
+        {
+            if (_tls is null)
+            {
+                return;
+            }
+
+            if (_inTlsWrite)
+            {
+                _tlsToDispose = _tls;
+            }
+            else
+            {
+                _tls.Dispose();
+            }
+
+            _tls = null;
         }
 
         /// <summary>Under <see cref="_gate"/>: drops what waits and holds new sends back until the next attempt is due.</summary>
@@ -309,6 +466,83 @@ internal sealed partial class DirectGroupTransport
             _headSent = 0;
             _retryAt = Stopwatch.GetTimestamp() + (long)(_backoff.TotalSeconds * Stopwatch.Frequency);
             _backoff = TimeSpan.FromTicks(Math.Min(_backoff.Ticks * 2, LastRetry.Ticks));
+        }
+            /// <summary>
+        /// The stream under a connection's <see cref="SslStream"/>. During the handshake it reads and writes the socket
+        /// itself; once <see cref="Established"/>, every record the stream writes goes to <see cref="WriteRecord"/>, the
+        /// connection's own way to the socket, which never waits for a slow peer. The connecting side never reads after
+        /// the handshake: the connection carries frames one way.
+        /// </summary>
+        private sealed class RecordSink(Socket socket, PeerConnection connection) : Stream
+        {
+            /// <summary>Set under the connection's gate once the handshake is done.</summary>
+            public bool Established { get; set; }
+
+            public override bool CanRead => true;
+
+            public override bool CanSeek => false;
+
+            public override bool CanWrite => true;
+
+            public override long Length => throw new NotSupportedException();
+
+            public override long Position
+            {
+                get => throw new NotSupportedException();
+                set => throw new NotSupportedException();
+            }
+
+            public override void Flush()
+            {
+            }
+
+            public override int Read(byte[] buffer, int offset, int count) => socket.Receive(buffer, offset, count, SocketFlags.None);
+
+            public override int Read(Span<byte> buffer) => socket.Receive(buffer, SocketFlags.None);
+
+            public override ValueTask<int> ReadAsync(Memory<byte> buffer, CancellationToken cancellationToken = default) =>
+                socket.ReceiveAsync(buffer, SocketFlags.None, cancellationToken);
+
+            public override Task<int> ReadAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
+                ReadAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
+
+            public override void Write(byte[] buffer, int offset, int count) => Write(buffer.AsSpan(offset, count));
+
+            public override void Write(ReadOnlySpan<byte> buffer)
+            {
+                if (Established)
+                {
+                    connection.WriteRecord(buffer);
+                }
+                else
+                {
+                    while (!buffer.IsEmpty)
+                    {
+                        buffer = buffer[socket.Send(buffer, SocketFlags.None)..];
+                    }
+                }
+            }
+
+            public override async ValueTask WriteAsync(ReadOnlyMemory<byte> buffer, CancellationToken cancellationToken = default)
+            {
+                if (Established)
+                {
+                    connection.WriteRecord(buffer.Span);
+                    return;
+                }
+
+                while (!buffer.IsEmpty)
+                {
+                    buffer = buffer[await socket.SendAsync(buffer, SocketFlags.None, cancellationToken)..];
+                }
+            }
+
+            public override Task WriteAsync(byte[] buffer, int offset, int count, CancellationToken cancellationToken) =>
+                WriteAsync(buffer.AsMemory(offset, count), cancellationToken).AsTask();
+
+            public override long Seek(long offset, SeekOrigin origin) => throw new NotSupportedException();
+
+            public override void SetLength(long value) => throw new NotSupportedException();
         }
     }
 }
