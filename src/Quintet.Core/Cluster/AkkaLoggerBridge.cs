@@ -28,6 +28,9 @@ internal sealed partial class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQ
         Receive<LogEvent>(Write);
     }
 
+    private const long TlsRefusalLogInterval = 30_000;
+    private long _lastTlsRefusalLog = long.MinValue / 2;
+
     private void Write(LogEvent e)
     {
         var logger = _factory.CreateLogger("Akka." + (e.LogClass?.Name ?? "System"));
@@ -55,12 +58,51 @@ internal sealed partial class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQ
             return;
         }
 
+        var text = e.Message?.ToString() ?? string.Empty;
+        if (level >= Microsoft.Extensions.Logging.LogLevel.Warning && IsTlsRefusal(text, e.Cause))
+        {
+            // A peer that failed the TLS handshake (no certificate, plaintext, another CA's): refused, and nothing else
+            // happens. A certificate the cluster refuses is also logged with its reason by the validation; this line
+            // covers the rest, once per 30 s, the repeats at debug level.
+            var now = Environment.TickCount64;
+            if (now - _lastTlsRefusalLog >= TlsRefusalLogInterval)
+            {
+                _lastTlsRefusalLog = now;
+                LogTlsRefused(logger, text, (e.Cause?.InnerException ?? e.Cause)?.Message ?? "");
+            }
+            else
+            {
+                LogTlsRefusedAgain(logger, text);
+            }
+
+            return;
+        }
+
         if (!logger.IsEnabled(level))
         {
             return;
         }
 
-        logger.Log(level, e.Cause, "[{LogSource}] {AkkaMessage}", e.LogSource, e.Message?.ToString());
+        logger.Log(level, e.Cause, "[{LogSource}] {AkkaMessage}", e.LogSource, text);
+    }
+
+    /// <summary>Whether Akka.NET reports a connection refused at the TLS handshake.</summary>
+    internal static bool IsTlsRefusal(string message, Exception? cause)
+    {
+        if (message.Contains("TLS handshake fail", StringComparison.OrdinalIgnoreCase))
+        {
+            return true;
+        }
+
+        for (var e = cause; e is not null; e = e.InnerException)
+        {
+            if (e is System.Security.Authentication.AuthenticationException || e.GetType().Name == "NotSslRecordException")
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     /// <summary>The exception, in <paramref name="cause"/>'s chain, that says received bytes were not a remoting frame or PDU; otherwise null.</summary>
@@ -78,6 +120,12 @@ internal sealed partial class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQ
 
         return null;
     }
+
+    [LoggerMessage(Level = Microsoft.Extensions.Logging.LogLevel.Warning, Message = "Cluster port: refused a connection at the TLS handshake: {AkkaMessage} ({Detail}); further refusals within 30 s are logged at debug level")]
+    private static partial void LogTlsRefused(ILogger logger, string akkaMessage, string detail);
+
+    [LoggerMessage(Level = Microsoft.Extensions.Logging.LogLevel.Debug, Message = "Cluster port: refused a connection at the TLS handshake: {AkkaMessage}")]
+    private static partial void LogTlsRefusedAgain(ILogger logger, string akkaMessage);
 
     [LoggerMessage(Level = Microsoft.Extensions.Logging.LogLevel.Warning, Message = "Cluster port: closed a connection that sent bytes which are not Akka.NET remoting: {AkkaMessage} ({Reason}: {Detail})")]
     private static partial void LogGarbage(ILogger logger, string akkaMessage, string reason, string detail);
