@@ -18,6 +18,9 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
     /// <summary>Longest target text kept in an entry: a QoS spec or a request may be long, the log keeps its start.</summary>
     private const int MaxTargetLength = 2000;
 
+    /// <summary>How long an action waits for the audit log's store to take its STARTED entry.</summary>
+    private static readonly TimeSpan StoreWait = TimeSpan.FromSeconds(15);
+
     /// <inheritdoc />
     public override async Task<TResponse> UnaryServerHandler<TRequest, TResponse>(TRequest request, ServerCallContext context, UnaryServerMethod<TRequest, TResponse> continuation)
     {
@@ -28,15 +31,7 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
         {
             var started = entry.Clone();
             started.Result = "STARTED";
-            try
-            {
-                await audit.WriteAsync(started, context.CancellationToken);
-            }
-            catch (CheckpointStoreException e)
-            {
-                throw new RpcException(new Status(StatusCode.Unavailable,
-                    $"Nothing was done: the audit log could not record {action} ({e.Message}). Administrative actions are recorded before they run; try again once the checkpoint store is back."));
-            }
+            await RecordStartAsync(started, action, context);
         }
 
         try
@@ -68,6 +63,38 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
             entry.Message = e.Message;
             await audit.TryWriteAsync(entry);
             throw;
+        }
+    }
+
+    /// <summary>
+    /// Writes the STARTED entry, waiting out a store that is briefly without a majority (a manager starting, a view
+    /// changing) for at most <see cref="StoreWait"/> or the call's deadline, then refuses with UNAVAILABLE.
+    /// </summary>
+    private async Task RecordStartAsync(AuditEntry started, string action, ServerCallContext context)
+    {
+        var giveUpAt = DateTime.UtcNow + StoreWait;
+        if (context.Deadline < giveUpAt)
+        {
+            giveUpAt = context.Deadline;
+        }
+
+        for (var pause = TimeSpan.FromMilliseconds(100); ; pause = TimeSpan.FromTicks(Math.Min(pause.Ticks * 2, TimeSpan.FromSeconds(1).Ticks)))
+        {
+            try
+            {
+                await audit.WriteAsync(started, context.CancellationToken);
+                return;
+            }
+            catch (CheckpointStoreException e)
+            {
+                if (DateTime.UtcNow + pause >= giveUpAt)
+                {
+                    throw new RpcException(new Status(StatusCode.Unavailable,
+                        $"Nothing was done: the audit log could not record {action} ({e.Message}). Administrative actions are recorded before they run; try again once the checkpoint store is back."));
+                }
+            }
+
+            await Task.Delay(pause, context.CancellationToken);
         }
     }
 
