@@ -49,17 +49,6 @@ public static class ClusterTls
     public static CertificateCheck CheckServer(ClusterTrust trust, X509Certificate? certificate)
     {
         ArgumentNullException.ThrowIfNull(trust);
-        if (certificate is X509Certificate2 full)
-        {
-            return trust.Check(full, CertificateKind.Manager);
-        }
-
-        if (certificate is null)
-        {
-            return trust.Check(null, CertificateKind.Manager);
-        }
-
-        using var converted = X509CertificateLoader.LoadCertificate(certificate.GetRawCertData());
-        return trust.Check(converted, CertificateKind.Manager);
+        return trust.Check(certificate, CertificateKind.Manager);
     }
 }

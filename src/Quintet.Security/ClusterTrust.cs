@@ -32,6 +32,21 @@ public sealed class ClusterTrust
     public static ClusterTrust Load(string path) => new(CertificateFiles.LoadBundle(path));
 
     /// <summary>
+    /// Checks what a TLS callback hands over (an <see cref="X509Certificate"/>, which may not be an
+    /// <see cref="X509Certificate2"/>), as <see cref="Check(X509Certificate2?, CertificateKind, DateTimeOffset?)"/> does.
+    /// </summary>
+    public CertificateCheck Check(X509Certificate? certificate, CertificateKind expected)
+    {
+        if (certificate is null or X509Certificate2)
+        {
+            return Check(certificate as X509Certificate2, expected);
+        }
+
+        using var converted = X509CertificateLoader.LoadCertificate(certificate.GetRawCertData());
+        return Check(converted, expected);
+    }
+
+    /// <summary>
     /// Checks <paramref name="certificate"/> as a peer of <paramref name="expected"/> kind; the result's reason says
     /// why a refused one was refused, in words fit for a log line.
     /// </summary>
@@ -85,7 +100,7 @@ public sealed class ClusterTrust
     }
 }
 
-/// <summary>The outcome of <see cref="ClusterTrust.Check"/>: the identity of an accepted certificate, or why it was refused.</summary>
+/// <summary>The outcome of <see cref="ClusterTrust.Check(System.Security.Cryptography.X509Certificates.X509Certificate2?, CertificateKind, DateTimeOffset?)"/>: the identity of an accepted certificate, or why it was refused.</summary>
 /// <param name="Identity">The accepted certificate's identity; null when refused.</param>
 /// <param name="Reason">Why it was refused; null when accepted.</param>
 public sealed record CertificateCheck(CertificateIdentity? Identity, string? Reason)

@@ -11,7 +11,7 @@ namespace Quintet.Core.Cluster;
 /// <summary>
 /// Mutual TLS on the channels between managers that are not gRPC: the cluster port (Akka.NET remoting) and the group
 /// port (the direct group transport). Each side presents this manager's certificate and admits only a manager
-/// certificate of the cluster's CAs (<see cref="ClusterTrust.Check"/>): the machine's trusted roots do not count, and
+/// certificate of the cluster's CAs (<see cref="ClusterTrust.Check(X509Certificate, CertificateKind)"/>): the machine's trusted roots do not count, and
 /// host names are not checked, since holding a manager certificate is what makes a peer a manager.
 /// <para>
 /// A refusal is logged at warning level with its reason and the peer's endpoint; a peer that retries in a loop is
@@ -94,13 +94,7 @@ internal sealed partial class ManagerTls
     /// <param name="remote">The peer's endpoint or address, for the log.</param>
     public bool Admit(X509Certificate? certificate, string channel, string remote)
     {
-        var presented = certificate switch
-        {
-            null => null,
-            X509Certificate2 full => full,
-            _ => X509CertificateLoader.LoadCertificate(certificate.GetRawCertData()),
-        };
-        var check = _trust.Check(presented, CertificateKind.Manager);
+        var check = _trust.Check(certificate, CertificateKind.Manager);
         if (check.IsAccepted)
         {
             return true;
