@@ -33,7 +33,7 @@ public class GroupFaultTests(ITestOutputHelper output)
         {
             Diagnostics(m).SetWorkloadAsync(
                 new SetWorkloadRequest { MessagesPerSecond = rate, PayloadBytes = 64, TotalFraction = 0.5 },
-                deadline: DateTime.UtcNow.AddSeconds(5)).ResponseAsync,
+                deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
             Diagnostics(m).SetLightWorkloadAsync(
                 new SetLightWorkloadRequest { Groups = { "orders", "accounts" }, MembersPerGroup = 2, MessagesPerSecond = rate / 10, Churn = true },
                 deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
@@ -46,7 +46,7 @@ public class GroupFaultTests(ITestOutputHelper output)
         // flight: a send read after its delivery would look invented, a send read before it delivered would look lost.
         await Task.WhenAll(cluster.Active.SelectMany(m => new Task[]
         {
-            Diagnostics(m).SetWorkloadAsync(new SetWorkloadRequest(), deadline: DateTime.UtcNow.AddSeconds(5)).ResponseAsync,
+            Diagnostics(m).SetWorkloadAsync(new SetWorkloadRequest(), deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
             Diagnostics(m).SetLightWorkloadAsync(new SetLightWorkloadRequest(), deadline: DateTime.UtcNow.AddSeconds(60)).ResponseAsync,
         }));
         var (events, lightEvents) = await GroupTraces.ReadWhenQuiescentAsync(cluster, traceDirectory, output);

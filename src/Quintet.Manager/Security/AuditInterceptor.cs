@@ -89,6 +89,7 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
             {
                 if (DateTime.UtcNow + pause >= giveUpAt)
                 {
+                    audit.ReportRefusedUnrecorded(started, e);
                     throw new RpcException(new Status(StatusCode.Unavailable,
                         $"Nothing was done: the audit log could not record {action} ({e.Message}). Administrative actions are recorded before they run; try again once the checkpoint store is back."));
                 }

@@ -24,7 +24,7 @@ internal sealed partial class AuditLog : IDisposable
     private const string StreamPrefix = "quintet.audit/";
     private static readonly Meter Meter = new(Quintet.Diagnostics.QuintetTelemetry.Manager);
     private static readonly Counter<long> Written = Meter.CreateCounter<long>("quintet.audit.entries", description: "Audit entries written by this manager.");
-    private static readonly Counter<long> Lost = Meter.CreateCounter<long>("quintet.audit.failures", description: "Audit entries this manager could not write (each is also logged at error level).");
+    private static readonly Counter<long> Lost = Meter.CreateCounter<long>("quintet.audit.failures", description: "Audit entries this manager could not write.");
 
     private readonly ICheckpointStore _store;
     private readonly Func<IReadOnlyCollection<string>> _managers;
@@ -66,7 +66,8 @@ internal sealed partial class AuditLog : IDisposable
     }
 
     /// <summary>
-    /// Writes <paramref name="entry"/> (its time and manager filled in here); durable when the task completes.
+    /// Writes <paramref name="entry"/> (its time and manager filled in here); durable when the task completes. A failure
+    /// is the caller's to count and log: a write that is retried until the store is back has lost nothing.
     /// </summary>
     /// <exception cref="CheckpointStoreException">The store could not write it (the message says why).</exception>
     public async Task WriteAsync(AuditEntry entry, CancellationToken cancellationToken = default)
@@ -95,12 +96,6 @@ internal sealed partial class AuditLog : IDisposable
                 await TrimAsync(cancellationToken);
             }
         }
-        catch (Exception e) when (e is not OperationCanceledException)
-        {
-            Lost.Add(1);
-            LogWriteFailed(_logger, e, entry.Action, entry.Caller, entry.Result);
-            throw;
-        }
         finally
         {
             _writing.Release();
@@ -121,9 +116,17 @@ internal sealed partial class AuditLog : IDisposable
         }
         catch (Exception e) when (e is CheckpointStoreException or OperationCanceledException or IOException)
         {
-            // Logged and counted by WriteAsync, or timed out here.
+            Lost.Add(1);
+            LogWriteFailed(_logger, e, entry.Action, entry.Caller, entry.Result);
         }
     }
+
+    /// <summary>
+    /// Says that an action was refused, nothing done, because its STARTED entry could not be written in time: at warning
+    /// level, as nothing was lost and the caller was told to try again.
+    /// </summary>
+    public void ReportRefusedUnrecorded(AuditEntry entry, CheckpointStoreException exception) =>
+        LogRefusedUnrecorded(_logger, entry.Action, entry.Caller, exception.Message);
 
     /// <summary>
     /// Records a refused call without holding its answer back: the refusal goes out at once and the entry follows. At
@@ -293,6 +296,9 @@ internal sealed partial class AuditLog : IDisposable
 
     [LoggerMessage(Level = LogLevel.Error, Message = "Could not write the audit entry of {Action} by {Caller} ({Result})")]
     private static partial void LogWriteFailed(ILogger logger, Exception exception, string action, string caller, string result);
+
+    [LoggerMessage(Level = LogLevel.Warning, Message = "Refused {Action} by {Caller} without running it: the audit log could not record it ({Reason})")]
+    private static partial void LogRefusedUnrecorded(ILogger logger, string action, string caller, string reason);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "More than {Pending} refused calls wait to be written to the audit log: refusals are being counted (quintet.audit.failures) but not recorded, the latest {Action} from {Peer}")]
     private static partial void LogRefusalsOverflow(ILogger logger, int pending, string action, string peer);
