@@ -346,6 +346,65 @@ public sealed class LocalCluster : IAsyncDisposable
 
     private async Task StartInitialAsync(IProgress<string>? progress, CancellationToken cancellationToken)
     {
+        var initial = _options.Network is null
+            ? await StartTogetherAsync(progress, cancellationToken)
+            : await StartFirstThenOthersAsync(progress, cancellationToken);
+        var elapsed = await WaitForViewAsync(initial, cancellationToken);
+        progress?.Report($"all {_options.InitialManagers} managers Up ({elapsed.TotalSeconds:F1} s after the last one listened)");
+    }
+
+    /// <summary>
+    /// Starts every initial manager at once, the first on a cluster port chosen here so that the others can be given it
+    /// as their seed before it listens (they retry the join until it does): a cluster's start costs one process start,
+    /// not two. Should the port be taken in between, the first cannot listen, and the start is tried again on another.
+    /// </summary>
+    private async Task<List<ManagerProcess>> StartTogetherAsync(IProgress<string>? progress, CancellationToken cancellationToken)
+    {
+        for (var attempt = 1; ; attempt++)
+        {
+            var port = FreeLoopbackPort();
+            List<ManagerProcess> managers;
+            lock (_gate)
+            {
+                managers = [.. Enumerable.Range(0, _options.InitialManagers).Select(i => new ManagerProcess(_managers.Count + i + 1, _options, _managerPath, LogDirectory))];
+                _managers.AddRange(managers);
+            }
+
+            managers[0].PresetClusterPort(port);
+            var seed = $"{_options.Host}:{port}";
+            var starts = managers.Select((m, i) => StartAndReportAsync(m, i == 0 ? [] : [seed])).ToList();
+            try
+            {
+                await Task.WhenAll(starts);
+                return managers;
+            }
+            catch (InvalidOperationException) when (attempt < 3 && managers[0] is { IsRunning: false, ExitCode: not null })
+            {
+                progress?.Report($"{managers[0].Name} could not listen on cluster port {port} (exit code {managers[0].ExitCode}); starting the cluster again on another port");
+                await Task.WhenAll(managers.Select(m => m.KillAsync(cancellationToken)));
+                lock (_gate)
+                {
+                    _managers.RemoveAll(managers.Contains);
+                }
+
+                await Task.WhenAll(managers.Select(m => m.DisposeAsync().AsTask()));
+                foreach (var manager in managers.Where(m => Directory.Exists(m.DataDirectory)))
+                {
+                    Directory.Delete(manager.DataDirectory, recursive: true);
+                }
+            }
+        }
+
+        async Task StartAndReportAsync(ManagerProcess manager, IReadOnlyCollection<string> seeds)
+        {
+            await manager.StartAsync(seeds, cancellationToken);
+            progress?.Report($"{manager.Name} listening at {manager.GrpcEndpoint} (cluster {manager.ClusterAddress})");
+        }
+    }
+
+    /// <summary>In network namespaces, where a port cannot be chosen from here, the first starts alone and seeds the others.</summary>
+    private async Task<List<ManagerProcess>> StartFirstThenOthersAsync(IProgress<string>? progress, CancellationToken cancellationToken)
+    {
         var first = await AddManagerAsync(cancellationToken);
         progress?.Report($"{first.Name} listening at {first.GrpcEndpoint} (cluster {first.ClusterAddress})");
         var others = await Task.WhenAll(Enumerable.Range(1, _options.InitialManagers - 1).Select(async _ =>
@@ -354,8 +413,14 @@ public sealed class LocalCluster : IAsyncDisposable
             progress?.Report($"{manager.Name} listening at {manager.GrpcEndpoint} (cluster {manager.ClusterAddress})");
             return manager;
         }));
-        var elapsed = await WaitForViewAsync([first, .. others], cancellationToken);
-        progress?.Report($"all {_options.InitialManagers} managers Up ({elapsed.TotalSeconds:F1} s after the last one listened)");
+        return [first, .. others];
+    }
+
+    private int FreeLoopbackPort()
+    {
+        using var listener = new System.Net.Sockets.TcpListener(System.Net.IPAddress.Parse(_options.Host), 0);
+        listener.Start();
+        return ((System.Net.IPEndPoint)listener.LocalEndpoint).Port;
     }
 
     private void EnsureOwned(ManagerProcess manager)

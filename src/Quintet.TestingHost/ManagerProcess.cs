@@ -92,6 +92,9 @@ public sealed class ManagerProcess : IAsyncDisposable
     /// <inheritdoc />
     public override string ToString() => $"{Name} (pid {ProcessId}, {ClusterAddress})";
 
+    /// <summary>Sets the cluster port the first start listens on (instead of one the system picks).</summary>
+    internal void PresetClusterPort(int port) => ClusterPort = port;
+
     internal async Task StartAsync(IReadOnlyCollection<string> seeds, CancellationToken cancellationToken)
     {
         if (IsRunning)

@@ -21,6 +21,9 @@ public sealed class ClusterTlsTests(ITestOutputHelper output)
     /// <summary>How long a refused joiner is watched not to get in: several of its join retries (every 2 s).</summary>
     private static readonly TimeSpan RefusalWindow = TimeSpan.FromSeconds(10);
 
+    /// <summary>What the survivors log for the foreign CA's, the expired and the client certificate, in that order.</summary>
+    private static readonly string[] RefusalReasons = ["is not from a CA this cluster trusts", "expired at", "is a client certificate, not a manager's"];
+
     [Fact]
     public async Task A_secured_cluster_forms_over_TLS_and_its_managers_group_and_component_calls_work()
     {
@@ -69,50 +72,47 @@ public sealed class ClusterTlsTests(ITestOutputHelper output)
             var survivors = cluster.Managers.ToList();
             var view = await ViewAsync(cluster, survivors);
 
+            // The four try at once, and the view is watched once for all of them: each refusal is logged first (so the
+            // attempt was made), then the survivors' view must stay the same through several join retries.
             // A manager with a certificate of its own CA. It trusts the cluster's CA too (a CA's certificate is no
             // secret), so the handshake gets as far as the survivors' check of its certificate.
-            using (var foreign = LocalCertificates.Create(authority: CertificateAuthority.Create("Another CA")))
-            {
-                CertificateFiles.AppendCertificate(certificates.Authority.Certificate, foreign.AuthorityFile);
-                options.Certificates = foreign;
-                var rogue = await cluster.AddManagerAsync();
-                options.Certificates = certificates;
-                await AssertRefusedAsync(cluster, survivors, view, "is not from a CA this cluster trusts");
-                await cluster.KillAsync(rogue);
-            }
+            using var foreign = LocalCertificates.Create(authority: CertificateAuthority.Create("Another CA"));
+            CertificateFiles.AppendCertificate(certificates.Authority.Certificate, foreign.AuthorityFile);
+            options.Certificates = foreign;
+            var rogue = await cluster.AddManagerAsync();
 
             // A manager does not start with an expired certificate or a client certificate of its own, so these two
             // join from this process, as a peer that skips that check would.
-            using (var expired = certificates.Authority.IssueManager("expired", ["127.0.0.1"], validity: TimeSpan.FromDays(1), notBefore: DateTimeOffset.UtcNow.AddDays(-5)))
-            {
-                await using var rogue = await JoinFromHereAsync(options.ClusterName, expired, survivors);
-                await AssertRefusedAsync(cluster, survivors, view, "expired at");
-            }
-
-            using (var client = certificates.Authority.IssueClient("mallory", ["admin"]))
-            {
-                await using var rogue = await JoinFromHereAsync(options.ClusterName, client, survivors);
-                await AssertRefusedAsync(cluster, survivors, view, "is a client certificate, not a manager's");
-            }
+            using var expired = certificates.Authority.IssueManager("expired", ["127.0.0.1"], validity: TimeSpan.FromDays(1), notBefore: DateTimeOffset.UtcNow.AddDays(-5));
+            await using var expiredJoiner = await JoinFromHereAsync(options.ClusterName, expired, survivors);
+            using var client = certificates.Authority.IssueClient("mallory", ["admin"]);
+            await using var clientJoiner = await JoinFromHereAsync(options.ClusterName, client, survivors);
 
             // A manager with security off: its seeds are the survivors' host and port, so it tries them in plaintext.
+            // Every seed the testing host would pass (the survivors' and the rogue's TLS addresses) is replaced.
             options.Certificates = null;
-            for (var i = 0; i < survivors.Count; i++)
+            for (var i = 0; i < cluster.Active.Count; i++)
             {
-                options.Settings[$"Quintet:Cluster:Seeds:{i}"] = $"127.0.0.1:{survivors[i].ClusterPort}";
+                options.Settings[$"Quintet:Cluster:Seeds:{i}"] = $"127.0.0.1:{survivors[i % survivors.Count].ClusterPort}";
             }
 
             var open = await cluster.AddManagerAsync();
+            foreach (var reason in RefusalReasons)
+            {
+                await AssertRefusalLoggedAsync(survivors, reason);
+            }
+
             await AssertViewStaysAsync(cluster, survivors, view);
             Assert.DoesNotContain(await LogOfAsync(open), l => l.Contains("This manager is Up", StringComparison.Ordinal));
+            Assert.DoesNotContain(await LogOfAsync(rogue), l => l.Contains("This manager is Up", StringComparison.Ordinal));
+            await cluster.KillAsync(rogue);
             output.WriteLine(cluster.DescribeLogs(15));
         });
     }
 
-    /// <summary>The survivors' view stays <paramref name="view"/> for <see cref="RefusalWindow"/>, and one of them logged the refusal.</summary>
-    private async Task AssertRefusedAsync(LocalCluster cluster, IReadOnlyList<ManagerProcess> survivors, string view, string reason)
+    /// <summary>One of the survivors logged the refusal on the cluster port with <paramref name="reason"/>.</summary>
+    private async Task AssertRefusalLoggedAsync(IReadOnlyList<ManagerProcess> survivors, string reason)
     {
-        await AssertViewStaysAsync(cluster, survivors, view);
         await Quintet.Tests.Eventually.TrueAsync(
             async () => (await Task.WhenAll(survivors.Select(LogOfAsync))).SelectMany(l => l).Any(l =>
                 l.Contains("TLS: refused the peer", StringComparison.Ordinal)
@@ -124,6 +124,7 @@ public sealed class ClusterTlsTests(ITestOutputHelper output)
         output.WriteLine(string.Join('\n', lines.Take(3)));
     }
 
+    /// <summary>The survivors' view stays <paramref name="view"/> for <see cref="RefusalWindow"/>.</summary>
     private static async Task AssertViewStaysAsync(LocalCluster cluster, IReadOnlyList<ManagerProcess> survivors, string view)
     {
         var until = DateTime.UtcNow + RefusalWindow;
