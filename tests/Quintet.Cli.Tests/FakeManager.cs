@@ -46,6 +46,13 @@ internal sealed class FakeManager : IAsyncDisposable
     public Func<SetQosRequest, SetQosResponse> SetQos { get; set; } =
         _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
 
+    /// <summary>What ListRoleAssignments returns.</summary>
+    public ListRoleAssignmentsResponse Roles { get; } = new();
+
+    /// <summary>The answer to AddRoleMembers, RemoveRoleMembers and SetRoleMembers, by method name.</summary>
+    public Func<string, RoleMembersRequest, RoleMembersResponse> ChangeRoles { get; set; } =
+        (_, _) => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
     public ConcurrentQueue<object> Requests { get; } = new();
 
     public static async Task<FakeManager> StartAsync(string nodeName)
@@ -59,6 +66,7 @@ internal sealed class FakeManager : IAsyncDisposable
         var app = builder.Build();
         app.MapGrpcService<FakeClusterAdmin>();
         app.MapGrpcService<FakeComponentAdmin>();
+        app.MapGrpcService<FakeComponentRoles>();
         await app.StartAsync();
         var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFeature<IServerAddressesFeature>().Addresses.Single();
         manager = new FakeManager(nodeName, app, address);
@@ -90,6 +98,27 @@ internal sealed class FakeManager : IAsyncDisposable
             var response = new ListManagersResponse { ClusterName = "fake", AnsweredBy = manager.Describe().Address };
             response.Managers.AddRange(manager.Cluster);
             return Task.FromResult(response);
+        }
+    }
+
+    private sealed class FakeComponentRoles(FakeManager manager) : ComponentRoles.ComponentRolesBase
+    {
+        public override Task<ListRoleAssignmentsResponse> ListRoleAssignments(ListRoleAssignmentsRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Roles);
+        }
+
+        public override Task<RoleMembersResponse> AddRoleMembers(RoleMembersRequest request, ServerCallContext context) => Change(nameof(AddRoleMembers), request);
+
+        public override Task<RoleMembersResponse> RemoveRoleMembers(RoleMembersRequest request, ServerCallContext context) => Change(nameof(RemoveRoleMembers), request);
+
+        public override Task<RoleMembersResponse> SetRoleMembers(RoleMembersRequest request, ServerCallContext context) => Change(nameof(SetRoleMembers), request);
+
+        private Task<RoleMembersResponse> Change(string method, RoleMembersRequest request)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.ChangeRoles(method, request));
         }
     }
 

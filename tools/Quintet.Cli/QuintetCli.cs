@@ -19,6 +19,7 @@ public static class QuintetCli
             ComponentCommand.Create(context),
             ComponentCommand.CreateProto(context),
             QosCommand.Create(context),
+            RolesCommand.Create(context),
             CertsCommand.Create(context),
             AuditCommand.Create(context),
         }, output, error, cancellationToken);

@@ -143,8 +143,19 @@ public sealed record ComponentCall(string Operation, string RequestId, string? C
     /// </summary>
     public IReadOnlyList<string> CallerRoles { get; init; } = [];
 
-    /// <summary>Whether the authenticated caller has <paramref name="role"/> (compared exactly); always false with security off.</summary>
-    public bool IsCallerInRole(string role) => CallerRoles.Contains(role, StringComparer.Ordinal);
+    /// <summary>
+    /// The roles the package declares (<see cref="ComponentRolesAttribute"/>) whose members, as an administrator assigned
+    /// them (<c>quintet roles add</c>), include the caller, by its name or by one of its <see cref="CallerRoles"/>: its
+    /// roles in this package. Empty with security off, and for a package that declares no roles.
+    /// </summary>
+    public IReadOnlyList<string> PackageRoles { get; init; } = [];
+
+    /// <summary>
+    /// Whether the authenticated caller is in <paramref name="role"/> (compared exactly): a role of its credential
+    /// (<see cref="CallerRoles"/>) or a role of this package it was made a member of (<see cref="PackageRoles"/>).
+    /// Always false with security off.
+    /// </summary>
+    public bool IsCallerInRole(string role) => CallerRoles.Contains(role, StringComparer.Ordinal) || PackageRoles.Contains(role, StringComparer.Ordinal);
 }
 
 /// <summary>Who an instance is and where it runs.</summary>

@@ -259,8 +259,21 @@ internal sealed class ComponentAdminService(
         {
             var classInfo = new ComponentClassInfo { ClassName = componentClass.Name };
             classInfo.Contracts.AddRange(componentClass.Contracts.Select(c => c.ServiceName));
+            classInfo.Roles.AddRange(componentClass.Roles);
+            foreach (var contract in componentClass.Contracts)
+            {
+                foreach (var operation in contract.Operations.Values.OrderBy(o => o.Name, StringComparer.Ordinal))
+                {
+                    var operationInfo = new OperationInfo { Contract = contract.ServiceName, Operation = operation.Name, RolesDeclaredOn = operation.RolesDeclaredOn };
+                    operationInfo.Roles.AddRange(operation.Roles);
+                    classInfo.Operations.Add(operationInfo);
+                }
+            }
+
             info.Classes.Add(classInfo);
         }
+
+        info.Roles.AddRange(package.Roles);
 
         return info;
     }

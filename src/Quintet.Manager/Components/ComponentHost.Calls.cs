@@ -150,7 +150,7 @@ internal sealed partial class ComponentHost
             try
             {
                 var lifecycle = (IComponentLifecycle)shadow.Instance!;
-                lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline) { CallerRoles = call.CallerRoles ?? [] });
+                lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline) { CallerRoles = call.CallerRoles ?? [], PackageRoles = call.PackageRoles ?? [] });
                 object? value;
                 try
                 {

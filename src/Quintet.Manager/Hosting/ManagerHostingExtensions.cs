@@ -113,6 +113,7 @@ public static class ManagerHostingExtensions
             .AddServiceOptions<ClusterAdminService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<GroupDiagnosticsService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<AuditService>(o => o.Interceptors.Add<AuditInterceptor>())
+            .AddServiceOptions<ComponentRolesService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerChannels.MaxMessageBytes)
             .AddServiceOptions<Persistence.Replication.StoreReplicationService>(o => o.MaxReceiveMessageSize = Persistence.Replication.StoreWire.MaxMessageBytes);
 
@@ -145,6 +146,8 @@ public static class ManagerHostingExtensions
             };
         });
         builder.Services.AddHostedService<DurableStructuresStarter>();
+        builder.Services.AddSingleton<RoleAssignments>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<RoleAssignments>());
         builder.Services.AddSingleton<Quintet.Runtime.Coordination.CoordinationService>();
         builder.Services.AddSingleton<InstanceDirectory>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<InstanceDirectory>());
@@ -217,6 +220,7 @@ public static class ManagerHostingExtensions
             app.MapGrpcService<GroupDiagnosticsService>();
             app.MapGrpcService<ComponentAdminService>();
             app.MapGrpcService<AuditService>();
+            app.MapGrpcService<ComponentRolesService>();
             app.MapGrpcService<PackageDistributionService>();
             app.MapGrpcService<InstanceTransferService>();
             app.MapGrpcService<ReplicaHostingService>();
@@ -233,6 +237,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<GroupDiagnosticsService>().RequireAccessByMethod();
         app.MapGrpcService<ComponentAdminService>().RequireAccessByMethod();
         app.MapGrpcService<AuditService>().RequireAccessByMethod();
+        app.MapGrpcService<ComponentRolesService>().RequireAccessByMethod();
         app.MapGrpcService<ComponentInstancesService>().RequireAccessByMethod();
         app.MapGrpcService<PackageDistributionService>().RequireAccess(Access.Manager);
         app.MapGrpcService<InstanceTransferService>().RequireAccess(Access.Manager);

@@ -32,6 +32,15 @@ internal sealed class ComponentOperation
 
     public Type ResponseType { get; }
 
+    /// <summary>
+    /// The roles that open this operation (<see cref="ComponentRolesAttribute"/>): its own, else its contract's, else its
+    /// class's; empty when none of them declares any.
+    /// </summary>
+    public IReadOnlyList<string> Roles { get; init; } = [];
+
+    /// <summary>Where <see cref="Roles"/> were declared: <c>operation</c>, <c>contract</c> or <c>component</c>; empty when nowhere.</summary>
+    public string RolesDeclaredOn { get; init; } = string.Empty;
+
     /// <summary>Reads a request; a malformed one throws <see cref="ProtoException"/> or <see cref="EndOfStreamException"/>.</summary>
     public object ReadRequest(ReadOnlySequence<byte> bytes) => _model.Deserialize(RequestType, bytes, null, null);
 
@@ -89,6 +98,9 @@ internal sealed class ComponentContract(string serviceName, Type interfaceType, 
     public Type InterfaceType { get; } = interfaceType;
 
     public IReadOnlyDictionary<string, ComponentOperation> Operations { get; } = operations;
+
+    /// <summary>The roles that open the contract's operations that declare none: its own, else its class's; empty when neither declares any.</summary>
+    public IReadOnlyList<string> Roles { get; init; } = [];
 }
 
 /// <summary>A component class of a deployed package.</summary>
@@ -109,6 +121,18 @@ internal sealed class ComponentClass(string name, Type type, IReadOnlyList<Compo
     public Type Type { get; } = type;
 
     public IReadOnlyList<ComponentContract> Contracts { get; } = contracts;
+
+    /// <summary>The name of the package the class belongs to: whose role assignments its calls are checked against.</summary>
+    public string PackageName { get; init; } = string.Empty;
+
+    /// <summary>The roles the class itself declares (<see cref="ComponentRolesAttribute"/>); empty when none.</summary>
+    public IReadOnlyList<string> Roles { get; init; } = [];
+
+    /// <summary>
+    /// Whether the class's package declares roles anywhere (on any class, contract or operation): then every call on the
+    /// class is checked, and an operation that answers to no role admits no client. Set once, when the package is loaded.
+    /// </summary>
+    public bool PackageDeclaresRoles { get; set; }
 
     public Component CreateInstance() => create();
 

@@ -20,6 +20,13 @@ internal sealed class ComponentPackage(PackageManifest manifest, string director
 
     public IReadOnlyList<ComponentClass> Classes { get; } = classes;
 
+    /// <summary>Every role the package declares, on any class, contract or operation, sorted; empty when it declares none.</summary>
+    public IReadOnlyList<string> Roles { get; } =
+    [
+        .. classes.SelectMany(c => c.Roles.Concat(c.Contracts.SelectMany(contract => contract.Roles.Concat(contract.Operations.Values.SelectMany(o => o.Roles)))))
+            .Distinct(StringComparer.Ordinal).Order(StringComparer.Ordinal),
+    ];
+
     /// <summary>Starts unloading the package's assemblies; the reference tells when the runtime has let them go.</summary>
     public WeakReference Unload()
     {
@@ -74,10 +81,12 @@ internal static class PackageLoader
 
             // One protobuf-net model per package: it holds the package's types and goes with them on undeploy.
             var model = RuntimeTypeModel.Create($"quintet-package-{manifest.Name}");
-            var classes = manifest.Components.Select((entry, i) => LoadClass(assembly, entry, i, model)).ToList();
+            var classes = manifest.Components.Select((entry, i) => LoadClass(assembly, manifest.Name, entry, i, model)).ToList();
+            var declaresRoles = classes.Any(c => c.Contracts.Any(contract => contract.Operations.Values.Any(o => o.Roles.Count > 0)));
             foreach (var componentClass in classes)
             {
                 componentClass.Qos = qos.GetValueOrDefault(componentClass.Name, QosSpec.Default);
+                componentClass.PackageDeclaresRoles = declaresRoles;
                 if (IsolationRules.Unsupported(componentClass.Qos) is { } unsupported)
                 {
                     throw new PackageException($"{componentClass.Name}.{unsupported}.");
@@ -139,7 +148,7 @@ internal static class PackageLoader
         }
     }
 
-    private static ComponentClass LoadClass(Assembly assembly, PackageManifest.ComponentEntry entry, int index, TypeModel model)
+    private static ComponentClass LoadClass(Assembly assembly, string packageName, PackageManifest.ComponentEntry entry, int index, TypeModel model)
     {
         var field = $"components[{index}]";
         var type = assembly.GetType(entry.Class, throwOnError: false)
@@ -154,9 +163,15 @@ internal static class PackageLoader
             throw new PackageException($"{field}.class: {entry.Class} needs a public constructor without parameters.");
         }
 
-        var contracts = entry.Contracts.Select((name, i) => LoadContract(type, name, $"{field}.contracts[{i}]", model)).ToList();
+        var classRoles = DeclaredRoles.Own(type, $"{field}.class");
+        var contracts = entry.Contracts.Select((name, i) => LoadContract(type, name, $"{field}.contracts[{i}]", model, classRoles)).ToList();
         var create = Expression.Lambda<Func<Component>>(Expression.Convert(Expression.New(type), typeof(Component))).Compile();
-        return new ComponentClass(entry.Class, type, contracts, create) { Factory = LoadFactory(assembly, entry, type, field) };
+        return new ComponentClass(entry.Class, type, contracts, create)
+        {
+            Factory = LoadFactory(assembly, entry, type, field),
+            PackageName = packageName,
+            Roles = classRoles,
+        };
     }
 
     /// <summary>The class factory the manifest names for a class, or the default one (GUID keys, QoS placement).</summary>
@@ -191,17 +206,22 @@ internal static class PackageLoader
     }
 
 
-    private static ComponentContract LoadContract(Type type, string name, string field, TypeModel model)
+    private static ComponentContract LoadContract(Type type, string name, string field, TypeModel model, IReadOnlyList<string> classRoles)
     {
         var contract = type.GetInterfaces().FirstOrDefault(i => i.FullName == name)
             ?? throw new PackageException($"{field}: {type.FullName} does not implement {name}.");
         var attribute = contract.GetCustomAttribute<ComponentContractAttribute>()
             ?? throw new PackageException($"{field}: {name} is not marked [ComponentContract(\"service.name\")].");
 
+        var contractOwn = DeclaredRoles.Own(contract, field);
+        var contractRoles = DeclaredRoles.Inherit(contractOwn, classRoles);
+        var contractFrom = contractOwn.Count > 0 ? "contract" : classRoles.Count > 0 ? "component" : string.Empty;
         var operations = new Dictionary<string, ComponentOperation>(StringComparer.Ordinal);
         foreach (var method in contract.GetMethods())
         {
-            var operation = LoadOperation(method, $"{field} ({name}.{method.Name})", model);
+            var operationField = $"{field} ({name}.{method.Name})";
+            var own = DeclaredRoles.OwnOfOperation(type, method, operationField);
+            var operation = LoadOperation(method, operationField, model, DeclaredRoles.Inherit(own, contractRoles), own.Count > 0 ? "operation" : contractFrom);
             if (!operations.TryAdd(operation.Name, operation))
             {
                 throw new PackageException($"{field}: {name} has two operations named {operation.Name}; names must be unique without the Async suffix.");
@@ -213,10 +233,10 @@ internal static class PackageLoader
             throw new PackageException($"{field}: {name} has no operations.");
         }
 
-        return new ComponentContract(attribute.Name, contract, operations);
+        return new ComponentContract(attribute.Name, contract, operations) { Roles = contractRoles };
     }
 
-    private static ComponentOperation LoadOperation(MethodInfo method, string field, TypeModel model)
+    private static ComponentOperation LoadOperation(MethodInfo method, string field, TypeModel model, IReadOnlyList<string> roles, string rolesDeclaredOn)
     {
         var parameters = method.GetParameters();
         var returnsTask = method.ReturnType.IsGenericType && method.ReturnType.GetGenericTypeDefinition() == typeof(Task<>);
@@ -236,6 +256,6 @@ internal static class PackageLoader
         }
 
         var name = method.Name.EndsWith("Async", StringComparison.Ordinal) && method.Name.Length > 5 ? method.Name[..^5] : method.Name;
-        return new ComponentOperation(name, method, requestType, responseType, model);
+        return new ComponentOperation(name, method, requestType, responseType, model) { Roles = roles, RolesDeclaredOn = rolesDeclaredOn };
     }
 }

@@ -56,6 +56,12 @@ internal static class GrpcAccess
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.ListInstances))] = Access.Reader,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.GetQos))] = Access.Reader,
 
+        // Who may call which component is the administrators' to decide; anyone who reads the cluster may see it.
+        [Name(ComponentRoles.Descriptor.FullName, nameof(ComponentRoles.ComponentRolesBase.ListRoleAssignments))] = Access.Reader,
+        [Name(ComponentRoles.Descriptor.FullName, nameof(ComponentRoles.ComponentRolesBase.AddRoleMembers))] = Access.Admin,
+        [Name(ComponentRoles.Descriptor.FullName, nameof(ComponentRoles.ComponentRolesBase.RemoveRoleMembers))] = Access.Admin,
+        [Name(ComponentRoles.Descriptor.FullName, nameof(ComponentRoles.ComponentRolesBase.SetRoleMembers))] = Access.Admin,
+
         // Who did what is for administrators alone.
         [Name(Audit.Descriptor.FullName, nameof(Audit.AuditBase.ListAuditEntries))] = Access.Admin,
 
@@ -78,7 +84,7 @@ internal static class GrpcAccess
 
     /// <summary>The services whose methods are in <see cref="Methods"/>, one by one.</summary>
     public static IReadOnlyList<Google.Protobuf.Reflection.ServiceDescriptor> AdministrationServices { get; } =
-        [ClusterAdmin.Descriptor, ComponentAdmin.Descriptor, Audit.Descriptor, ComponentInstances.Descriptor, GroupDiagnostics.Descriptor];
+        [ClusterAdmin.Descriptor, ComponentAdmin.Descriptor, ComponentRoles.Descriptor, Audit.Descriptor, ComponentInstances.Descriptor, GroupDiagnostics.Descriptor];
 
     private static string Name(string service, string method) => $"/{service}/{method}";
 

@@ -18,6 +18,10 @@ public class GrpcAccessTests
         Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentAdmin/SetQos"]);
         Assert.Equal(Access.Operator, GrpcAccess.Methods["/quintet.admin.v1.ComponentAdmin/MigrateInstance"]);
         Assert.Equal(Access.Reader, GrpcAccess.Methods["/quintet.admin.v1.ClusterAdmin/ListManagers"]);
+        Assert.Equal(Access.Reader, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/ListRoleAssignments"]);
+        Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/AddRoleMembers"]);
+        Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/RemoveRoleMembers"]);
+        Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/SetRoleMembers"]);
     }
 
     [Theory]

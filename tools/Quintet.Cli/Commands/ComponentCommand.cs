@@ -34,12 +34,12 @@ internal static class ComponentCommand
         list.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetRequiredValue(listEndpoint), CallDeadline, async (channel, deadline) =>
         {
             var response = await new ComponentAdmin.ComponentAdminClient(channel).ListPackagesAsync(new ListPackagesRequest(), deadline: deadline, cancellationToken: token);
-            var table = new Table().AddColumns("package", "version", "class", "contracts");
+            var table = new Table().AddColumns("package", "version", "class", "contracts", "roles");
             foreach (var package in response.Packages)
             {
                 foreach (var componentClass in package.Classes)
                 {
-                    table.AddRow(Markup.Escape(package.Name), Markup.Escape(package.Version), Markup.Escape(componentClass.ClassName), Markup.Escape(string.Join(", ", componentClass.Contracts)));
+                    table.AddRow(Markup.Escape(package.Name), Markup.Escape(package.Version), Markup.Escape(componentClass.ClassName), Markup.Escape(string.Join(", ", componentClass.Contracts)), Markup.Escape(DescribeRoles(package, componentClass)));
                 }
             }
 
@@ -53,6 +53,12 @@ internal static class ComponentCommand
             deploy, undeploy, list, InstanceCommand.CreateInstances(context), InstanceCommand.CreateMigrate(context),
         };
     }
+
+    /// <summary>Each operation with the roles that open it; "any caller" for a package that declares none.</summary>
+    private static string DescribeRoles(PackageInfo package, ComponentClassInfo componentClass) =>
+        package.Roles.Count == 0
+            ? "any caller"
+            : string.Join("; ", componentClass.Operations.Select(o => $"{o.Operation}: {(o.Roles.Count == 0 ? "nobody" : string.Join(", ", o.Roles))}"));
 
     public static Command CreateProto(CliContext context)
     {
