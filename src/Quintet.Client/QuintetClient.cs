@@ -22,7 +22,7 @@ namespace Quintet.Client;
 /// per manager. It only ever calls the configured endpoints and endpoints a manager named.
 /// </para>
 /// <para>
-/// <b>Failover.</b> A call that fails with <c>UNAVAILABLE</c> — the manager is down or refuses connections, is cut off
+/// <b>Failover.</b> A call that fails with <c>UNAVAILABLE</c> (or whose manager closes the connection as it stops, which grpc-dotnet reports as <c>INTERNAL</c>) — the manager is down or refuses connections, is cut off
 /// from the majority of the cluster, or asks for a retry while the instance moves — forgets its route and is tried
 /// again on the next configured endpoint (round robin), backing off from 50 ms to 500 ms, until
 /// <see cref="QuintetClientOptions.FailoverBudget"/> is spent; then it throws the last <see cref="RpcException"/>, its

@@ -114,7 +114,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 _responseHeaders.TrySetResult(headers);
                 return response;
             }
-            catch (RpcException e) when (e.StatusCode == StatusCode.Unavailable && !_cancel.IsCancellationRequested)
+            catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ClosedByStoppingManager(e)) && !_cancel.IsCancellationRequested)
             {
                 // The manager is down, refused, is cut off from the majority, or asked for a retry: none of these ran
                 // the call (unless a connection broke while it ran). Forget a route that led here: the instance is
@@ -159,6 +159,16 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
             }
         }
     }
+
+    /// <summary>
+    /// Whether the attempt failed because its manager closed the connection as it stopped (HTTP/2 GOAWAY with NO_ERROR):
+    /// grpc-dotnet reports that as <c>INTERNAL</c> ("Error starting gRPC call"), where other gRPC libraries say
+    /// <c>UNAVAILABLE</c>. It is a manager going away, like a refused connection, so it is failed over the same way
+    /// (at least once, as any connection that breaks during a call).
+    /// </summary>
+    private static bool ClosedByStoppingManager(RpcException e) =>
+        e.StatusCode == StatusCode.Internal
+        && e.Status.DebugException is HttpRequestException { HttpRequestError: HttpRequestError.HttpProtocolError, InnerException: HttpProtocolException { ErrorCode: 0 } };
 
     /// <summary>Ends the call with <paramref name="error"/>: its status and the last attempt's headers become the call's.</summary>
     private RpcException Finish(AsyncUnaryCall<TResponse> last, RpcException error)

@@ -1,9 +1,11 @@
 using System.Diagnostics;
+using System.Security.Cryptography.X509Certificates;
 using System.Text;
 using Grpc.Core;
 using Grpc.Health.V1;
 using Quintet.Protocol.Admin;
 using Quintet.Protocol.Diagnostics;
+using Quintet.Security;
 
 namespace Quintet.TestingHost;
 
@@ -21,6 +23,7 @@ public sealed class LocalCluster : IAsyncDisposable
     private readonly string _managerPath;
     private readonly List<ManagerProcess> _managers = [];
     private readonly Lock _gate = new();
+    private (ClusterTrust Trust, X509Certificate2 Certificate)? _channelCredentials;
     private int _disposed;
 
     private LocalCluster(LocalClusterOptions options)
@@ -86,6 +89,10 @@ public sealed class LocalCluster : IAsyncDisposable
         {
             manager = new ManagerProcess(_managers.Count + 1, _options, _managerPath, LogDirectory);
             _managers.Add(manager);
+            if (_channelCredentials is { } given)
+            {
+                manager.UseChannelCredentials(given.Trust, given.Certificate);
+            }
         }
 
         await manager.StartAsync(SeedsExcept(manager), cancellationToken);
@@ -147,6 +154,25 @@ public sealed class LocalCluster : IAsyncDisposable
         }
 
         await manager.StartAsync(SeedsExcept(manager), cancellationToken);
+    }
+
+    /// <summary>
+    /// Makes every manager's <see cref="ManagerProcess.Channel"/>, of those started so far and those added later (and so
+    /// every wait and helper of the cluster), trust <paramref name="trust"/>'s CAs and present <paramref name="certificate"/> from now on: after the managers'
+    /// certificates or trusted CAs changed (a CA rotation). The caller keeps the certificate alive while the cluster runs.
+    /// </summary>
+    public void UseChannelCredentials(ClusterTrust trust, X509Certificate2 certificate)
+    {
+        ArgumentNullException.ThrowIfNull(trust);
+        ArgumentNullException.ThrowIfNull(certificate);
+        lock (_gate)
+        {
+            _channelCredentials = (trust, certificate);
+            foreach (var manager in _managers)
+            {
+                manager.UseChannelCredentials(trust, certificate);
+            }
+        }
     }
 
     /// <summary>The cluster as one manager sees it, with each manager's own report.</summary>

@@ -56,6 +56,15 @@ public sealed class LocalClusterOptions
     public LocalCertificates? Certificates { get; set; }
 
     /// <summary>
+    /// Whether each manager gets a certificates folder of its own (<see cref="ManagerProcess.CertificatesDirectory"/>):
+    /// a copy of <see cref="Certificates"/>' <c>ca.crt</c>, <c>manager.crt</c> and <c>manager.key</c>, made at the
+    /// manager's first start and read again at every start, so that a test can change one manager's certificate or
+    /// trusted CAs and restart it alone (a CA rotation, one manager at a time).
+    /// <value>Default: false (every manager reads <see cref="Certificates"/>' folder).</value>
+    /// </summary>
+    public bool CertificatesPerManager { get; set; }
+
+    /// <summary>
     /// The bound on every wait of the cluster: a manager's start, a view, a stop.
     /// <value>Default: 60 s (generous, for small shared machines).</value>
     /// </summary>

@@ -1,7 +1,9 @@
 using System.Diagnostics;
+using System.Security.Cryptography.X509Certificates;
 using System.Text.Json;
 using Grpc.Net.Client;
 using Quintet.Protocol.Admin;
+using Quintet.Security;
 
 namespace Quintet.TestingHost;
 
@@ -16,6 +18,7 @@ public sealed class ManagerProcess : IAsyncDisposable
     private readonly List<string> _logFiles = [];
     private Process? _process;
     private GrpcChannel? _channel;
+    private (ClusterTrust Trust, X509Certificate2 Certificate)? _channelCredentials;
 
     internal ManagerProcess(int index, LocalClusterOptions options, string managerPath, string logDirectory)
     {
@@ -77,23 +80,43 @@ public sealed class ManagerProcess : IAsyncDisposable
     /// <summary>The outputs of every process that ran this manager, oldest first.</summary>
     public IReadOnlyList<string> LogFiles => _logFiles;
 
+    /// <summary>
+    /// The certificates folder this manager starts with: its own (beside its logs) with
+    /// <see cref="LocalClusterOptions.CertificatesPerManager"/>, else <see cref="LocalClusterOptions.Certificates"/>'
+    /// folder; empty when security is off. Files changed here take effect at the manager's next start.
+    /// </summary>
+    public string CertificatesDirectory => _options.Certificates is not { } certificates
+        ? string.Empty
+        : _options.CertificatesPerManager ? Path.Combine(LogDirectory, Name + "-certs") : certificates.Directory;
+
     /// <summary>A client of this manager's admin API.</summary>
     public ClusterAdmin.ClusterAdminClient Admin => new(Channel);
 
     /// <summary>
     /// A gRPC channel to this manager, for any service it serves. On a secured cluster
     /// (<see cref="LocalClusterOptions.Certificates"/>) it is https and presents the cluster's <c>admin</c> client
-    /// certificate (<see cref="LocalCertificates.AdminCertificate"/>).
+    /// certificate (<see cref="LocalCertificates.AdminCertificate"/>), unless
+    /// <see cref="LocalCluster.UseChannelCredentials"/> gave others.
     /// </summary>
-    public GrpcChannel Channel => _channel ??= _options.Certificates is { } certificates
-        ? certificates.CreateChannel(GrpcEndpoint, certificates.AdminCertificate)
-        : GrpcChannel.ForAddress(GrpcEndpoint);
+    public GrpcChannel Channel => _channel ??= _channelCredentials is { } given
+        ? LocalCertificates.CreateChannel(GrpcEndpoint, given.Trust, given.Certificate)
+        : _options.Certificates is { } certificates
+            ? certificates.CreateChannel(GrpcEndpoint, certificates.AdminCertificate)
+            : GrpcChannel.ForAddress(GrpcEndpoint);
 
     /// <inheritdoc />
     public override string ToString() => $"{Name} (pid {ProcessId}, {ClusterAddress})";
 
     /// <summary>Sets the cluster port the first start listens on (instead of one the system picks).</summary>
     internal void PresetClusterPort(int port) => ClusterPort = port;
+
+    /// <summary>Replaces <see cref="Channel"/> with one that trusts <paramref name="trust"/> and presents <paramref name="certificate"/>.</summary>
+    internal void UseChannelCredentials(ClusterTrust trust, X509Certificate2 certificate)
+    {
+        _channelCredentials = (trust, certificate);
+        _channel?.Dispose();
+        _channel = null;
+    }
 
     internal async Task StartAsync(IReadOnlyCollection<string> seeds, CancellationToken cancellationToken)
     {
@@ -130,7 +153,16 @@ public sealed class ManagerProcess : IAsyncDisposable
 
         if (_options.Certificates is { } certificates)
         {
-            arguments.Add($"--Quintet:Security:CertificatesDirectory={certificates.Directory}");
+            if (_options.CertificatesPerManager && !Directory.Exists(CertificatesDirectory))
+            {
+                Directory.CreateDirectory(CertificatesDirectory);
+                foreach (var file in new[] { CertificateFiles.AuthorityCertificate, CertificateFiles.ManagerCertificate, CertificateFiles.ManagerKey })
+                {
+                    File.Copy(Path.Combine(certificates.Directory, file), Path.Combine(CertificatesDirectory, file));
+                }
+            }
+
+            arguments.Add($"--Quintet:Security:CertificatesDirectory={CertificatesDirectory}");
         }
         else if (_options.Network is not null)
         {

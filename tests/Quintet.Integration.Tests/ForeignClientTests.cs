@@ -68,7 +68,7 @@ public class ForeignClientTests(ITestOutputHelper output)
         });
     }
 
-    private static async Task<(int Code, string Output)> CliAsync(params string[] args)
+    internal static async Task<(int Code, string Output)> CliAsync(params string[] args)
     {
         using var stdout = new StringWriter();
         using var stderr = new StringWriter();

@@ -45,10 +45,14 @@ internal static class DemoCommand
             DefaultValueFactory = _ => TimeSpan.FromSeconds(5),
         };
         var noKill = new Option<bool>("--no-kill") { Description = "Kill no manager." };
+        var insecure = new Option<bool>("--insecure")
+        {
+            Description = "Start the managers with security off (plaintext http, no certificates), as before security existed; by default the demo makes a CA and certificates and runs secured.",
+        };
 
         var demo = new RootCommand("Start a local Quintet cluster on loopback, deploy the BankAccount sample, drive clients, kill a manager; Ctrl+C stops everything.")
         {
-            managers, host, duration, killAfter, noKill,
+            managers, host, duration, killAfter, noKill, insecure,
         };
         demo.SetAction((parse, cancellationToken) => RunAsync(
             context,
@@ -56,11 +60,12 @@ internal static class DemoCommand
             parse.GetRequiredValue(host),
             parse.GetValue(duration),
             parse.GetValue(noKill) ? null : parse.GetValue(killAfter),
+            parse.GetValue(insecure),
             cancellationToken));
         return demo;
     }
 
-    private static async Task<int> RunAsync(CliContext context, int managers, string host, TimeSpan? duration, TimeSpan? killAfter, CancellationToken cancellationToken)
+    private static async Task<int> RunAsync(CliContext context, int managers, string host, TimeSpan? duration, TimeSpan? killAfter, bool insecure, CancellationToken cancellationToken)
     {
         var console = context.Console;
         var options = new LocalClusterOptions
@@ -70,8 +75,14 @@ internal static class DemoCommand
             ClusterName = "quintet-demo",
             LogDirectory = Path.Combine(Path.GetTempPath(), "quintet-demo", DateTime.Now.ToString("yyyyMMdd-HHmmss", System.Globalization.CultureInfo.InvariantCulture)),
         };
-        console.MarkupLine($"Starting a local Quintet cluster of [bold]{managers}[/] managers on {Markup.Escape(host)}.");
+        using var certificates = insecure ? null : DemoCertificates.Create(Path.Combine(options.LogDirectory, "certs"));
+        options.Certificates = certificates?.Files;
+        console.MarkupLine($"Starting a local Quintet cluster of [bold]{managers}[/] managers on {Markup.Escape(host)}{(insecure ? ", security off (--insecure)" : ", secured")}.");
         console.MarkupLine($"[grey]Manager logs: {Markup.Escape(options.LogDirectory)}[/]");
+        if (certificates is not null)
+        {
+            console.MarkupLine($"[grey]Certificates (a CA of its own, the managers' certificate, clients '{DemoCertificates.ClientUser}' and '{DemoCertificates.AdminUser}' with role admin): {Markup.Escape(certificates.Directory)}[/]");
+        }
 
         LocalCluster cluster;
         var started = Stopwatch.StartNew();
@@ -94,7 +105,11 @@ internal static class DemoCommand
             var first = cluster.Managers[0];
             var view = await cluster.ViewOfAsync(first, cancellationToken);
             console.Write(ClusterView.ToTable(view));
-            console.MarkupLine($"The cluster is up after {started.Elapsed.TotalSeconds:F1} s. From another terminal: [bold]quintet cluster show --endpoint {first.GrpcEndpoint}[/]");
+            var show = certificates?.ClusterShowCommand(first.GrpcEndpoint) ?? $"quintet cluster show --endpoint {first.GrpcEndpoint}";
+            console.MarkupLine($"The cluster is up after {started.Elapsed.TotalSeconds:F1} s. To look at it from another terminal:");
+
+            // Written past the console's wrapping, on one line, so that it can be copied as it is.
+            await console.Profile.Out.Writer.WriteLineAsync("  " + show);
             console.MarkupLine(duration is { } d ? $"Running for {d.TotalSeconds:F0} s." : "Press [bold]Ctrl+C[/] to stop.");
 
             using var runFor = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
@@ -109,8 +124,8 @@ internal static class DemoCommand
             {
                 await cluster.WaitForGroupViewAsync(cluster.Managers, runFor.Token);
                 console.MarkupLine("Deploying the BankAccount sample (samples/BankAccount: primary/backup accounts) through the first manager...");
-                (workload, var package) = await DemoWorkload.StartAsync(cluster.Managers, runFor.Token);
-                console.MarkupLine($"Deployed [bold]{Markup.Escape(package.Name)}[/] {Markup.Escape(package.Version)} on every manager; 8 clients deposit into their accounts, each account on one manager with its backup on another; the client knows every manager and fails over.");
+                (workload, var package) = await DemoWorkload.StartAsync(cluster.Managers, certificates, runFor.Token);
+                console.MarkupLine($"Deployed [bold]{Markup.Escape(package.Name)}[/] {Markup.Escape(package.Version)} on every manager; 8 clients deposit into their accounts, each account on one manager with its backup on another; the client knows every manager and fails over{(certificates is null ? "" : $", presenting the client certificate of '{DemoCertificates.ClientUser}'")}.");
                 if (killAfter is not null && managers < 3)
                 {
                     console.MarkupLine("[grey]No manager is killed: that takes 3 or more, so that a majority survives.[/]");

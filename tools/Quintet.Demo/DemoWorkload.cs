@@ -28,9 +28,16 @@ internal sealed class DemoWorkload : IAsyncDisposable
     private long _errors;
     private string? _lastError;
 
-    private DemoWorkload(IReadOnlyList<ManagerProcess> managers)
+    private DemoWorkload(IReadOnlyList<ManagerProcess> managers, DemoCertificates? certificates)
     {
-        _client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. managers.Select(m => m.GrpcEndpoint)], FailoverBudget = FailoverBudget });
+        _client = QuintetClient.Connect(new QuintetClientOptions
+        {
+            Endpoints = [.. managers.Select(m => m.GrpcEndpoint)],
+            FailoverBudget = FailoverBudget,
+            CertificateAuthorityFile = certificates?.Authority,
+            CertificateFile = certificates?.ClientCertificate,
+            KeyFile = certificates?.ClientKey,
+        });
         _running = Task.WhenAll(Enumerable.Range(0, Workers).Select(RunWorkerAsync));
     }
 
@@ -44,9 +51,10 @@ internal sealed class DemoWorkload : IAsyncDisposable
     public long Retries => _client.Statistics.Retries;
 
     /// <summary>
-    /// Deploys BankAccount through the first manager, waits until every manager has it, and starts the clients.
+    /// Deploys BankAccount through the first manager, waits until every manager has it, and starts the clients, which
+    /// present the demo's client certificate when the cluster is secured (<paramref name="certificates"/>).
     /// </summary>
-    public static async Task<(DemoWorkload Workload, PackageInfo Package)> StartAsync(IReadOnlyList<ManagerProcess> managers, CancellationToken cancellationToken)
+    public static async Task<(DemoWorkload Workload, PackageInfo Package)> StartAsync(IReadOnlyList<ManagerProcess> managers, DemoCertificates? certificates, CancellationToken cancellationToken)
     {
         var response = await new ComponentAdmin.ComponentAdminClient(managers[0].Channel).DeployPackageAsync(
             new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) },
@@ -64,7 +72,7 @@ internal sealed class DemoWorkload : IAsyncDisposable
             await Task.Delay(200, cancellationToken);
         }
 
-        return (new DemoWorkload(managers), response.Package);
+        return (new DemoWorkload(managers, certificates), response.Package);
     }
 
     private async Task RunWorkerAsync(int worker)

@@ -17,12 +17,18 @@ namespace Quintet.Manager.Components;
 internal sealed partial class ComponentHost
 {
     /// <summary>The class serving <paramref name="service"/> and its contract.</summary>
-    /// <exception cref="InvocationException">No deployed class serves it (<c>UNIMPLEMENTED</c>).</exception>
+    /// <exception cref="InvocationException">No deployed class serves it (<c>UNIMPLEMENTED</c>), or not yet: this manager
+    /// is still copying the packages the cluster had when it joined (<c>UNAVAILABLE</c>, which clients retry elsewhere).</exception>
     public (ComponentClass Class, ComponentContract Contract) Resolve(string service)
     {
         if (_deployed.TryResolve(service, out var served, out var deployed))
         {
             return served;
+        }
+
+        if (!_deployed.CaughtUp)
+        {
+            throw new InvocationException(StatusCode.Unavailable, $"No component serves contract '{service}' here yet: this manager has just joined and is still copying the packages the other managers have; retry, on another manager meanwhile.");
         }
 
         var known = deployed.Count == 0 ? "none is deployed" : "deployed: " + string.Join(", ", deployed);

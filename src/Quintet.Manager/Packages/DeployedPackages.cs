@@ -10,6 +10,16 @@ internal sealed class DeployedPackages
     private readonly Dictionary<string, ComponentPackage> _packages = new(StringComparer.Ordinal);
     private readonly Dictionary<string, (ComponentClass Class, ComponentContract Contract)> _services = new(StringComparer.Ordinal);
     private readonly Dictionary<string, ComponentClass> _classes = new(StringComparer.Ordinal);
+    private volatile bool _caughtUp;
+
+    /// <summary>
+    /// Whether this manager has what the cluster had deployed when it joined (copied from another manager, or there was
+    /// none to copy from). Until then a contract not served here may be served once the copy is done.
+    /// </summary>
+    public bool CaughtUp => _caughtUp;
+
+    /// <summary>Records that the packages deployed before this manager joined are here (or could not be copied).</summary>
+    public void MarkCaughtUp() => _caughtUp = true;
 
     /// <summary>The deployed packages.</summary>
     public IReadOnlyList<ComponentPackage> All

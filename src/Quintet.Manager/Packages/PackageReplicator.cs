@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Akka.Actor;
 using Google.Protobuf;
 using Grpc.Core;
@@ -28,6 +29,11 @@ internal sealed partial class PackageReplicator(
 
     private static readonly TimeSpan JoinWait = TimeSpan.FromSeconds(30);
     private static readonly TimeSpan FetchDeadline = TimeSpan.FromSeconds(60);
+
+    // A manager restarted during a rolling restart may find the peer it asks still listed but stopping, or not yet
+    // reporting: it asks the others, and again a little later, rather than serve without the cluster's packages.
+    private static readonly TimeSpan CopyWait = TimeSpan.FromSeconds(60);
+    private static readonly TimeSpan CopyRetryInterval = TimeSpan.FromSeconds(1);
     private readonly TaskCompletionSource<LightGroupMember> _member = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     /// <summary>Tells every manager that <paramref name="package"/> was deployed here.</summary>
@@ -63,10 +69,9 @@ internal sealed partial class PackageReplicator(
             {
                 await CopyFromPeerAsync(member, stoppingToken);
             }
-            catch (RpcException e)
+            finally
             {
-                // The deploys that follow still arrive through the group; what the peer had is missing here.
-                LogCopyFailed(logger, e);
+                packages.MarkCaughtUp();
             }
 
             await foreach (var groupEvent in member.Events.ReadAllAsync(stoppingToken))
@@ -108,33 +113,67 @@ internal sealed partial class PackageReplicator(
         }
     }
 
-    /// <summary>Copies the packages a member of the group already has (its manager's list) that this manager lacks.</summary>
+    /// <summary>
+    /// Copies the packages a member of the group already has (its manager's list) that this manager lacks, from the
+    /// first member that answers; members are asked in turn, again every second, for <see cref="CopyWait"/> at most.
+    /// </summary>
     private async Task CopyFromPeerAsync(LightGroupMember member, CancellationToken cancellationToken)
     {
-        var peers = member.View?.Members.Select(m => m.Id.Host).Where(h => h != member.Self.Host).ToList() ?? [];
-        if (peers.Count == 0)
+        var started = Stopwatch.StartNew();
+        Exception? lastFailure = null;
+        while (true)
         {
-            return;
-        }
+            var peers = member.View?.Members.Select(m => m.Id.Host).Where(h => h != member.Self.Host).Distinct().ToList() ?? [];
+            if (peers.Count == 0)
+            {
+                return;
+            }
 
-        var host1 = peers[0];
+            foreach (var peer in peers)
+            {
+                var address = Address.Parse(peer.Node);
+                var endpoint = (await reports.CollectAsync([address], cancellationToken)).GetValueOrDefault(address)?.GrpcEndpoint;
+                if (endpoint is null)
+                {
+                    LogNoPeer(logger, peer.Node);
+                    continue;
+                }
 
-        var address = Address.Parse(host1.Node);
-        var endpoint = (await reports.CollectAsync([address], cancellationToken)).GetValueOrDefault(address)?.GrpcEndpoint;
-        if (endpoint is null)
-        {
-            LogNoPeer(logger, host1.Node);
-            return;
-        }
+                try
+                {
+                    var list = await new PackageDistribution.PackageDistributionClient(channels.For(endpoint)).ListDeployedAsync(new ListDeployedRequest(), deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
+                    foreach (var name in list.Names.Where(n => packages.All.All(h => h.Name != n)))
+                    {
+                        // A peer that stops between its list and the fetch is left for the next one, not given up on.
+                        await FetchAndDeployAsync(name, endpoint, cancellationToken, peerMayBeGone: true);
+                    }
 
-        var list = await new PackageDistribution.PackageDistributionClient(channels.For(endpoint)).ListDeployedAsync(new ListDeployedRequest(), deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
-        foreach (var name in list.Names.Where(n => packages.All.All(h => h.Name != n)))
-        {
-            await FetchAndDeployAsync(name, endpoint, cancellationToken);
+                    return;
+                }
+                catch (RpcException e) when (!cancellationToken.IsCancellationRequested)
+                {
+                    lastFailure = e;
+                    LogPeerDidNotAnswer(logger, peer.Node, e.StatusCode, e.Status.Detail);
+                }
+            }
+
+            if (started.Elapsed + CopyRetryInterval > CopyWait)
+            {
+                // The deploys that follow still arrive through the group; what the others had is missing here.
+                LogCopyFailed(logger, lastFailure, CopyWait.TotalSeconds);
+                return;
+            }
+
+            await Task.Delay(CopyRetryInterval, cancellationToken);
         }
     }
 
-    private async Task FetchAndDeployAsync(string name, string source, CancellationToken cancellationToken)
+    /// <summary>
+    /// Fetches package <paramref name="name"/> from <paramref name="source"/> and deploys it here; with
+    /// <paramref name="peerMayBeGone"/>, a source that does not answer throws its <see cref="RpcException"/> for the
+    /// caller to ask another manager, rather than being logged.
+    /// </summary>
+    private async Task FetchAndDeployAsync(string name, string source, CancellationToken cancellationToken, bool peerMayBeGone = false)
     {
         try
         {
@@ -142,7 +181,7 @@ internal sealed partial class PackageReplicator(
                 new GetPackageRequest { Name = name }, deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
             await deployer.DeployZipAsync(response.PackageZip.Memory, cancellationToken);
         }
-        catch (Exception e) when (e is RpcException or PackageException)
+        catch (Exception e) when (e is PackageException || (e is RpcException && !peerMayBeGone))
         {
             LogFetchFailed(logger, e, name, source);
         }
@@ -151,11 +190,14 @@ internal sealed partial class PackageReplicator(
     [LoggerMessage(Level = LogLevel.Warning, Message = "Package {Name} deployed at {Source} differs from the one of that name deployed here; this manager keeps its own")]
     private static partial void LogConflict(ILogger logger, string name, string source);
 
-    [LoggerMessage(Level = LogLevel.Error, Message = "Could not copy the packages other managers have; only packages deployed from now on will be served here")]
-    private static partial void LogCopyFailed(ILogger logger, Exception exception);
+    [LoggerMessage(Level = LogLevel.Error, Message = "Could not copy the packages other managers have: none answered within {Seconds:F0} s; only packages deployed from now on will be served here")]
+    private static partial void LogCopyFailed(ILogger logger, Exception? exception, double seconds);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "No report from {Node}: cannot copy its packages")]
+    [LoggerMessage(Level = LogLevel.Information, Message = "No report from {Node} yet: asking another manager for the packages")]
     private static partial void LogNoPeer(ILogger logger, string node);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "{Node} did not list its packages ({Status}: {Detail}): asking another manager")]
+    private static partial void LogPeerDidNotAnswer(ILogger logger, string node, StatusCode status, string detail);
 
     [LoggerMessage(Level = LogLevel.Error, Message = "Could not deploy package {Name} from {Source}; this manager does not serve it")]
     private static partial void LogFetchFailed(ILogger logger, Exception exception, string name, string source);
