@@ -93,7 +93,14 @@ internal static class CallBenchmark
         return (report.ManagedHeapBytes, report.WorkingSetBytes);
     }
 
-    private static async Task<(double Rate, double P50, double P99)> MeasureAsync(int concurrency, TimeSpan duration, Func<int, Task> call)
+    internal static async Task<(double Rate, double P50, double P99)> MeasureAsync(int concurrency, TimeSpan duration, Func<int, Task> call)
+    {
+        var (latencies, elapsed) = await RunAsync(concurrency, duration, call);
+        return Summarize(latencies, elapsed);
+    }
+
+    /// <summary>Runs <paramref name="concurrency"/> workers calling in a loop for <paramref name="duration"/>; every call's latency in ms.</summary>
+    internal static async Task<(List<double> Latencies, TimeSpan Elapsed)> RunAsync(int concurrency, TimeSpan duration, Func<int, Task> call)
     {
         var latencies = new List<double>[concurrency];
         var clock = Stopwatch.StartNew();
@@ -107,7 +114,13 @@ internal static class CallBenchmark
                 mine.Add(Stopwatch.GetElapsedTime(start).TotalMilliseconds);
             }
         }));
-        var all = latencies.SelectMany(l => l).Order().ToList();
-        return (all.Count / clock.Elapsed.TotalSeconds, all[all.Count / 2], all[Math.Min(all.Count - 1, (int)(all.Count * 0.99))]);
+        return ([.. latencies.SelectMany(l => l)], clock.Elapsed);
+    }
+
+    /// <summary>Calls per second, and the median and 99th percentile latency in ms.</summary>
+    internal static (double Rate, double P50, double P99) Summarize(List<double> latencies, TimeSpan elapsed)
+    {
+        var all = latencies.Order().ToList();
+        return (all.Count / elapsed.TotalSeconds, all[all.Count / 2], all[Math.Min(all.Count - 1, (int)(all.Count * 0.99))]);
     }
 }

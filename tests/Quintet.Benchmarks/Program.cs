@@ -3,7 +3,9 @@
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N --tls]
 //   (--rate: messages per second per manager; the default is as fast as the group accepts them)
 //   (--tls: the managers secured with certificates, so the cluster port and the group port use mutual TLS)
-//   dotnet run -c Release --project tests/Quintet.Benchmarks -- calls [--seconds 5 --concurrency 1,64 --instances 100000]
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- calls [--seconds 5 --concurrency 1,64 --instances 100000 --tls]
+//   (--tls: component calls and the bare echo on a secured manager (TLS, client certificate, access checks) and on an
+//   open one, side by side; the ratios against the targets; no instance memory)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- tools [--seconds 5 --writers 1,32 --value-bytes 64 --managers 3 --no-peers]
 //   (--no-peers: Quintet alone, without redis-server and etcd, for a quick look)
 //   (tools: shared dictionary beside redis-server, checkpoint log beside a 3-member etcd, the fdatasync floor; docs/benchmarks.md)
@@ -14,6 +16,12 @@
 using System.Diagnostics;
 using System.Globalization;
 using Quintet.Benchmarks;
+
+if (args.Length > 0 && args[0] == "calls" && args.Contains("--tls"))
+{
+    await SecuredCallBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--concurrency", [1, 64]));
+    return;
+}
 
 if (args.Length > 0 && args[0] == "calls")
 {

@@ -65,10 +65,7 @@ internal static class UnaryFraming
             }
 
             await response.StartAsync(deadline.Token);
-            var header = new byte[5];
-            BinaryPrimitives.WriteUInt32BigEndian(header.AsSpan(1), (uint)reply.Length);
-            await response.BodyWriter.WriteAsync(header, deadline.Token);
-            await response.BodyWriter.WriteAsync(reply, deadline.Token);
+            WriteMessage(response.BodyWriter, reply);
             await FinishAsync(response, StatusCode.OK, null);
         }
         catch (InvocationException e)
@@ -97,6 +94,20 @@ internal static class UnaryFraming
             Log(context, LogLevel.Error, e, service, operation);
             await FinishAsync(response, StatusCode.Internal, $"{service}/{operation} failed inside manager: {e.GetType().Name}: {e.Message}");
         }
+    }
+
+    /// <summary>
+    /// Writes the length-prefixed reply without flushing it, as gRPC's own unary methods do: the server sends it with the
+    /// trailers when the call ends. Each flush is a frame of its own on the connection, and with TLS a record and a send
+    /// of its own, which the reader pays for too.
+    /// </summary>
+    private static void WriteMessage(PipeWriter writer, byte[] reply)
+    {
+        var prefix = writer.GetSpan(5);
+        prefix[0] = 0;
+        BinaryPrimitives.WriteUInt32BigEndian(prefix[1..5], (uint)reply.Length);
+        writer.Advance(5);
+        writer.Write(reply);
     }
 
     /// <summary>Logs a call's failure; a failure to log it (an exception whose text cannot be rendered) does not stop the answer.</summary>

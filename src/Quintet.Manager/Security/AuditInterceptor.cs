@@ -26,8 +26,11 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
     {
         var action = context.Method.TrimStart('/');
         var changes = !IsReadOnly(action);
-        var entry = Describe(request, context, action);
-        if (changes)
+
+        // A read-only call is described only when it is refused: reads and echoes are frequent, and writing each request
+        // out as JSON for an entry that is then dropped would tax every one of them.
+        var entry = changes ? Describe(request, context, action) : null;
+        if (entry is not null)
         {
             var started = entry.Clone();
             started.Result = "STARTED";
@@ -37,7 +40,7 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
         try
         {
             var response = await continuation(request, context);
-            if (changes)
+            if (entry is not null)
             {
                 entry.Result = "OK";
                 if (response is DeployPackageResponse deployed)
@@ -52,12 +55,13 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
         }
         catch (RpcException e) when (changes || e.StatusCode is StatusCode.PermissionDenied or StatusCode.Unauthenticated)
         {
+            entry ??= Describe(request, context, action);
             entry.Result = e.StatusCode.ToString();
             entry.Message = e.Status.Detail;
             await audit.TryWriteAsync(entry);
             throw;
         }
-        catch (Exception e) when (changes && e is not RpcException)
+        catch (Exception e) when (entry is not null && e is not RpcException)
         {
             entry.Result = e is OperationCanceledException ? nameof(StatusCode.Cancelled) : nameof(StatusCode.Internal);
             entry.Message = e.Message;

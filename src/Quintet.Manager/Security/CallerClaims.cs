@@ -26,6 +26,27 @@ internal static class CallerClaims
         user.Identities.FirstOrDefault(i => i.IsAuthenticated && !string.IsNullOrEmpty(i.Name))?.Name;
 
     /// <summary>The caller's roles, from every authenticated identity, each once.</summary>
-    public static IReadOnlyList<string> Roles(ClaimsPrincipal user) =>
-        [.. user.Identities.Where(i => i.IsAuthenticated).SelectMany(i => i.FindAll(i.RoleClaimType)).Select(c => c.Value).Distinct(StringComparer.Ordinal)];
+    /// <remarks>Every component call asks for them, so they are gathered without a query's enumerators and buffers.</remarks>
+    public static IReadOnlyList<string> Roles(ClaimsPrincipal user)
+    {
+        List<string>? roles = null;
+        foreach (var identity in user.Identities)
+        {
+            if (!identity.IsAuthenticated)
+            {
+                continue;
+            }
+
+            foreach (var claim in identity.Claims)
+            {
+                // As ClaimsIdentity.FindAll compares claim types: ignoring case.
+                if (string.Equals(claim.Type, identity.RoleClaimType, StringComparison.OrdinalIgnoreCase) && !(roles ??= []).Contains(claim.Value))
+                {
+                    roles.Add(claim.Value);
+                }
+            }
+        }
+
+        return roles ?? (IReadOnlyList<string>)[];
+    }
 }

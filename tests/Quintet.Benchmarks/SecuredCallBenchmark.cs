@@ -1,0 +1,161 @@
+using System.Globalization;
+using Google.Protobuf;
+using Grpc.Net.Client;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.Protocol.Diagnostics;
+using Quintet.TestingHost;
+using Samples.Counter;
+
+namespace Quintet.Benchmarks;
+
+/// <summary>
+/// <c>calls --tls</c>: component calls on a secured manager (TLS, client certificate authentication, the access check of
+/// every call) beside the same manager's bare gRPC echo over the same TLS with the same client certificate, and the same
+/// pair on a manager with security off, measured in turn in one run, so that the reader sees both the component path's
+/// cost over a bare call and what TLS and authorization cost by themselves.
+/// </summary>
+internal static class SecuredCallBenchmark
+{
+    /// <summary>The benchmark's caller: any authenticated caller may call components; <c>reader</c> opens the echo.</summary>
+    private const string Caller = "bench-caller";
+    private const string CallerRole = "reader";
+
+    private const double LatencyTarget = 1.25;
+    private const double ThroughputTarget = 0.8;
+
+    /// <summary>How long each kind of call runs before the next kind takes its turn.</summary>
+    private static readonly TimeSpan Slice = TimeSpan.FromMilliseconds(500);
+
+    public static async Task RunAsync(int seconds, int[] concurrencies)
+    {
+        var window = TimeSpan.FromSeconds(seconds);
+        var warmUp = TimeSpan.FromSeconds(2);
+        Console.WriteLine($"Quintet call benchmark with TLS and authorization: {seconds} s windows after a 2 s warm-up; {Environment.ProcessorCount} cores; {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC.");
+        Console.WriteLine("Two one-manager clusters on loopback, running side by side and measured in turn; the client is this process. Each worker calls its own instance (key).");
+        Console.WriteLine("  secured: the manager started with --Quintet:Security:CertificatesDirectory (a local CA and its manager certificate); the client is Quintet.Client");
+        Console.WriteLine($"           with CertificateAuthorityFile, CertificateFile and KeyFile: HTTPS with mutual TLS, caller '{Caller}' (role {CallerRole}).");
+        Console.WriteLine("           On: TLS, the client certificate's authentication (its chain checked once, then cached), the access check of every call");
+        Console.WriteLine("           (components: any authenticated caller; Echo: reader), the caller's identity for the component, the audit of refusals.");
+        Console.WriteLine("           Not on (not built yet): per-component role enforcement.");
+        Console.WriteLine("  plain:   the same with security off: cleartext HTTP/2, Quintet.Client with the http endpoint alone.");
+        Console.WriteLine("  Peer of each: the same manager's bare gRPC for .NET unary Echo (quintet.diagnostics.v1) on the same Kestrel server and");
+        Console.WriteLine("  connection settings; secured, over the same TLS, presenting the same client certificate and passing the same authentication.");
+        Console.WriteLine();
+
+        using var certificates = LocalCertificates.Create();
+        var (certificateFile, keyFile) = certificates.IssueClient(Caller, CallerRole);
+        var logs = Path.Combine(Path.GetTempPath(), "quintet-bench-calls-tls", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture));
+        var startingSecured = LocalCluster.StartAsync(new LocalClusterOptions { InitialManagers = 1, Certificates = certificates, LogDirectory = Path.Combine(logs, "secured") });
+        var startingPlain = LocalCluster.StartAsync(new LocalClusterOptions { InitialManagers = 1, LogDirectory = Path.Combine(logs, "plain") });
+        await using var securedCluster = await startingSecured;
+        await using var plainCluster = await startingPlain;
+
+        var package = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CounterComponent).Assembly));
+        foreach (var cluster in new[] { securedCluster, plainCluster })
+        {
+            await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = package });
+        }
+
+        var securedManager = securedCluster.Managers[0];
+        using var securedClient = QuintetClient.Connect(new QuintetClientOptions
+        {
+            Endpoints = [securedManager.GrpcEndpoint],
+            CertificateAuthorityFile = certificates.AuthorityFile,
+            CertificateFile = certificateFile,
+            KeyFile = keyFile,
+        });
+        using var echoCertificate = certificates.LoadClient(Caller);
+        using var securedEchoChannel = certificates.CreateChannel(securedManager.GrpcEndpoint, echoCertificate);
+
+        var plainManager = plainCluster.Managers[0];
+        using var plainClient = QuintetClient.Connect(plainManager.GrpcEndpoint);
+        using var plainEchoChannel = GrpcChannel.ForAddress(plainManager.GrpcEndpoint);
+
+        var sides = new[]
+        {
+            new Side("secured", securedClient, new GroupDiagnostics.GroupDiagnosticsClient(securedEchoChannel), securedManager.Name),
+            new Side("plain", plainClient, new GroupDiagnostics.GroupDiagnosticsClient(plainEchoChannel), plainManager.Name),
+        };
+
+        Console.WriteLine($"Measured in turns of {Slice.TotalMilliseconds:F0} ms (secured component, secured echo, plain component, plain echo, again) until each has had {seconds} s,");
+        Console.WriteLine("so that a change in the machine's load falls on all four alike.");
+        Console.WriteLine();
+        Console.WriteLine($"{"workers",7} {"security",8} {"call",10} {"calls/s",10} {"p50 ms",8} {"p99 ms",8}   {"p50 ratio",9} {"p99 ratio",9} {"rate ratio",10}");
+        var results = new Dictionary<(string Side, int Workers), ((double Rate, double P50, double P99) Component, (double Rate, double P50, double P99) Echo)>();
+        foreach (var concurrency in concurrencies)
+        {
+            var add = new AddRequest { Amount = 1 };
+            var calls = new List<Func<int, Task>>();
+            foreach (var side in sides)
+            {
+                var counters = Enumerable.Range(0, concurrency).Select(i => side.Client.GetComponent<ICounter>($"bench-{concurrency}-{i}")).ToArray();
+                var message = new EchoMessage { Value = 1, Text = side.ManagerName };
+                calls.Add(worker => counters[worker].AddAsync(add, CancellationToken.None));
+                calls.Add(worker => side.Echo.EchoAsync(message).ResponseAsync);
+            }
+
+            foreach (var call in calls)
+            {
+                await CallBenchmark.MeasureAsync(concurrency, warmUp, call);
+            }
+
+            var measured = await MeasureInTurnsAsync(concurrency, window, calls);
+            for (var s = 0; s < sides.Length; s++)
+            {
+                var (c, e) = (measured[2 * s], measured[(2 * s) + 1]);
+                results[(sides[s].Name, concurrency)] = (c, e);
+                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3}   {c.P50 / e.P50,9:F2} {c.P99 / e.P99,9:F2} {c.Rate / e.Rate,10:F2}");
+                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"bare echo",10} {e.Rate,10:F0} {e.P50,8:F3} {e.P99,8:F3}");
+            }
+        }
+
+        // Latency is that of sequential calls (the fewest workers), throughput that of the most concurrent callers.
+        var sequential = concurrencies.Min();
+        var concurrent = concurrencies.Max();
+        Console.WriteLine();
+        Console.WriteLine($"Targets, secured component / secured bare echo: latency at most {LatencyTarget:F2}x at {sequential} worker(s), throughput at least {ThroughputTarget:F2}x at {concurrent} workers.");
+        var (sc, se) = results[("secured", sequential)];
+        var (cc, ce) = results[("secured", concurrent)];
+        Verdict("p50 latency", sc.P50 / se.P50, atMost: true, LatencyTarget);
+        Verdict("p99 latency", sc.P99 / se.P99, atMost: true, LatencyTarget);
+        Verdict("throughput", cc.Rate / ce.Rate, atMost: false, ThroughputTarget);
+
+        var (pc, pe) = results[("plain", sequential)];
+        var (qc, qe) = results[("plain", concurrent)];
+        Console.WriteLine();
+        Console.WriteLine($"The same ratios with security off: p50 {pc.P50 / pe.P50:F2}x, p99 {pc.P99 / pe.P99:F2}x at {sequential} worker(s); throughput {qc.Rate / qe.Rate:F2}x at {concurrent} workers.");
+        Console.WriteLine("What TLS and authorization cost by themselves, secured / plain:");
+        Console.WriteLine($"  component: p50 {sc.P50 / pc.P50:F2}x, p99 {sc.P99 / pc.P99:F2}x at {sequential} worker(s); throughput {cc.Rate / qc.Rate:F2}x at {concurrent} workers.");
+        Console.WriteLine($"  bare echo: p50 {se.P50 / pe.P50:F2}x, p99 {se.P99 / pe.P99:F2}x at {sequential} worker(s); throughput {ce.Rate / qe.Rate:F2}x at {concurrent} workers.");
+    }
+
+    /// <summary>
+    /// Measures each of <paramref name="calls"/> for <paramref name="window"/> in all, in turns of <see cref="Slice"/>:
+    /// on a shared machine whose load drifts over seconds, one window after another would compare different machines.
+    /// </summary>
+    private static async Task<(double Rate, double P50, double P99)[]> MeasureInTurnsAsync(int concurrency, TimeSpan window, List<Func<int, Task>> calls)
+    {
+        var latencies = calls.Select(_ => new List<double>()).ToArray();
+        var elapsed = new TimeSpan[calls.Count];
+        for (var spent = TimeSpan.Zero; spent < window; spent += Slice)
+        {
+            for (var i = 0; i < calls.Count; i++)
+            {
+                var (slice, took) = await CallBenchmark.RunAsync(concurrency, Slice, calls[i]);
+                latencies[i].AddRange(slice);
+                elapsed[i] += took;
+            }
+        }
+
+        return [.. latencies.Select((l, i) => CallBenchmark.Summarize(l, elapsed[i]))];
+    }
+
+    private static void Verdict(string figure, double ratio, bool atMost, double target)
+    {
+        var met = atMost ? ratio <= target : ratio >= target;
+        Console.WriteLine($"  {figure,-12} {ratio,6:F2}x (target {(atMost ? "<=" : ">=")} {target:F2}x): {(met ? "target met" : "target missed")}");
+    }
+
+    private sealed record Side(string Name, QuintetClient Client, GroupDiagnostics.GroupDiagnosticsClient Echo, string ManagerName);
+}
