@@ -41,7 +41,10 @@ public sealed class SecuredClusterFixture : IAsyncLifetime
     }
 
     /// <summary>A token for <paramref name="user"/> with <paramref name="roles"/>, signed with the managers' secret unless <paramref name="key"/> says otherwise.</summary>
-    public string Token(string user, string[] roles, TimeSpan? lifetime = null, byte[]? key = null)
+    public string Token(string user, string[] roles, TimeSpan? lifetime = null, byte[]? key = null) => CreateToken(key ?? _secret, user, roles, lifetime);
+
+    /// <summary>A token for <paramref name="user"/> with <paramref name="roles"/> signed (HMAC-SHA256) with <paramref name="key"/>, valid for <paramref name="lifetime"/> (10 minutes; negative: expired that long ago).</summary>
+    public static string CreateToken(byte[] key, string user, string[] roles, TimeSpan? lifetime = null)
     {
         var now = DateTime.UtcNow;
         var expires = now + (lifetime ?? TimeSpan.FromMinutes(10));
@@ -54,7 +57,7 @@ public sealed class SecuredClusterFixture : IAsyncLifetime
             IssuedAt = expires < now ? expires.AddMinutes(-10) : now,
             NotBefore = expires < now ? expires.AddMinutes(-10) : now.AddMinutes(-1),
             Expires = expires,
-            SigningCredentials = new SigningCredentials(new SymmetricSecurityKey(key ?? _secret), SecurityAlgorithms.HmacSha256),
+            SigningCredentials = new SigningCredentials(new SymmetricSecurityKey(key), SecurityAlgorithms.HmacSha256),
         });
     }
 
