@@ -5,19 +5,19 @@ using Quintet.Client;
 using Quintet.Protocol.Admin;
 using Quintet.Protocol.Diagnostics;
 using Quintet.TestingHost;
-using Samples.Counter;
+using Quintet.Benchmarks.Component;
 
 namespace Quintet.Benchmarks;
 
 /// <summary>
 /// <c>calls --tls</c>: component calls on a secured manager (TLS, client certificate authentication, the access check of
-/// every call) beside the same manager's bare gRPC echo over the same TLS with the same client certificate, and the same
+/// every call, the package role that opens the operation) beside the same manager's bare gRPC echo over the same TLS with the same client certificate, and the same
 /// pair on a manager with security off, measured in turn in one run, so that the reader sees both the component path's
 /// cost over a bare call and what TLS and authorization cost by themselves.
 /// </summary>
 internal static class SecuredCallBenchmark
 {
-    /// <summary>The benchmark's caller: any authenticated caller may call components; <c>reader</c> opens the echo.</summary>
+    /// <summary>The benchmark's caller: its credential's role <c>reader</c> opens the echo, and (assigned as a member) the guarded counter's package role.</summary>
     private const string Caller = "bench-caller";
     private const string CallerRole = "reader";
 
@@ -36,8 +36,8 @@ internal static class SecuredCallBenchmark
         Console.WriteLine("  secured: the manager started with --Quintet:Security:CertificatesDirectory (a local CA and its manager certificate); the client is Quintet.Client");
         Console.WriteLine($"           with CertificateAuthorityFile, CertificateFile and KeyFile: HTTPS with mutual TLS, caller '{Caller}' (role {CallerRole}).");
         Console.WriteLine("           On: TLS, the client certificate's authentication (its chain checked once, then cached), the access check of every call");
-        Console.WriteLine("           (components: any authenticated caller; Echo: reader), the caller's identity for the component, the audit of refusals.");
-        Console.WriteLine("           Not on (not built yet): per-component role enforcement.");
+        Console.WriteLine($"           (Echo: reader), the caller's identity for the component, and the component's package role: quintet.bench.GuardedCounter opens to");
+        Console.WriteLine($"           role '{GuardedCounterRoles.Caller}' alone, whose member is role:{CallerRole} (quintet roles add ToolsBench {GuardedCounterRoles.Caller} role:{CallerRole}).");
         Console.WriteLine("  plain:   the same with security off: cleartext HTTP/2, Quintet.Client with the http endpoint alone.");
         Console.WriteLine("  Peer of each: the same manager's bare gRPC for .NET unary Echo (quintet.diagnostics.v1) on the same Kestrel server and");
         Console.WriteLine("  connection settings; secured, over the same TLS, presenting the same client certificate and passing the same authentication.");
@@ -51,11 +51,16 @@ internal static class SecuredCallBenchmark
         await using var securedCluster = await startingSecured;
         await using var plainCluster = await startingPlain;
 
-        var package = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CounterComponent).Assembly));
+        var package = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(GuardedCounterComponent).Assembly));
+        string? packageName = null;
         foreach (var cluster in new[] { securedCluster, plainCluster })
         {
-            await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = package });
+            packageName = (await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = package })).Package.Name;
         }
+
+        // The manager answers once the assignment is applied on it; the one manager is the whole cluster.
+        await new ComponentRoles.ComponentRolesClient(securedCluster.Managers[0].Channel).AddRoleMembersAsync(
+            new RoleMembersRequest { Package = packageName, Role = GuardedCounterRoles.Caller, Members = { $"role:{CallerRole}" } });
 
         var securedManager = securedCluster.Managers[0];
         using var securedClient = QuintetClient.Connect(new QuintetClientOptions
@@ -85,11 +90,11 @@ internal static class SecuredCallBenchmark
         var results = new Dictionary<(string Side, int Workers), ((double Rate, double P50, double P99) Component, (double Rate, double P50, double P99) Echo)>();
         foreach (var concurrency in concurrencies)
         {
-            var add = new AddRequest { Amount = 1 };
+            var add = new GuardedAdd { Amount = 1 };
             var calls = new List<Func<int, Task>>();
             foreach (var side in sides)
             {
-                var counters = Enumerable.Range(0, concurrency).Select(i => side.Client.GetComponent<ICounter>($"bench-{concurrency}-{i}")).ToArray();
+                var counters = Enumerable.Range(0, concurrency).Select(i => side.Client.GetComponent<IGuardedCounter>($"bench-{concurrency}-{i}")).ToArray();
                 var message = new EchoMessage { Value = 1, Text = side.ManagerName };
                 calls.Add(worker => counters[worker].AddAsync(add, CancellationToken.None));
                 calls.Add(worker => side.Echo.EchoAsync(message).ResponseAsync);
