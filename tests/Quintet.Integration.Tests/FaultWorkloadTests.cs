@@ -26,7 +26,14 @@ public class FaultWorkloadTests(ITestOutputHelper output)
     /// three for its time; five is run by hand, see docs/tools.md).
     /// </summary>
     private static readonly int Managers = ManagerCount(Environment.GetEnvironmentVariable("QUINTET_FAULT_MANAGERS"));
-    private static readonly TimeSpan RunFor = TimeSpan.FromSeconds(40);
+    /// <summary>
+    /// How long the clients run: 30 s, or 20 to 600 s from <c>QUINTET_FAULT_SECONDS</c> (the suite keeps 30 s for its
+    /// time; the nemesis stops 8 s before the clients, so 30 s gives it two or three faults, longer runs more).
+    /// </summary>
+    private static readonly TimeSpan RunFor = RunLength(Environment.GetEnvironmentVariable("QUINTET_FAULT_SECONDS"));
+
+    /// <summary>Seed 5077's third fault, the cut that once split the cluster, starts some 25 s in: its run is never shorter than 40 s.</summary>
+    private static readonly TimeSpan SeedFiveThousandSeventySevenRun = TimeSpan.FromSeconds(40);
     private static readonly TimeSpan OperationTimeout = TimeSpan.FromSeconds(5);
 
     /// <summary>
@@ -49,7 +56,7 @@ public class FaultWorkloadTests(ITestOutputHelper output)
     /// side that reaches fewer than two of the three managers stops itself whatever it counts as members.
     /// </summary>
     [Fact]
-    public Task Set_keeps_every_acknowledged_add_under_kills_pauses_and_partitions() => SetAsync(seed: 5077);
+    public Task Set_keeps_every_acknowledged_add_under_kills_pauses_and_partitions() => SetAsync(seed: 5077, runFor: SeedFiveThousandSeventySevenRun);
 
     /// <summary>
     /// Seed 2 first cuts the coordinator off for 5 s, long enough for the majority's split-brain resolver to down it. The
@@ -72,8 +79,8 @@ public class FaultWorkloadTests(ITestOutputHelper output)
     [Fact]
     public Task Durable_set_keeps_every_acknowledged_add_under_faults_and_a_whole_cluster_restart() => SetAsync(seed: 11, durable: true);
 
-    private Task SetAsync(int seed, bool durable = false) =>
-        RunAsync(seed, (cluster, clients) =>
+    private Task SetAsync(int seed, bool durable = false, TimeSpan? runFor = null) =>
+        RunAsync(seed, runFor, (cluster, clients) =>
         {
             SetWorkload? workload = null;
             workload = new SetWorkload(client => new SetClient(
@@ -143,13 +150,22 @@ public class FaultWorkloadTests(ITestOutputHelper output)
                 streams: 5),
             restartWholeCluster: true);
 
+    private static TimeSpan RunLength(string? setting) =>
+        string.IsNullOrEmpty(setting) ? TimeSpan.FromSeconds(30)
+        : int.TryParse(setting, NumberStyles.None, CultureInfo.InvariantCulture, out var seconds) && seconds is >= 20 and <= 600 ? TimeSpan.FromSeconds(seconds)
+        : throw new InvalidOperationException($"QUINTET_FAULT_SECONDS is '{setting}'; it must be a whole number of seconds from 20 to 600.");
+
     private static int ManagerCount(string? setting) =>
         string.IsNullOrEmpty(setting) ? 3
         : int.TryParse(setting, NumberStyles.None, CultureInfo.InvariantCulture, out var count) && count is >= 3 and <= 5 ? count
         : throw new InvalidOperationException($"QUINTET_FAULT_MANAGERS is '{setting}'; it must be 3, 4 or 5.");
 
-    private async Task RunAsync(int seed, Func<LocalCluster, Clients, Workload> makeWorkload, bool restartWholeCluster = false)
+    private Task RunAsync(int seed, Func<LocalCluster, Clients, Workload> makeWorkload, bool restartWholeCluster = false) =>
+        RunAsync(seed, runFor: null, makeWorkload, restartWholeCluster);
+
+    private async Task RunAsync(int seed, TimeSpan? runFor, Func<LocalCluster, Clients, Workload> makeWorkload, bool restartWholeCluster = false)
     {
+        var clientsRun = runFor is { } given && given > RunFor ? given : RunFor;
         var network = IsolatedNetwork.WhyUnavailable() is null ? await IsolatedNetwork.CreateAsync(Managers) : null;
         try
         {
@@ -191,7 +207,7 @@ public class FaultWorkloadTests(ITestOutputHelper output)
                     var runner = new WorkloadRunner(workload, history, new WorkloadOptions
                     {
                         Clients = 5,
-                        Duration = RunFor,
+                        Duration = clientsRun,
                         OperationTimeout = OperationTimeout,
                         Seed = seed,
                     });
@@ -203,7 +219,7 @@ public class FaultWorkloadTests(ITestOutputHelper output)
                     }, new Progress<string>(line => output.WriteLine(line)));
 
                     // The nemesis stops early enough that its last fault heals while the clients still run.
-                    var nemesisRun = nemesis.RunAsync(RunFor - TimeSpan.FromSeconds(8));
+                    var nemesisRun = nemesis.RunAsync(clientsRun - TimeSpan.FromSeconds(8));
                     report = await runner.RunAsync();
                     faults = await nemesisRun;
                     finalDone = await runner.RunFinalAsync();
