@@ -79,15 +79,7 @@ internal sealed partial class RoleAssignments(
             var machineOptions = new ReplicatedStateMachineOptions
             {
                 Logger = logger,
-                Durability = new DurabilityOptions
-                {
-                    Directory = Path.Combine(options.Value.DataDirectoryFor(identity.NodeName), "roles"),
-                    ReplicaName = durability.ReplicaName,
-                    PlannedReplicas = durability.PlannedReplicas,
-                    SnapshotEveryCommands = durability.SnapshotEveryCommands,
-                    WriteFailed = durability.WriteFailed,
-                    WriteRepaired = durability.WriteRepaired,
-                },
+                Durability = durability.WithDirectory(Path.Combine(options.Value.DataDirectoryFor(identity.NodeName), "roles")),
             };
             while (true)
             {

@@ -55,6 +55,19 @@ public sealed class DurabilityOptions
     /// </summary>
     public TimeSpan RepairRetryDelay { get; init; } = TimeSpan.FromSeconds(5);
 
+    /// <summary>These settings for a machine whose log and snapshots are kept in <paramref name="directory"/>.</summary>
+    /// <param name="directory">The folder of the one machine these settings are for.</param>
+    public DurabilityOptions WithDirectory(string directory) => new()
+    {
+        Directory = directory,
+        ReplicaName = ReplicaName,
+        PlannedReplicas = PlannedReplicas,
+        SnapshotEveryCommands = SnapshotEveryCommands,
+        WriteFailed = WriteFailed,
+        WriteRepaired = WriteRepaired,
+        RepairRetryDelay = RepairRetryDelay,
+    };
+
     /// <summary>Throws an exception naming the first setting out of range.</summary>
     /// <exception cref="ArgumentException">A setting is missing or out of range.</exception>
     public void Validate()

@@ -180,19 +180,8 @@ public sealed partial class SharedStructures(GroupService groups) : ISharedStruc
     private ReplicatedStateMachineOptions MachineOptions(string key, bool durable) => new()
     {
         Logger = Logger,
-        Durability = durable
-            ? new DurabilityOptions
-            {
-                // One folder per structure; the kind and the name escaped so that any name makes one file name.
-                Directory = Path.Combine(Durability!.Directory, Uri.EscapeDataString(key)),
-                ReplicaName = Durability.ReplicaName,
-                PlannedReplicas = Durability.PlannedReplicas,
-                SnapshotEveryCommands = Durability.SnapshotEveryCommands,
-                WriteFailed = Durability.WriteFailed,
-                WriteRepaired = Durability.WriteRepaired,
-                RepairRetryDelay = Durability.RepairRetryDelay,
-            }
-            : null,
+        // One folder per structure; the kind and the name escaped so that any name makes one file name.
+        Durability = durable ? Durability!.WithDirectory(Path.Combine(Durability.Directory, Uri.EscapeDataString(key))) : null,
     };
 
     /// <inheritdoc />
