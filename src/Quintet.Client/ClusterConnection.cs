@@ -71,14 +71,19 @@ internal sealed class ClusterConnection : IDisposable
 
     /// <summary>
     /// Learns from a successful call where its instance lives: the manager in <c>quintet-served-by</c> when the manager
-    /// called passed it on, else the manager called itself (it served the call).
+    /// called passed it on, else the manager called itself (it served the call). <paramref name="routed"/>: the call went
+    /// to <paramref name="called"/> by the route already known, which an answer without a hop confirms.
     /// </summary>
-    public void Learn(string service, string key, ManagerEndpoint called, Metadata responseHeaders)
+    public void Learn(string service, string key, ManagerEndpoint called, bool routed, Metadata responseHeaders)
     {
         var servedBy = responseHeaders.GetValue(CallHeaders.ServedBy);
         if (servedBy is null)
         {
-            Routes.Set(service, key, called);
+            if (!routed)
+            {
+                Routes.Set(service, key, called);
+            }
+
             return;
         }
 

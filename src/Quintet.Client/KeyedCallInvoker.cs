@@ -1,4 +1,5 @@
 using Grpc.Core;
+using Quintet.Protocol;
 
 namespace Quintet.Client;
 
@@ -9,8 +10,11 @@ namespace Quintet.Client;
 /// </summary>
 internal sealed class KeyedCallInvoker(ClusterConnection connection, string key) : CallInvoker
 {
+    /// <summary>The headers of a call that adds none of its own: the key alone, shared by the proxy's calls and never changed.</summary>
+    private readonly Metadata _keyHeaders = [new Metadata.Entry(CallHeaders.Key, key)];
+
     public override AsyncUnaryCall<TResponse> AsyncUnaryCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request) =>
-        RoutedCall<TRequest, TResponse>.Start(connection, method, host, options, request, key);
+        RoutedCall<TRequest, TResponse>.Start(connection, method, host, options, request, key, _keyHeaders);
 
     public override TResponse BlockingUnaryCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request)
     {

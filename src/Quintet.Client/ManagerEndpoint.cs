@@ -24,6 +24,7 @@ internal sealed class ManagerEndpoint : IDisposable
     private static readonly TimeSpan MaxReconnectBackoff = TimeSpan.FromSeconds(2);
 
     private readonly Lazy<GrpcChannel> _channel;
+    private CallInvoker? _invoker;
 
     public ManagerEndpoint(string address, ClientSecurity security)
     {
@@ -52,7 +53,7 @@ internal sealed class ManagerEndpoint : IDisposable
     public string Address { get; }
 
     /// <summary>Calls on the channel to this manager.</summary>
-    public CallInvoker Invoker => _channel.Value.CreateCallInvoker();
+    public CallInvoker Invoker => _invoker ??= _channel.Value.CreateCallInvoker();
 
     /// <summary>
     /// Reads an endpoint as the managers write it (<c>http://host:port</c>, <c>https://host:port</c> when secured): an absolute http or https address,

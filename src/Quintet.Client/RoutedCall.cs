@@ -24,13 +24,16 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private readonly TRequest _request;
     private readonly string _key;
     private readonly Metadata _headers;
-    private readonly CancellationTokenSource _cancel;
     private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
+
+    // Made only when a retry has to wait: the caller's token, or disposing the call, ends that wait.
+    private CancellationTokenSource? _retryWait;
     private AsyncUnaryCall<TResponse>? _last;
     private Status? _status;
     private volatile bool _finished;
+    private volatile bool _disposed;
 
-    private RoutedCall(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key)
+    private RoutedCall(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders)
     {
         _connection = connection;
         _method = method;
@@ -38,23 +41,33 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         _options = options;
         _request = request;
         _key = key;
-        _headers = [];
-        foreach (var entry in options.Headers ?? [])
+        if (options.Headers is not { Count: > 0 } callerHeaders)
         {
-            if (!string.Equals(entry.Key, CallHeaders.Key, StringComparison.OrdinalIgnoreCase))
-            {
-                _headers.Add(entry);
-            }
+            // Most calls carry no headers of their own: they share the proxy's, which hold the key alone.
+            _headers = keyHeaders;
         }
+        else
+        {
+            _headers = [];
+            foreach (var entry in callerHeaders)
+            {
+                if (!string.Equals(entry.Key, CallHeaders.Key, StringComparison.OrdinalIgnoreCase))
+                {
+                    _headers.Add(entry);
+                }
+            }
 
-        _headers.Add(CallHeaders.Key, key);
-        _cancel = CancellationTokenSource.CreateLinkedTokenSource(options.CancellationToken);
+            _headers.Add(CallHeaders.Key, key);
+        }
     }
 
-    /// <summary>Starts the call; the returned call's response completes after the last attempt.</summary>
-    public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key)
+    /// <summary>
+    /// Starts the call; the returned call's response completes after the last attempt. <paramref name="keyHeaders"/> holds
+    /// the <c>quintet-key</c> header alone, and is sent as it is (never changed) when the caller adds no headers.
+    /// </summary>
+    public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders)
     {
-        var call = new RoutedCall<TRequest, TResponse>(connection, method, host, options, request, key);
+        var call = new RoutedCall<TRequest, TResponse>(connection, method, host, options, request, key, keyHeaders);
         return new AsyncUnaryCall<TResponse>(call.RunAsync(), call._responseHeaders.Task, call.GetStatus, call.GetTrailers, call.Dispose);
     }
 
@@ -62,102 +75,117 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     {
         try
         {
-            return await AttemptAsync().ConfigureAwait(false);
+            _connection.CountCall();
+            var started = Stopwatch.GetTimestamp();
+            var budget = _connection.Options.FailoverBudget;
+            var cancellationToken = _options.CancellationToken;
+            DateTime? callerDeadline = _options.Deadline is { } given && given != DateTime.MaxValue ? given.ToUniversalTime() : null;
+            var backoff = FirstBackoff;
+            List<string>? tried = null;
+            for (var attempt = 1; ; attempt++)
+            {
+                var direct = _connection.Routes.TryGet(_method.ServiceName, _key, out var endpoint);
+                endpoint ??= _connection.Current;
+                if (direct)
+                {
+                    _connection.CountDirect();
+                }
+
+                var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
+                var options = new CallOptions(_headers, deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
+                AsyncUnaryCall<TResponse> call;
+                try
+                {
+                    call = endpoint.Invoker.AsyncUnaryCall(_method, _host, options, _request);
+                }
+                catch (ObjectDisposedException e)
+                {
+                    throw new RpcException(new Status(StatusCode.Cancelled, "The QuintetClient was disposed.", e));
+                }
+
+                _last?.Dispose();
+                _last = call;
+                if (_disposed)
+                {
+                    // Disposed while this attempt started: Dispose may have missed it.
+                    call.Dispose();
+                }
+
+                try
+                {
+                    var response = await call.ResponseAsync.ConfigureAwait(false);
+                    var headers = await call.ResponseHeadersAsync.ConfigureAwait(false);
+                    _connection.Learn(_method.ServiceName, _key, endpoint, routed: direct, headers);
+                    _responseHeaders.TrySetResult(headers);
+                    return response;
+                }
+                catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ClosedByStoppingManager(e)) && !cancellationToken.IsCancellationRequested && !_disposed)
+                {
+                    // The manager is down, refused, is cut off from the majority, or asked for a retry: none of these ran
+                    // the call (unless a connection broke while it ran). Forget a route that led here: the instance is
+                    // placed again on a survivor, which the next manager will name.
+                    if (direct)
+                    {
+                        _connection.Routes.Forget(_method.ServiceName, _key, endpoint);
+                    }
+
+                    _connection.MoveOnFrom(endpoint);
+                    tried ??= [];
+                    if (!tried.Contains(endpoint.Address))
+                    {
+                        tried.Add(endpoint.Address);
+                    }
+
+                    var wait = backoff;
+                    backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, MaxBackoff.Ticks));
+                    var elapsed = Stopwatch.GetElapsedTime(started);
+                    var stop = elapsed + wait >= budget
+                        ? $"the failover budget (QuintetClientOptions.FailoverBudget, {Seconds(budget)}) is spent"
+                        : callerDeadline is { } end && DateTime.UtcNow + wait >= end ? "the call's deadline comes before another attempt could" : null;
+                    if (stop is not null)
+                    {
+                        var detail = string.Create(CultureInfo.InvariantCulture, $"{e.Status.Detail} (gave up after {attempt} attempt{(attempt == 1 ? "" : "s")} in {Seconds(elapsed)}: {stop}; managers tried: {string.Join(", ", tried)})");
+                        throw Finish(call, new RpcException(new Status(e.StatusCode, detail, e.Status.DebugException), e.Trailers));
+                    }
+
+                    _connection.CountRetry();
+                    try
+                    {
+                        await Task.Delay(wait, RetryWaitToken()).ConfigureAwait(false);
+                    }
+                    catch (OperationCanceledException)
+                    {
+                        throw Finish(call, new RpcException(new Status(StatusCode.Cancelled, "The call was cancelled while it waited to retry on another manager.")));
+                    }
+                }
+                catch (RpcException e)
+                {
+                    throw Finish(call, e);
+                }
+            }
         }
         finally
         {
             // Unhooks the link to the caller's token, which may live much longer than this call.
             _finished = true;
-            _cancel.Dispose();
+            _retryWait?.Dispose();
 
             // Whoever awaits the headers before the response must not wait forever on a call that failed otherwise.
             _responseHeaders.TrySetResult([]);
         }
     }
 
-    private async Task<TResponse> AttemptAsync()
+    /// <summary>The token a retry's wait ends on: the caller's, or this call's disposal.</summary>
+    private CancellationToken RetryWaitToken()
     {
-        _connection.CountCall();
-        var started = Stopwatch.GetTimestamp();
-        var budget = _connection.Options.FailoverBudget;
-        DateTime? callerDeadline = _options.Deadline is { } given && given != DateTime.MaxValue ? given.ToUniversalTime() : null;
-        var backoff = FirstBackoff;
-        List<string>? tried = null;
-        for (var attempt = 1; ; attempt++)
+        _retryWait ??= CancellationTokenSource.CreateLinkedTokenSource(_options.CancellationToken);
+        if (_disposed)
         {
-            var direct = _connection.Routes.TryGet(_method.ServiceName, _key, out var endpoint);
-            endpoint ??= _connection.Current;
-            if (direct)
-            {
-                _connection.CountDirect();
-            }
-
-            var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
-            var options = new CallOptions(_headers, deadline, _cancel.Token, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
-            AsyncUnaryCall<TResponse> call;
-            try
-            {
-                call = endpoint.Invoker.AsyncUnaryCall(_method, _host, options, _request);
-            }
-            catch (ObjectDisposedException e)
-            {
-                throw new RpcException(new Status(StatusCode.Cancelled, "The QuintetClient was disposed.", e));
-            }
-
-            _last?.Dispose();
-            _last = call;
-            try
-            {
-                var response = await call.ResponseAsync.ConfigureAwait(false);
-                var headers = await call.ResponseHeadersAsync.ConfigureAwait(false);
-                _connection.Learn(_method.ServiceName, _key, endpoint, headers);
-                _responseHeaders.TrySetResult(headers);
-                return response;
-            }
-            catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ClosedByStoppingManager(e)) && !_cancel.IsCancellationRequested)
-            {
-                // The manager is down, refused, is cut off from the majority, or asked for a retry: none of these ran
-                // the call (unless a connection broke while it ran). Forget a route that led here: the instance is
-                // placed again on a survivor, which the next manager will name.
-                if (direct)
-                {
-                    _connection.Routes.Forget(_method.ServiceName, _key, endpoint);
-                }
-
-                _connection.MoveOnFrom(endpoint);
-                tried ??= [];
-                if (!tried.Contains(endpoint.Address))
-                {
-                    tried.Add(endpoint.Address);
-                }
-
-                var wait = backoff;
-                backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, MaxBackoff.Ticks));
-                var elapsed = Stopwatch.GetElapsedTime(started);
-                var stop = elapsed + wait >= budget
-                    ? $"the failover budget (QuintetClientOptions.FailoverBudget, {Seconds(budget)}) is spent"
-                    : callerDeadline is { } end && DateTime.UtcNow + wait >= end ? "the call's deadline comes before another attempt could" : null;
-                if (stop is not null)
-                {
-                    var detail = string.Create(CultureInfo.InvariantCulture, $"{e.Status.Detail} (gave up after {attempt} attempt{(attempt == 1 ? "" : "s")} in {Seconds(elapsed)}: {stop}; managers tried: {string.Join(", ", tried)})");
-                    throw Finish(call, new RpcException(new Status(e.StatusCode, detail, e.Status.DebugException), e.Trailers));
-                }
-
-                _connection.CountRetry();
-                try
-                {
-                    await Task.Delay(wait, _cancel.Token).ConfigureAwait(false);
-                }
-                catch (OperationCanceledException)
-                {
-                    throw Finish(call, new RpcException(new Status(StatusCode.Cancelled, "The call was cancelled while it waited to retry on another manager.")));
-                }
-            }
-            catch (RpcException e)
-            {
-                throw Finish(call, e);
-            }
+            // Disposed before the wait had a token to cancel.
+            _retryWait.Cancel();
         }
+
+        return _retryWait.Token;
     }
 
     /// <summary>
@@ -190,15 +218,20 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
     private static string Seconds(TimeSpan time) => string.Create(CultureInfo.InvariantCulture, $"{time.TotalSeconds:0.###} s");
 
-    /// <summary>Cancels the call if it is still running (a caller that gives up disposes it) and releases the last attempt.</summary>
+    /// <summary>
+    /// Cancels the call if it is still running (a caller that gives up disposes it): the attempt in flight, or the wait
+    /// before the next one. Releases the last attempt.
+    /// </summary>
     public void Dispose()
     {
+        _disposed = true;
+
         // Callers dispose every call once it has finished; only one still running has anything to cancel.
-        if (!_finished)
+        if (!_finished && _retryWait is { } retryWait)
         {
             try
             {
-                _cancel.Cancel();
+                retryWait.Cancel();
             }
             catch (ObjectDisposedException)
             {

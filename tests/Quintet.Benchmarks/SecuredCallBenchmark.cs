@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using System.Globalization;
 using Google.Protobuf;
 using Grpc.Net.Client;
@@ -79,30 +80,32 @@ internal static class SecuredCallBenchmark
 
         var sides = new[]
         {
-            new Side("secured", securedClient, new GroupDiagnostics.GroupDiagnosticsClient(securedEchoChannel), securedManager.Name),
-            new Side("plain", plainClient, new GroupDiagnostics.GroupDiagnosticsClient(plainEchoChannel), plainManager.Name),
+            new Side("secured", securedClient, new GroupDiagnostics.GroupDiagnosticsClient(securedEchoChannel), securedManager.Name, securedManager.ProcessId),
+            new Side("plain", plainClient, new GroupDiagnostics.GroupDiagnosticsClient(plainEchoChannel), plainManager.Name, plainManager.ProcessId),
         };
 
         Console.WriteLine($"Measured in turns of {Slice.TotalMilliseconds:F0} ms (secured component, secured echo, plain component, plain echo, again) until each has had {seconds} s,");
         Console.WriteLine("so that a change in the machine's load falls on all four alike.");
         Console.WriteLine();
-        Console.WriteLine($"{"workers",7} {"security",8} {"call",10} {"calls/s",10} {"p50 ms",8} {"p99 ms",8}   {"p50 ratio",9} {"p99 ratio",9} {"rate ratio",10}");
-        var results = new Dictionary<(string Side, int Workers), ((double Rate, double P50, double P99) Component, (double Rate, double P50, double P99) Echo)>();
+        Console.WriteLine("CPU per call: the manager's (read from /proc) and this client process's, in microseconds, charged to the kind of call whose turn it was.");
+        Console.WriteLine();
+        Console.WriteLine($"{"workers",7} {"security",8} {"call",10} {"calls/s",10} {"p50 ms",8} {"p99 ms",8} {"mgr µs",7} {"client µs",9}   {"p50 ratio",9} {"p99 ratio",9} {"rate ratio",10}");
+        var results = new Dictionary<(string Side, int Workers), (TurnFigures Component, TurnFigures Echo)>();
         foreach (var concurrency in concurrencies)
         {
             var add = new GuardedAdd { Amount = 1 };
-            var calls = new List<Func<int, Task>>();
+            var calls = new List<Turn>();
             foreach (var side in sides)
             {
                 var counters = Enumerable.Range(0, concurrency).Select(i => side.Client.GetComponent<IGuardedCounter>($"bench-{concurrency}-{i}")).ToArray();
                 var message = new EchoMessage { Value = 1, Text = side.ManagerName };
-                calls.Add(worker => counters[worker].AddAsync(add, CancellationToken.None));
-                calls.Add(worker => side.Echo.EchoAsync(message).ResponseAsync);
+                calls.Add(new Turn(worker => counters[worker].AddAsync(add, CancellationToken.None), side.ManagerProcessId));
+                calls.Add(new Turn(worker => side.Echo.EchoAsync(message).ResponseAsync, side.ManagerProcessId));
             }
 
             foreach (var call in calls)
             {
-                await CallBenchmark.MeasureAsync(concurrency, warmUp, call);
+                await CallBenchmark.MeasureAsync(concurrency, warmUp, call.Call);
             }
 
             var measured = await MeasureInTurnsAsync(concurrency, window, calls);
@@ -110,8 +113,8 @@ internal static class SecuredCallBenchmark
             {
                 var (c, e) = (measured[2 * s], measured[(2 * s) + 1]);
                 results[(sides[s].Name, concurrency)] = (c, e);
-                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3}   {c.P50 / e.P50,9:F2} {c.P99 / e.P99,9:F2} {c.Rate / e.Rate,10:F2}");
-                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"bare echo",10} {e.Rate,10:F0} {e.P50,8:F3} {e.P99,8:F3}");
+                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3} {c.ManagerMicros,7:F1} {c.ClientMicros,9:F1}   {c.P50 / e.P50,9:F2} {c.P99 / e.P99,9:F2} {c.Rate / e.Rate,10:F2}");
+                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"bare echo",10} {e.Rate,10:F0} {e.P50,8:F3} {e.P99,8:F3} {e.ManagerMicros,7:F1} {e.ClientMicros,9:F1}");
             }
         }
 
@@ -138,22 +141,36 @@ internal static class SecuredCallBenchmark
     /// <summary>
     /// Measures each of <paramref name="calls"/> for <paramref name="window"/> in all, in turns of <see cref="Slice"/>:
     /// on a shared machine whose load drifts over seconds, one window after another would compare different machines.
+    /// The CPU the serving manager and this process spend during a turn is charged to that turn's kind of call.
     /// </summary>
-    private static async Task<(double Rate, double P50, double P99)[]> MeasureInTurnsAsync(int concurrency, TimeSpan window, List<Func<int, Task>> calls)
+    private static async Task<TurnFigures[]> MeasureInTurnsAsync(int concurrency, TimeSpan window, List<Turn> calls)
     {
         var latencies = calls.Select(_ => new List<double>()).ToArray();
         var elapsed = new TimeSpan[calls.Count];
+        var managerCpu = new TimeSpan[calls.Count];
+        var clientCpu = new TimeSpan[calls.Count];
+        using var self = Process.GetCurrentProcess();
         for (var spent = TimeSpan.Zero; spent < window; spent += Slice)
         {
             for (var i = 0; i < calls.Count; i++)
             {
-                var (slice, took) = await CallBenchmark.RunAsync(concurrency, Slice, calls[i]);
+                var managerBefore = ProcessCpu.Of([calls[i].ManagerProcessId]);
+                self.Refresh();
+                var clientBefore = self.TotalProcessorTime;
+                var (slice, took) = await CallBenchmark.RunAsync(concurrency, Slice, calls[i].Call);
+                managerCpu[i] += ProcessCpu.Of([calls[i].ManagerProcessId]) - managerBefore;
+                self.Refresh();
+                clientCpu[i] += self.TotalProcessorTime - clientBefore;
                 latencies[i].AddRange(slice);
                 elapsed[i] += took;
             }
         }
 
-        return [.. latencies.Select((l, i) => CallBenchmark.Summarize(l, elapsed[i]))];
+        return [.. latencies.Select((l, i) =>
+        {
+            var (rate, p50, p99) = CallBenchmark.Summarize(l, elapsed[i]);
+            return new TurnFigures(rate, p50, p99, managerCpu[i].TotalMicroseconds / l.Count, clientCpu[i].TotalMicroseconds / l.Count);
+        })];
     }
 
     private static void Verdict(string figure, double ratio, bool atMost, double target)
@@ -162,5 +179,11 @@ internal static class SecuredCallBenchmark
         Console.WriteLine($"  {figure,-12} {ratio,6:F2}x (target {(atMost ? "<=" : ">=")} {target:F2}x): {(met ? "target met" : "target missed")}");
     }
 
-    private sealed record Side(string Name, QuintetClient Client, GroupDiagnostics.GroupDiagnosticsClient Echo, string ManagerName);
+    private sealed record Side(string Name, QuintetClient Client, GroupDiagnostics.GroupDiagnosticsClient Echo, string ManagerName, int ManagerProcessId);
+
+    /// <summary>One kind of call measured in turns, and the manager process that serves it.</summary>
+    private sealed record Turn(Func<int, Task> Call, int ManagerProcessId);
+
+    /// <summary>A kind of call's figures: rate, latency in ms, and CPU per call in µs of the manager and of the client.</summary>
+    private readonly record struct TurnFigures(double Rate, double P50, double P99, double ManagerMicros, double ClientMicros);
 }

@@ -161,6 +161,51 @@ public class ClientRoutingTests(ITestOutputHelper output)
         Assert.Equal(before + 1, client.Statistics.DirectAttempts);
     }
 
+    [Fact]
+    public async Task A_call_its_caller_cancels_while_a_manager_holds_it_ends_cancelled_and_is_cancelled_on_the_wire()
+    {
+        await using var fakes = await FakeManagers.StartAsync(1);
+        var aborted = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        fakes[0].BeforeAnswer = async (_, requestAborted) =>
+        {
+            using var registration = requestAborted.Register(() => aborted.TrySetResult());
+            await Task.Delay(Timeout.InfiniteTimeSpan, requestAborted);
+        };
+        using var client = QuintetClient.Connect(fakes[0].Endpoint);
+        using var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(300));
+
+        var took = Stopwatch.StartNew();
+        var error = await Assert.ThrowsAsync<RpcException>(() => client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), cancel.Token).WaitAsync(CallBound));
+        output.WriteLine($"{took.ElapsedMilliseconds} ms: {error.Status}");
+
+        Assert.Equal(StatusCode.Cancelled, error.StatusCode);
+        Assert.InRange(took.Elapsed, TimeSpan.Zero, TimeSpan.FromSeconds(30));
+
+        // The manager saw the call end: it was not left running there.
+        await aborted.Task.WaitAsync(CallBound);
+        Assert.Equal(0, client.Statistics.Retries);
+    }
+
+    [Fact]
+    public async Task A_call_its_caller_cancels_while_it_waits_to_retry_ends_cancelled_and_tries_no_other_manager()
+    {
+        var (first, second) = (ClosedEndpoint(), ClosedEndpoint());
+        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [first, second], FailoverBudget = TimeSpan.FromMinutes(5) });
+        using var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(700));
+
+        var took = Stopwatch.StartNew();
+        var error = await Assert.ThrowsAsync<RpcException>(() => client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), cancel.Token).WaitAsync(CallBound));
+        output.WriteLine($"{took.ElapsedMilliseconds} ms, {client.Statistics.Retries} retries: {error.Status}");
+
+        // Refused at once, the call spends its time waiting between attempts; cancelling ends it there, long before the budget.
+        Assert.Equal(StatusCode.Cancelled, error.StatusCode);
+        Assert.InRange(took.Elapsed, TimeSpan.Zero, TimeSpan.FromSeconds(30));
+        var retries = client.Statistics.Retries;
+        Assert.InRange(retries, 1, 20);
+        await Task.Delay(TimeSpan.FromSeconds(1));
+        Assert.Equal(retries, client.Statistics.Retries);
+    }
+
     private static Task<CounterValue> Get(QuintetClient client, string key) =>
         client.GetComponent<ICounter>(key).GetAsync(new GetRequest(), CancellationToken.None).WaitAsync(CallBound);
 

@@ -101,6 +101,9 @@ internal sealed class FakeManager : IAsyncDisposable
     /// <summary>The answer to a call for a key; serves every call itself by default.</summary>
     public Func<string, FakeAnswer> Answer { get; set; } = _ => FakeAnswer.Serve();
 
+    /// <summary>Runs before each answer, with the request's abort token: a test holds calls here.</summary>
+    public Func<string, CancellationToken, Task>? BeforeAnswer { get; set; }
+
     public static async Task<FakeManager> StartAsync(string name, ConcurrentQueue<FakeCall> calls)
     {
         var builder = WebApplication.CreateSlimBuilder();
@@ -121,6 +124,11 @@ internal sealed class FakeManager : IAsyncDisposable
         await context.Request.Body.CopyToAsync(Stream.Null);
         var key = context.Request.Headers[CallHeaders.Key].ToString();
         _calls.Enqueue(new FakeCall(Name, key, context.Request.Path.Value ?? string.Empty));
+        if (BeforeAnswer is { } beforeAnswer)
+        {
+            await beforeAnswer(key, context.RequestAborted);
+        }
+
         var answer = Answer(key);
         var response = context.Response;
         response.ContentType = "application/grpc";

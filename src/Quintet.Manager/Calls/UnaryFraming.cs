@@ -39,9 +39,13 @@ internal static class UnaryFraming
         }
 
         response.ContentType = "application/grpc";
-        using var deadline = CancellationTokenSource.CreateLinkedTokenSource(context.RequestAborted);
+
+        // A call without a deadline ends only with its request: no timer, no linked source to make and dispose.
+        var timeoutHeader = request.Headers.GrpcTimeout.ToString();
+        using var deadline = timeoutHeader.Length > 0 ? CancellationTokenSource.CreateLinkedTokenSource(context.RequestAborted) : null;
+        var cancellationToken = deadline?.Token ?? context.RequestAborted;
         DateTimeOffset? deadlineAt = null;
-        if (request.Headers["grpc-timeout"].FirstOrDefault() is { } timeoutHeader)
+        if (deadline is not null)
         {
             if (!TryParseTimeout(timeoutHeader, out var timeout))
             {
@@ -55,16 +59,16 @@ internal static class UnaryFraming
 
         try
         {
-            var message = await ReadMessageAsync(request.BodyReader, deadline.Token);
+            var message = await ReadMessageAsync(request.BodyReader, cancellationToken);
             var key = request.Headers[CallHeaders.Key].FirstOrDefault() ?? string.Empty;
-            var (reply, servedBy) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), deadline.Token);
+            var (reply, servedBy) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), cancellationToken);
             if (servedBy is not null)
             {
                 // The instance lives on another manager: a client that reads this calls it there directly next time.
                 response.Headers[CallHeaders.ServedBy] = servedBy;
             }
 
-            await response.StartAsync(deadline.Token);
+            await response.StartAsync(cancellationToken);
             WriteMessage(response.BodyWriter, reply);
             await FinishAsync(response, StatusCode.OK, null);
         }
@@ -72,7 +76,7 @@ internal static class UnaryFraming
         {
             await FinishAsync(response, e.Code, e.Message);
         }
-        catch (OperationCanceledException) when (deadline.IsCancellationRequested && !context.RequestAborted.IsCancellationRequested)
+        catch (OperationCanceledException) when (deadline is { IsCancellationRequested: true } && !context.RequestAborted.IsCancellationRequested)
         {
             await FinishAsync(response, StatusCode.DeadlineExceeded, $"{service}/{operation} did not complete within the call's deadline.");
         }

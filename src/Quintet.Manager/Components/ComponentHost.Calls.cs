@@ -16,6 +16,12 @@ namespace Quintet.Manager.Components;
 /// </summary>
 internal sealed partial class ComponentHost
 {
+    private const int ResponseBufferBytes = 512;
+    private const int MaxKeptResponseBufferBytes = 64 * 1024;
+
+    [ThreadStatic]
+    private static ArrayBufferWriter<byte>? t_responseWriter;
+
     /// <summary>The class serving <paramref name="service"/> and its contract.</summary>
     /// <exception cref="InvocationException">No deployed class serves it (<c>UNIMPLEMENTED</c>), or not yet: this manager
     /// is still copying the packages the cluster had when it joined (<c>UNAVAILABLE</c>, which clients retry elsewhere).</exception>
@@ -80,10 +86,28 @@ internal sealed partial class ComponentHost
             return null;
         }
 
-        var writer = new ArrayBufferWriter<byte>();
-        op.WriteResponse(writer, response.Value);
+        var reply = Serialize(op, response.Value);
         shadow.Record(op.Name, message, response.Value, null, response.Elapsed, componentClass.Qos.Debug);
-        return writer.WrittenSpan.ToArray();
+        return reply;
+    }
+
+    /// <summary>
+    /// Writes a response into this thread's buffer and copies it out: the reply leaves as an array of its exact size,
+    /// and the buffer it was written in is used again by the next call on this thread.
+    /// </summary>
+    private static byte[] Serialize(ComponentOperation op, object? response)
+    {
+        var writer = t_responseWriter ??= new ArrayBufferWriter<byte>(ResponseBufferBytes);
+        writer.ResetWrittenCount();
+        op.WriteResponse(writer, response);
+        var reply = writer.WrittenSpan.ToArray();
+        if (writer.Capacity > MaxKeptResponseBufferBytes)
+        {
+            // A large answer's buffer is not kept for the small ones that follow.
+            t_responseWriter = null;
+        }
+
+        return reply;
     }
 
     /// <summary>Reads a request as its operation's message type.</summary>

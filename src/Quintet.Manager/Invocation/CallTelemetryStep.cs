@@ -17,6 +17,9 @@ internal sealed class CallTelemetryStep : IInvocationStep
     private static readonly Histogram<double> Duration = Meter.CreateHistogram<double>(
         "rpc.server.call.duration", "s", "Duration of component calls at this manager, from the pipeline's first step to the reply (forwarded calls included).");
 
+    /// <summary>gRPC's status codes, boxed once: every recorded call tags its duration with one.</summary>
+    private static readonly object[] StatusTags = [.. Enumerable.Range(0, 17).Select(code => (object)code)];
+
     /// <inheritdoc />
     public Task<InvocationResult> InvokeAsync(ComponentInvocation call, InvocationDelegate next, CancellationToken cancellationToken)
     {
@@ -70,7 +73,8 @@ internal sealed class CallTelemetryStep : IInvocationStep
         }
         finally
         {
-            activity?.SetTag("rpc.grpc.status_code", (int)status);
+            var statusTag = (int)status is >= 0 and < 17 ? StatusTags[(int)status] : (int)status;
+            activity?.SetTag("rpc.grpc.status_code", statusTag);
             if (status != StatusCode.OK)
             {
                 activity?.SetStatus(ActivityStatusCode.Error);
@@ -82,7 +86,7 @@ internal sealed class CallTelemetryStep : IInvocationStep
                     Stopwatch.GetElapsedTime(started).TotalSeconds,
                     new KeyValuePair<string, object?>("rpc.service", call.Service),
                     new KeyValuePair<string, object?>("rpc.method", call.Operation),
-                    new KeyValuePair<string, object?>("rpc.grpc.status_code", (int)status),
+                    new KeyValuePair<string, object?>("rpc.grpc.status_code", statusTag),
                     new KeyValuePair<string, object?>("quintet.call.origin", call.Origin == CallOrigin.Forwarded ? "manager" : "client"));
             }
         }

@@ -24,7 +24,10 @@ internal sealed class CallerIdentityStep(ClusterSecurity security) : IInvocation
         var headers = call.Http.Request.Headers;
         if (!security.Enabled)
         {
-            call.Info = call.Info with { Caller = headers[CallHeaders.Caller].FirstOrDefault() };
+            if (headers[CallHeaders.Caller].FirstOrDefault() is { } claimed)
+            {
+                call.Info = call.Info with { Caller = claimed };
+            }
         }
         else if (CallerClaims.IsManager(call.Http.User))
         {

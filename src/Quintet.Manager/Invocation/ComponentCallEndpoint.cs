@@ -22,10 +22,11 @@ internal static class ComponentCallEndpoint
     /// </summary>
     public static IEndpointRouteBuilder MapComponentCalls(this IEndpointRouteBuilder endpoints, bool secured = false)
     {
-        var client = endpoints.MapPost("/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
-            ServeAsync(context, CallOrigin.Client, service, operation, pipeline, identity.NodeName));
-        var forwarded = endpoints.MapPost(PeerForwarding.RoutePrefix + "/{service}/{operation}", (HttpContext context, string service, string operation, InvocationPipeline pipeline, ManagerIdentity identity) =>
-            ServeAsync(context, CallOrigin.Forwarded, service, operation, pipeline, identity.NodeName));
+        // Plain request delegates over singletons resolved once: no parameter binding and no request scope per call.
+        var pipeline = endpoints.ServiceProvider.GetRequiredService<InvocationPipeline>();
+        var nodeName = endpoints.ServiceProvider.GetRequiredService<ManagerIdentity>().NodeName;
+        var client = endpoints.MapPost("/{service}/{operation}", context => ServeAsync(context, CallOrigin.Client, pipeline, nodeName));
+        var forwarded = endpoints.MapPost(PeerForwarding.RoutePrefix + "/{service}/{operation}", context => ServeAsync(context, CallOrigin.Forwarded, pipeline, nodeName));
         if (secured)
         {
             client.RequireAccess(Access.Caller);
@@ -35,8 +36,12 @@ internal static class ComponentCallEndpoint
         return endpoints;
     }
 
-    private static Task ServeAsync(HttpContext context, CallOrigin origin, string service, string operation, InvocationPipeline pipeline, string nodeName) =>
-        UnaryFraming.ServeAsync(context, service, operation, (call, cancellationToken) =>
+    private static Task ServeAsync(HttpContext context, CallOrigin origin, InvocationPipeline pipeline, string nodeName)
+    {
+        var routeValues = context.Request.RouteValues;
+        var service = (string)routeValues["service"]!;
+        var operation = (string)routeValues["operation"]!;
+        return UnaryFraming.ServeAsync(context, service, operation, (call, cancellationToken) =>
         {
             var requestId = call.Headers[CallHeaders.RequestId].FirstOrDefault()
                 ?? string.Create(CultureInfo.InvariantCulture, $"{nodeName}-{Interlocked.Increment(ref s_requests)}");
@@ -46,4 +51,5 @@ internal static class ComponentCallEndpoint
             var info = new CallInfo(requestId, Caller: null, call.Deadline, hops, routeEpoch);
             return pipeline.InvokeAsync(new ComponentInvocation(context, origin, service, operation, call.Key, call.Message, info), cancellationToken);
         });
+    }
 }

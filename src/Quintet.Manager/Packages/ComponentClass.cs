@@ -10,8 +10,7 @@ namespace Quintet.Manager.Packages;
 /// <summary>One operation of a contract, ready to call: its wire name, its message types and a compiled invoker.</summary>
 internal sealed class ComponentOperation
 {
-    private readonly TypeModel _model;
-    private readonly Func<object, object, CancellationToken, Task<object?>> _invoke;
+    private readonly OperationCodec _codec;
 
     public ComponentOperation(string name, MethodInfo method, Type requestType, Type responseType, TypeModel model)
     {
@@ -19,8 +18,7 @@ internal sealed class ComponentOperation
         Method = method;
         RequestType = requestType;
         ResponseType = responseType;
-        _model = model;
-        _invoke = CompileInvoker(method, requestType, responseType);
+        _codec = (OperationCodec)Activator.CreateInstance(typeof(OperationCodec<,>).MakeGenericType(requestType, responseType), method, model)!;
     }
 
     /// <summary>The operation's name on the wire (the method's name without <c>Async</c>).</summary>
@@ -42,28 +40,64 @@ internal sealed class ComponentOperation
     public string RolesDeclaredOn { get; init; } = string.Empty;
 
     /// <summary>Reads a request; a malformed one throws <see cref="ProtoException"/> or <see cref="EndOfStreamException"/>.</summary>
-    public object ReadRequest(ReadOnlySequence<byte> bytes) => _model.Deserialize(RequestType, bytes, null, null);
+    public object ReadRequest(ReadOnlySequence<byte> bytes) => _codec.Read(bytes);
 
-    public void WriteResponse(IBufferWriter<byte> writer, object? response) => _model.Serialize(writer, response ?? Activator.CreateInstance(ResponseType)!, null);
+    /// <summary>Writes a response (an empty one for null).</summary>
+    public void WriteResponse(IBufferWriter<byte> writer, object? response) => _codec.Write(writer, response);
 
     public Task<object?> InvokeAsync(object component, object request, CancellationToken cancellationToken) =>
-        _invoke(component, request, cancellationToken);
+        _codec.InvokeAsync(component, request, cancellationToken);
 
     /// <summary>
-    /// Compiles <c>(c, r, t) =&gt; Box(((IContract)c).MethodAsync((TRequest)r, t))</c> once, at load: no reflection on
-    /// the call path.
+    /// The operation's messages and call, typed once at load: protobuf-net's generic methods reach the type's
+    /// serializer directly, where the methods taking a <see cref="Type"/> look it up on every message.
     /// </summary>
-    private static Func<object, object, CancellationToken, Task<object?>> CompileInvoker(MethodInfo method, Type requestType, Type responseType)
+    private abstract class OperationCodec
     {
-        var component = Expression.Parameter(typeof(object), "component");
-        var request = Expression.Parameter(typeof(object), "request");
-        var token = Expression.Parameter(typeof(CancellationToken), "cancellationToken");
-        var call = Expression.Call(Expression.Convert(component, method.DeclaringType!), method, Expression.Convert(request, requestType), token);
-        var box = typeof(ComponentOperation).GetMethod(nameof(BoxAsync), BindingFlags.NonPublic | BindingFlags.Static)!.MakeGenericMethod(responseType);
-        return Expression.Lambda<Func<object, object, CancellationToken, Task<object?>>>(Expression.Call(box, call), component, request, token).Compile();
+        public abstract object Read(ReadOnlySequence<byte> bytes);
+
+        public abstract void Write(IBufferWriter<byte> writer, object? response);
+
+        public abstract Task<object?> InvokeAsync(object component, object request, CancellationToken cancellationToken);
     }
 
-    private static async Task<object?> BoxAsync<T>(Task<T> task) => await task.ConfigureAwait(false);
+    private sealed class OperationCodec<TRequest, TResponse> : OperationCodec
+        where TRequest : class
+        where TResponse : class
+    {
+        private readonly TypeModel _model;
+        private readonly Func<object, TRequest, CancellationToken, Task<TResponse>> _invoke;
+
+        public OperationCodec(MethodInfo method, TypeModel model)
+        {
+            _model = model;
+            _invoke = CompileInvoker(method);
+        }
+
+        public override object Read(ReadOnlySequence<byte> bytes) => _model.Deserialize<TRequest>(bytes) ?? Activator.CreateInstance<TRequest>();
+
+        public override void Write(IBufferWriter<byte> writer, object? response) => _model.Serialize(writer, (TResponse?)response ?? Activator.CreateInstance<TResponse>());
+
+        public override Task<object?> InvokeAsync(object component, object request, CancellationToken cancellationToken)
+        {
+            var task = _invoke(component, (TRequest)request, cancellationToken);
+
+            // Most operations of a keyed instance finish without waiting: their answer needs no state machine.
+            return task.IsCompletedSuccessfully ? Task.FromResult<object?>(task.Result) : AwaitAsync(task);
+        }
+
+        private static async Task<object?> AwaitAsync(Task<TResponse> task) => await task.ConfigureAwait(false);
+
+        /// <summary>Compiles <c>(c, r, t) =&gt; ((IContract)c).MethodAsync(r, t)</c> once, at load: no reflection on the call path.</summary>
+        private static Func<object, TRequest, CancellationToken, Task<TResponse>> CompileInvoker(MethodInfo method)
+        {
+            var component = Expression.Parameter(typeof(object), "component");
+            var request = Expression.Parameter(typeof(TRequest), "request");
+            var token = Expression.Parameter(typeof(CancellationToken), "cancellationToken");
+            var call = Expression.Call(Expression.Convert(component, method.DeclaringType!), method, request, token);
+            return Expression.Lambda<Func<object, TRequest, CancellationToken, Task<TResponse>>>(call, component, request, token).Compile();
+        }
+    }
 }
 
 /// <summary>A contract a component class serves: its service name and operations.</summary>

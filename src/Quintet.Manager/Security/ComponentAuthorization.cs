@@ -37,8 +37,15 @@ internal static class ComponentAuthorization
             return new RoleDecision(true, held);
         }
 
-        var allowed = operationRoles.Any(role => held.Contains(role, StringComparer.Ordinal));
-        return new RoleDecision(allowed, held);
+        foreach (var role in operationRoles)
+        {
+            if (held.Contains(role, StringComparer.Ordinal))
+            {
+                return new RoleDecision(true, held);
+            }
+        }
+
+        return new RoleDecision(false, held);
     }
 
     /// <summary>The roles of <paramref name="assigned"/> whose members name the caller or one of its credential's roles, sorted.</summary>
@@ -49,11 +56,10 @@ internal static class ComponentAuthorization
             return [];
         }
 
-        var user = string.IsNullOrEmpty(caller) ? null : UserPrefix + caller;
         List<string>? held = null;
         foreach (var (role, members) in assigned)
         {
-            if ((user is not null && members.Contains(user)) || (callerRoles?.Any(r => members.Contains(RolePrefix + r)) ?? false))
+            if (IsMember(members, UserPrefix, caller) || HoldsAny(members, callerRoles))
             {
                 (held ??= []).Add(role);
             }
@@ -66,6 +72,47 @@ internal static class ComponentAuthorization
 
         held.Sort(StringComparer.Ordinal);
         return held;
+    }
+
+    private static bool HoldsAny(IReadOnlySet<string> members, IReadOnlyList<string>? callerRoles)
+    {
+        if (callerRoles is null)
+        {
+            return false;
+        }
+
+        foreach (var callerRole in callerRoles)
+        {
+            if (IsMember(members, RolePrefix, callerRole))
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
+    /// <summary>
+    /// Whether <paramref name="members"/> holds <paramref name="prefix"/> followed by <paramref name="name"/>. Every
+    /// component call of a package with roles asks, so the member is looked up by its characters, not built as a string.
+    /// </summary>
+    private static bool IsMember(IReadOnlySet<string> members, string prefix, string? name)
+    {
+        if (string.IsNullOrEmpty(name))
+        {
+            return false;
+        }
+
+        var length = prefix.Length + name.Length;
+        if (length <= MaxMemberLength && members is HashSet<string> set && set.TryGetAlternateLookup<ReadOnlySpan<char>>(out var lookup))
+        {
+            Span<char> member = stackalloc char[MaxMemberLength];
+            prefix.CopyTo(member);
+            name.CopyTo(member[prefix.Length..]);
+            return lookup.Contains(member[..length]);
+        }
+
+        return members.Contains(prefix + name);
     }
 
     /// <summary>The refusal's message: who, which operation, the roles that would open it, and how an administrator assigns members.</summary>
