@@ -22,6 +22,7 @@ using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Manager.Peers;
 using Quintet.Manager.Persistence;
+using Quintet.Manager.Readiness;
 using Quintet.Manager.Security;
 using Quintet.Persistence;
 using Quintet.Protocol.Admin;
@@ -109,11 +110,17 @@ public static class ManagerHostingExtensions
             {
                 o.MaxReceiveMessageSize = ComponentAdminService.MaxPackageBytes + (64 * 1024);
                 o.Interceptors.Add<AuditInterceptor>();
+                o.Interceptors.Add<ReadinessInterceptor>();
             })
             .AddServiceOptions<ClusterAdminService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<GroupDiagnosticsService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<AuditService>(o => o.Interceptors.Add<AuditInterceptor>())
-            .AddServiceOptions<ComponentRolesService>(o => o.Interceptors.Add<AuditInterceptor>())
+            .AddServiceOptions<ComponentRolesService>(o =>
+            {
+                o.Interceptors.Add<AuditInterceptor>();
+                o.Interceptors.Add<ReadinessInterceptor>();
+            })
+            .AddServiceOptions<ComponentInstancesService>(o => o.Interceptors.Add<ReadinessInterceptor>())
             .AddServiceOptions<InstanceTransferService>(o => o.MaxReceiveMessageSize = PeerChannels.MaxMessageBytes)
             .AddServiceOptions<Persistence.Replication.StoreReplicationService>(o => o.MaxReceiveMessageSize = Persistence.Replication.StoreWire.MaxMessageBytes);
 
@@ -174,7 +181,8 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<PackageStore>();
         builder.Services.AddSingleton<PackageReplicator>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<PackageReplicator>());
-        builder.Services.AddManagerHealth();
+        builder.Services.AddSingleton<ManagerReadiness>();
+        builder.Services.AddManagerHealth().AddHealthChecks().AddCheck<ReadinessHealthCheck>("readiness");
         if (settings.Security.Enabled)
         {
             builder.Services.AddGrpcSecurity(settings.Security);

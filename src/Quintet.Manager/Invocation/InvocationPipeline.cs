@@ -45,14 +45,16 @@ internal sealed class InvocationPipeline
 internal static class InvocationPipelineServiceCollectionExtensions
 {
     /// <summary>
-    /// Registers the pipeline, its dispatcher and the steps every call passes, in this order: the caller's identity, its
-    /// roles in the package (a refusal goes no further), then tracing and metrics. A new step (auditing, exactly-once
+    /// Registers the pipeline, its dispatcher and the steps every call passes, in this order: this manager's readiness
+    /// (one that cannot serve answers <c>UNAVAILABLE</c> at once), the caller's identity, its roles in the package (a
+    /// refusal goes no further), then tracing and metrics. A new step (auditing, exactly-once
     /// records) is registered here, in its place.
     /// </summary>
     public static IServiceCollection AddInvocationPipeline(this IServiceCollection services)
     {
         services.AddSingleton<PeerForwarding>();
         services.AddSingleton<CallDispatcher>();
+        services.AddSingleton<IInvocationStep, ReadinessStep>();
         services.AddSingleton<IInvocationStep, CallerIdentityStep>();
         services.AddSingleton<IInvocationStep, ComponentRolesStep>();
         services.AddSingleton<IInvocationStep, CallTelemetryStep>();

@@ -132,6 +132,9 @@ internal sealed partial class InstanceDirectory : BackgroundService
         }
     }
 
+    /// <summary>Whether this manager's copy of the directory is in the current view and synced: it can route calls.</summary>
+    public bool IsReady => ReadyTask.IsCompletedSuccessfully;
+
     /// <summary>Whether <paramref name="id"/> was placed and not released (its owner may have failed since).</summary>
     public bool Exists(InstanceId id) => _machine?.Read(s => s.PlacementOf(id) is not null) ?? false;
 

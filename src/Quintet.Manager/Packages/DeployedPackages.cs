@@ -11,6 +11,7 @@ internal sealed class DeployedPackages
     private readonly Dictionary<string, (ComponentClass Class, ComponentContract Contract)> _services = new(StringComparer.Ordinal);
     private readonly Dictionary<string, ComponentClass> _classes = new(StringComparer.Ordinal);
     private volatile bool _caughtUp;
+    private HashSet<string>? _expected;
 
     /// <summary>
     /// Whether this manager has what the cluster had deployed when it joined (copied from another manager, or there was
@@ -20,6 +21,30 @@ internal sealed class DeployedPackages
 
     /// <summary>Records that the packages deployed before this manager joined are here (or could not be copied).</summary>
     public void MarkCaughtUp() => _caughtUp = true;
+
+    /// <summary>Records the packages another manager listed as the cluster's while this manager catches up with them.</summary>
+    public void ExpectFromCatchUp(IEnumerable<string> names)
+    {
+        lock (_gate)
+        {
+            _expected = [.. names];
+        }
+    }
+
+    /// <summary>
+    /// Whether this manager has caught up (<see cref="CaughtUp"/>); if not, how many of the packages the cluster has it
+    /// has loaded, of how many (null before another manager listed them).
+    /// </summary>
+    public (bool CaughtUp, int Loaded, int? Expected) CatchUpProgress
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return (_caughtUp, _expected?.Count(_packages.ContainsKey) ?? 0, _expected?.Count);
+            }
+        }
+    }
 
     /// <summary>The deployed packages.</summary>
     public IReadOnlyList<ComponentPackage> All

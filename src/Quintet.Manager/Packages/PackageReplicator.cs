@@ -123,7 +123,9 @@ internal sealed partial class PackageReplicator(
         Exception? lastFailure = null;
         while (true)
         {
-            var peers = member.View?.Members.Select(m => m.Id.Host).Where(h => h != member.Self.Host).Distinct().ToList() ?? [];
+            // Not this manager's former incarnation either, still in the view after a restart at the same address: its
+            // address now answers as this manager, whose own list is empty, and copying nothing would be caught up.
+            var peers = member.View?.Members.Select(m => m.Id.Host).Where(h => h.Node != member.Self.Host.Node).Distinct().ToList() ?? [];
             if (peers.Count == 0)
             {
                 return;
@@ -133,7 +135,7 @@ internal sealed partial class PackageReplicator(
             {
                 var address = Address.Parse(peer.Node);
                 var endpoint = (await reports.CollectAsync([address], cancellationToken)).GetValueOrDefault(address)?.GrpcEndpoint;
-                if (endpoint is null)
+                if (endpoint is null || endpoint == identity.GrpcEndpoint)
                 {
                     LogNoPeer(logger, peer.Node);
                     continue;
@@ -142,6 +144,7 @@ internal sealed partial class PackageReplicator(
                 try
                 {
                     var list = await new PackageDistribution.PackageDistributionClient(channels.For(endpoint)).ListDeployedAsync(new ListDeployedRequest(), deadline: DateTime.UtcNow + FetchDeadline, cancellationToken: cancellationToken);
+                    packages.ExpectFromCatchUp(list.Names);
                     foreach (var name in list.Names.Where(n => packages.All.All(h => h.Name != n)))
                     {
                         // A peer that stops between its list and the fetch is left for the next one, not given up on.
