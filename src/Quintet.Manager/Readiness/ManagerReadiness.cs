@@ -23,6 +23,9 @@ internal sealed partial class ManagerReadiness(
     ILogger<ManagerReadiness> logger)
 {
     private readonly Lock _gate = new();
+
+    // Kept once joined: every component call asks for it, and the group service looks it up under its lock.
+    private GroupHandle? _managers;
     private bool _wasReady;
     private ReadinessState? _reported;
 
@@ -64,7 +67,7 @@ internal sealed partial class ManagerReadiness(
         var selfStatus = up ? node.Cluster.SelfMember.Status : (MemberStatus?)null;
 
         // Only once Up: asking for the managers group's handle before the actor system runs would start the group.
-        var managers = up ? groups.Join(GroupService.ManagersGroup) : null;
+        var managers = _managers ?? (up ? _managers = groups.Join(GroupService.ManagersGroup) : null);
         var (caughtUp, loaded, expected) = packages.CatchUpProgress;
         bool wasReady;
         lock (_gate)
