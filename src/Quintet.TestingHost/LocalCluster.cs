@@ -157,6 +157,33 @@ public sealed class LocalCluster : IAsyncDisposable
     }
 
     /// <summary>
+    /// Starts new processes for several managers whose processes have ended, each on its former ports: the first joins
+    /// through the active managers (or founds the cluster again when none is active), and once it listens the others
+    /// start together, joining through it and the active managers. Costs two process starts rather than one per manager;
+    /// the others wait for the first as a manager started before its seed listens is held back some 10 s (see
+    /// <see cref="StartAsync(LocalClusterOptions?, IProgress{string}?, CancellationToken)"/>).
+    /// </summary>
+    public async Task RestartTogetherAsync(IReadOnlyList<ManagerProcess> managers, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(managers);
+        ArgumentOutOfRangeException.ThrowIfZero(managers.Count, nameof(managers));
+        foreach (var manager in managers)
+        {
+            EnsureOwned(manager);
+            if (manager.IsRunning)
+            {
+                throw new InvalidOperationException($"{manager.Name} is still running; kill or stop it before restarting it.");
+            }
+        }
+
+        await managers[0].StartAsync(SeedsExcept(managers[0]), cancellationToken);
+
+        // Taken before the others start: a restarting manager keeps its former address, which must not be a seed until it listens.
+        List<string> seeds = [.. Active.Select(m => m.ClusterAddress)];
+        await Task.WhenAll(managers.Skip(1).Select(m => m.StartAsync(seeds, cancellationToken)));
+    }
+
+    /// <summary>
     /// Makes every manager's <see cref="ManagerProcess.Channel"/>, of those started so far and those added later (and so
     /// every wait and helper of the cluster), trust <paramref name="trust"/>'s CAs and present <paramref name="certificate"/> from now on: after the managers'
     /// certificates or trusted CAs changed (a CA rotation). The caller keeps the certificate alive while the cluster runs.
@@ -372,63 +399,17 @@ public sealed class LocalCluster : IAsyncDisposable
 
     private async Task StartInitialAsync(IProgress<string>? progress, CancellationToken cancellationToken)
     {
-        var initial = _options.Network is null
-            ? await StartTogetherAsync(progress, cancellationToken)
-            : await StartFirstThenOthersAsync(progress, cancellationToken);
+        var initial = await StartFirstThenOthersAsync(progress, cancellationToken);
         var elapsed = await WaitForViewAsync(initial, cancellationToken);
         progress?.Report($"all {_options.InitialManagers} managers Up ({elapsed.TotalSeconds:F1} s after the last one listened)");
     }
 
     /// <summary>
-    /// Starts every initial manager at once, the first on a cluster port chosen here so that the others can be given it
-    /// as their seed before it listens (they retry the join until it does): a cluster's start costs one process start,
-    /// not two. Should the port be taken in between, the first cannot listen, and the start is tried again on another.
+    /// The first manager starts alone and seeds the others, which start together once it listens. Started before their
+    /// seed listens, they would find its cluster port closed, and remoting would gate its address (for
+    /// <c>retry-gate-closed-for</c>, some 10 s) and drop their join until the gate opened: 10 to 15 s lost, where the
+    /// head start costs about one process start.
     /// </summary>
-    private async Task<List<ManagerProcess>> StartTogetherAsync(IProgress<string>? progress, CancellationToken cancellationToken)
-    {
-        for (var attempt = 1; ; attempt++)
-        {
-            var port = FreeLoopbackPort();
-            List<ManagerProcess> managers;
-            lock (_gate)
-            {
-                managers = [.. Enumerable.Range(0, _options.InitialManagers).Select(i => new ManagerProcess(_managers.Count + i + 1, _options, _managerPath, LogDirectory))];
-                _managers.AddRange(managers);
-            }
-
-            managers[0].PresetClusterPort(port);
-            var seed = $"{_options.Host}:{port}";
-            var starts = managers.Select((m, i) => StartAndReportAsync(m, i == 0 ? [] : [seed])).ToList();
-            try
-            {
-                await Task.WhenAll(starts);
-                return managers;
-            }
-            catch (InvalidOperationException) when (attempt < 3 && managers[0] is { IsRunning: false, ExitCode: not null })
-            {
-                progress?.Report($"{managers[0].Name} could not listen on cluster port {port} (exit code {managers[0].ExitCode}); starting the cluster again on another port");
-                await Task.WhenAll(managers.Select(m => m.KillAsync(cancellationToken)));
-                lock (_gate)
-                {
-                    _managers.RemoveAll(managers.Contains);
-                }
-
-                await Task.WhenAll(managers.Select(m => m.DisposeAsync().AsTask()));
-                foreach (var manager in managers.Where(m => Directory.Exists(m.DataDirectory)))
-                {
-                    Directory.Delete(manager.DataDirectory, recursive: true);
-                }
-            }
-        }
-
-        async Task StartAndReportAsync(ManagerProcess manager, IReadOnlyCollection<string> seeds)
-        {
-            await manager.StartAsync(seeds, cancellationToken);
-            progress?.Report($"{manager.Name} listening at {manager.GrpcEndpoint} (cluster {manager.ClusterAddress})");
-        }
-    }
-
-    /// <summary>In network namespaces, where a port cannot be chosen from here, the first starts alone and seeds the others.</summary>
     private async Task<List<ManagerProcess>> StartFirstThenOthersAsync(IProgress<string>? progress, CancellationToken cancellationToken)
     {
         var first = await AddManagerAsync(cancellationToken);
@@ -440,13 +421,6 @@ public sealed class LocalCluster : IAsyncDisposable
             return manager;
         }));
         return [first, .. others];
-    }
-
-    private int FreeLoopbackPort()
-    {
-        using var listener = new System.Net.Sockets.TcpListener(System.Net.IPAddress.Parse(_options.Host), 0);
-        listener.Start();
-        return ((System.Net.IPEndPoint)listener.LocalEndpoint).Port;
     }
 
     private void EnsureOwned(ManagerProcess manager)

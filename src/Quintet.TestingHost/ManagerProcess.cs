@@ -107,9 +107,6 @@ public sealed class ManagerProcess : IAsyncDisposable
     /// <inheritdoc />
     public override string ToString() => $"{Name} (pid {ProcessId}, {ClusterAddress})";
 
-    /// <summary>Sets the cluster port the first start listens on (instead of one the system picks).</summary>
-    internal void PresetClusterPort(int port) => ClusterPort = port;
-
     /// <summary>Replaces <see cref="Channel"/> with one that trusts <paramref name="trust"/> and presents <paramref name="certificate"/>.</summary>
     internal void UseChannelCredentials(ClusterTrust trust, X509Certificate2 certificate)
     {

@@ -38,10 +38,7 @@ public class DurableSharedDictionaryTests(ITestOutputHelper output)
                 output.WriteLine($"stopped {manager.Name}: exit code {await cluster.StopAsync(manager, none)}");
             }
 
-            foreach (var manager in cluster.Managers)
-            {
-                await cluster.RestartAsync(manager, none);
-            }
+            await cluster.RestartTogetherAsync(cluster.Managers, none);
 
             await cluster.WaitForGroupViewAsync(cluster.Managers);
             await DeployAsync(cluster);

@@ -261,7 +261,7 @@ public class FaultWorkloadTests(ITestOutputHelper output)
 
     /// <summary>
     /// Stops every manager gracefully, one after the other (the last ones lose their majority on the way), starts them all
-    /// again on the same ports and data, and deploys the package again; the clients' connections reconnect by themselves.
+    /// again at once on the same ports and data, and deploys the package again; the clients' connections reconnect by themselves.
     /// The restarted cluster's groups start their views afresh, so the traces of the cluster before are checked then and
     /// moved aside (into <c>before-restart</c>), and the test checks those after.
     /// </summary>
@@ -283,11 +283,7 @@ public class FaultWorkloadTests(ITestOutputHelper output)
             File.Move(file, Path.Combine(before, Path.GetFileName(file)));
         }
 
-        foreach (var manager in cluster.Managers)
-        {
-            await cluster.RestartAsync(manager);
-        }
-
+        await cluster.RestartTogetherAsync(cluster.Managers);
         await cluster.WaitForGroupViewAsync(cluster.Managers);
         await ClusterTest.Eventually(async () => await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(
             new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(WorkloadTargetComponent).Assembly)) },

@@ -97,15 +97,8 @@ public class ReplicatedStoreTests(ITestOutputHelper output)
                 }
             }
 
-            foreach (var manager in cluster.Managers)
-            {
-                await cluster.KillAsync(manager);
-            }
-
-            foreach (var manager in cluster.Managers)
-            {
-                await cluster.RestartAsync(manager);
-            }
+            await Task.WhenAll(cluster.Managers.Select(m => cluster.KillAsync(m)));
+            await cluster.RestartTogetherAsync(cluster.Managers);
 
             await cluster.WaitForViewAsync(cluster.Managers);
             await DeployAsync(cluster);
