@@ -68,7 +68,8 @@ internal static class UnaryFraming
                 response.Headers[CallHeaders.ServedBy] = servedBy;
             }
 
-            await response.StartAsync(cancellationToken);
+            // Not started by hand: the headers then wait in the output for the message and the trailers, and all three
+            // leave together when the call ends (one write, and with TLS one record), as gRPC's own unary methods do.
             WriteMessage(response.BodyWriter, reply);
             await FinishAsync(response, StatusCode.OK, null);
         }
