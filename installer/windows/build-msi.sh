@@ -2,9 +2,10 @@
 # Builds the Quintet Windows installer (MSI, x64) on Linux with Debian's wixl: the component manager as the Windows
 # service QuintetManager and the quintet command, both self-contained for win-x64 (no .NET to install on the server).
 #
-#   installer/windows/build-msi.sh [--framework-dependent] [--configuration Release|Debug] OUTPUT_DIR
+#   installer/windows/build-msi.sh [--framework-dependent] [--configuration Release|Debug] [--in-tree] OUTPUT_DIR
 #
-# Publishes into OUTPUT_DIR/.build (its own bin and obj folders, never the work tree's), generates the file lists with
+# Publishes into OUTPUT_DIR/.build (its own bin and obj folders, never the work tree's; with --in-tree, the projects'
+# own, reusing what a build of Quintet.sln in that configuration made), generates the file lists with
 # wixl-heat and writes OUTPUT_DIR/quintet-<version>-x64.msi, whose path is the last line on standard output.
 # --framework-dependent publishes for an installed .NET 10 runtime instead (a much smaller package, for tests of the
 # installer's structure). Installs Debian's wixl and msitools with apt-get when they are missing (as root).
@@ -15,17 +16,19 @@ fail() { say "$*"; exit 1; }
 
 configuration=Release
 self_contained=true
+in_tree=false
 output=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --configuration) configuration=${2:?--configuration needs a value}; shift 2 ;;
     --framework-dependent) self_contained=false; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --in-tree) in_tree=true; shift ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) fail "unknown option $1 (see --help)" ;;
     *) [[ -z "$output" ]] || fail "one output folder only (got '$output' and '$1')"; output=$1; shift ;;
   esac
 done
-[[ -n "$output" ]] || fail "usage: build-msi.sh [--framework-dependent] [--configuration Release|Debug] OUTPUT_DIR"
+[[ -n "$output" ]] || fail "usage: build-msi.sh [--framework-dependent] [--configuration Release|Debug] [--in-tree] OUTPUT_DIR"
 
 command -v dotnet >/dev/null || fail "the .NET SDK (dotnet) is not on the PATH; install the SDK named in global.json."
 if ! command -v wixl >/dev/null || ! command -v wixl-heat >/dev/null || ! command -v msiinfo >/dev/null; then
@@ -53,11 +56,16 @@ mkdir -p "$stage"
 
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
 
+build_folder=(--artifacts-path "$build")
+if [[ "$in_tree" == true ]]; then
+  build_folder=()
+fi
+
 publish() {
   local project=$1 target=$2
   say "publishing $project ($configuration, win-x64, self-contained: $self_contained)"
   dotnet publish "$repo/$project" --nologo -v quiet -c "$configuration" -r win-x64 --self-contained "$self_contained" \
-    --artifacts-path "$build" -o "$target" >&2 \
+    "${build_folder[@]}" -o "$target" >&2 \
     || fail "dotnet publish $project failed"
   find "$target" -maxdepth 1 -name '*.xml' -exec sh -c 'for f; do [ -f "${f%.xml}.dll" ] && rm -f "$f"; done' sh {} +
 }

@@ -1,0 +1,68 @@
+namespace Quintet.Packaging.Tests;
+
+/// <summary>The Windows installer built by installer/windows/build-msi.sh, read back with msitools' msiinfo.</summary>
+[Collection(PackageBuilds.Name)]
+public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper output) : IClassFixture<MsiPackageFixture>
+{
+    private static readonly TimeSpan CommandTimeout = TimeSpan.FromMinutes(1);
+
+    [Fact]
+    public async Task Installer_registers_the_manager_executable_as_an_automatic_service_with_recovery_and_holds_both_programs()
+    {
+        output.WriteLine($"built {fixture.Package} ({new FileInfo(fixture.Package).Length / 1024} KiB) in {fixture.BuildTime.TotalSeconds:F0} s");
+        var tables = (await Command.CheckedAsync("msiinfo", ["tables", fixture.Package], CommandTimeout)).Split('\n', StringSplitOptions.TrimEntries);
+        foreach (var table in new[] { "ServiceInstall", "ServiceControl", "File", "Component", "Directory", "CustomAction", "InstallExecuteSequence", "Media" })
+        {
+            Assert.Contains(table, tables);
+        }
+
+        // The service: named QuintetManager, its own process (16), started automatically (2), its data folder given.
+        var service = Assert.Single(await RowsAsync("ServiceInstall"));
+        output.WriteLine("ServiceInstall: " + string.Join(" | ", service.Values));
+        Assert.Equal("QuintetManager", service["Name"]);
+        Assert.Equal("16", service["ServiceType"]);
+        Assert.Equal("2", service["StartType"]);
+        Assert.Contains("--Quintet:Manager:DataDirectory=", service["Arguments"], StringComparison.Ordinal);
+        Assert.Contains("[CommonAppDataFolder]", service["Arguments"], StringComparison.Ordinal);
+
+        // The service runs its component's key file: the manager's executable.
+        var component = Assert.Single(await RowsAsync("Component"), c => c["Component"] == service["Component_"]);
+        var executable = Assert.Single(await RowsAsync("File"), f => f["File"] == component["KeyPath"]);
+        Assert.EndsWith("Quintet.Manager.exe", executable["FileName"], StringComparison.Ordinal);
+        Assert.Equal("MANAGERDIR", component["Directory_"]);
+
+        // Started on install (1), stopped on install and uninstall (2 + 32), deleted on uninstall (128), waited for.
+        var control = Assert.Single(await RowsAsync("ServiceControl"));
+        Assert.Equal("QuintetManager", control["Name"]);
+        Assert.Equal("163", control["Event"]);
+        Assert.Equal("1", control["Wait"]);
+        Assert.Equal(service["Component_"], control["Component_"]);
+
+        // Recovery through sc.exe, deferred and elevated, after the service is installed.
+        var actions = await RowsAsync("CustomAction");
+        Assert.Contains(actions, a => a["Target"].StartsWith("failure QuintetManager ", StringComparison.Ordinal) && a["Target"].Contains("restart/", StringComparison.Ordinal));
+        Assert.Contains(actions, a => a["Target"] == "failureflag QuintetManager 1");
+        Assert.Contains(actions, a => a["Target"] == "[SystemFolder]sc.exe");
+        var sequence = await RowsAsync("InstallExecuteSequence");
+        int Step(string action) => int.Parse(Assert.Single(sequence, s => s["Action"] == action)["Sequence"], System.Globalization.CultureInfo.InvariantCulture);
+        Assert.True(Step("ConfigureServiceRecovery") > Step("InstallServices"));
+
+        // Both programs, with their libraries and settings.
+        var files = (await RowsAsync("File")).Select(f => f["FileName"].Split('|')[^1]).ToHashSet(StringComparer.Ordinal);
+        foreach (var file in new[] { "Quintet.Manager.exe", "Quintet.Manager.dll", "appsettings.json", "Microsoft.Extensions.Hosting.WindowsServices.dll", "Quintet.Cli.exe", "Quintet.Cli.dll" })
+        {
+            Assert.Contains(file, files);
+        }
+
+        Assert.True(files.Count > 60, $"Only {files.Count} files in the installer.");
+    }
+
+    /// <summary>A table's rows by column name, from msiinfo export (tab-separated: names, types, keys, then rows).</summary>
+    private async Task<List<Dictionary<string, string>>> RowsAsync(string table)
+    {
+        var text = await Command.CheckedAsync("msiinfo", ["export", fixture.Package, table], CommandTimeout);
+        var lines = text.Split("\r\n").SelectMany(l => l.Split('\n')).Where(l => l.Length > 0).ToList();
+        var columns = lines[0].Split('\t');
+        return [.. lines.Skip(3).Select(l => columns.Zip(l.Split('\t')).ToDictionary(p => p.First, p => p.Second, StringComparer.Ordinal))];
+    }
+}
