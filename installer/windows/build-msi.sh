@@ -74,21 +74,25 @@ publish tools/Quintet.Cli/Quintet.Cli.csproj "$stage/cli"
 [[ -f "$stage/manager/Quintet.Manager.exe" ]] || fail "the publish has no Quintet.Manager.exe, which the service runs"
 
 # The file lists: every published file but the manager's executable, which Quintet.wxs declares with its service.
+# wixl-heat names a component and a file after the file's path inside its folder, so the two programs' many files of
+# the same name (the runtime's, when self-contained) would clash: each list's ids get the program's prefix.
 heat() {
-  local folder=$1 directory=$2 group=$3 variable=$4
-  shift 4
+  local folder=$1 directory=$2 group=$3 variable=$4 ids=$5
+  shift 5
   (cd "$stage" && find "$folder" -type f | LC_ALL=C sort) \
     | (cd "$stage" && wixl-heat -p "$folder/" --directory-ref "$directory" --component-group "$group" --var "var.$variable" --win64 "$@") \
+    | sed -E "s/Id=\"(cmp|fil|dir)/Id=\"$ids\1/g" \
     > "$stage/$group.wxs"
 }
-heat manager MANAGERDIR ManagerFiles ManagerSource -x Quintet.Manager.exe
-heat cli CLIDIR CliFiles CliSource
+heat manager MANAGERDIR ManagerFiles ManagerSource m -x Quintet.Manager.exe
+heat cli CLIDIR CliFiles CliSource c
 
 package="$output/quintet-$version-x64.msi"
 say "compiling $package ($(find "$stage/manager" "$stage/cli" -type f | wc -l) files)"
-wixl -a x64 -o "$package" \
-  -D Version="$version" -D ManagerSource="$stage/manager" -D CliSource="$stage/cli" -D Win64=yes -D Wixl=1 \
-  "$here/Quintet.wxs" "$stage/ManagerFiles.wxs" "$stage/CliFiles.wxs" >&2 \
+# wixl finds sources relative to its working folder only (it refuses absolute paths).
+(cd "$stage" && wixl -a x64 -o "$package" \
+  -D Version="$version" -D ManagerSource=manager -D CliSource=cli -D Win64=yes -D Wixl=1 \
+  "$here/Quintet.wxs" ManagerFiles.wxs CliFiles.wxs) >&2 \
   || fail "wixl failed on $here/Quintet.wxs"
 rm -rf "$stage"
 say "built $package"

@@ -46,6 +46,9 @@ public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper
         var sequence = await RowsAsync("InstallExecuteSequence");
         int Step(string action) => int.Parse(Assert.Single(sequence, s => s["Action"] == action)["Sequence"], System.Globalization.CultureInfo.InvariantCulture);
         Assert.True(Step("ConfigureServiceRecovery") > Step("InstallServices"));
+        // The path of sc.exe must be set before the deferred actions that run it are scheduled.
+        Assert.True(Step("SetServiceControlPath") < Step("InstallServices"));
+        Assert.True(Step("SetServiceControlPath") > Step("InstallInitialize"));
 
         // Both programs, with their libraries and settings.
         var files = (await RowsAsync("File")).Select(f => f["FileName"].Split('|')[^1]).ToHashSet(StringComparer.Ordinal);

@@ -16,7 +16,7 @@ public sealed class PackageBuilds
         var output = await Command.CheckedAsync(
             "bash",
             [path, "--configuration", Repository.Configuration, "--in-tree", .. options, outputDirectory],
-            TimeSpan.FromMinutes(8));
+            TimeSpan.FromMinutes(15));
         var package = output.Split('\n', StringSplitOptions.RemoveEmptyEntries).Last().Trim();
         Assert.True(File.Exists(package), $"{script} printed '{package}', which is not a file.");
         return package;
