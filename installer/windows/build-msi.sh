@@ -2,13 +2,15 @@
 # Builds the Quintet Windows installer (MSI, x64) on Linux with Debian's wixl: the component manager as the Windows
 # service QuintetManager and the quintet command, both self-contained for win-x64 (no .NET to install on the server).
 #
-#   installer/windows/build-msi.sh [--framework-dependent] [--configuration Release|Debug] [--in-tree] OUTPUT_DIR
+#   installer/windows/build-msi.sh [--framework-dependent | --from-build] [--configuration Release|Debug] OUTPUT_DIR
 #
-# Publishes into OUTPUT_DIR/.build (its own bin and obj folders, never the work tree's; with --in-tree, the projects'
-# own, reusing what a build of Quintet.sln in that configuration made), generates the file lists with
+# Publishes into OUTPUT_DIR/.build (its own bin and obj folders, never the work tree's), generates the file lists with
 # wixl-heat and writes OUTPUT_DIR/quintet-<version>-x64.msi, whose path is the last line on standard output.
-# --framework-dependent publishes for an installed .NET 10 runtime instead (a much smaller package, for tests of the
-# installer's structure). Installs Debian's wixl and msitools with apt-get when they are missing (as root).
+# --framework-dependent publishes for an installed .NET 10 runtime instead (a much smaller package). --from-build
+# publishes nothing: it packages the projects' build output as a build of Quintet.sln in that configuration left it
+# (bin/<configuration>/, read only), framework-dependent and portable, with Windows launchers made by the SDK
+# (launchers.csproj); the tests check the installer's structure on that one. Installs Debian's wixl and msitools with
+# apt-get when they are missing (as root).
 set -euo pipefail
 
 say() { echo "build-msi: $*" >&2; }
@@ -16,19 +18,19 @@ fail() { say "$*"; exit 1; }
 
 configuration=Release
 self_contained=true
-in_tree=false
+from_build=false
 output=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --configuration) configuration=${2:?--configuration needs a value}; shift 2 ;;
     --framework-dependent) self_contained=false; shift ;;
-    --in-tree) in_tree=true; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --from-build) from_build=true; self_contained=false; shift ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) fail "unknown option $1 (see --help)" ;;
     *) [[ -z "$output" ]] || fail "one output folder only (got '$output' and '$1')"; output=$1; shift ;;
   esac
 done
-[[ -n "$output" ]] || fail "usage: build-msi.sh [--framework-dependent] [--configuration Release|Debug] [--in-tree] OUTPUT_DIR"
+[[ -n "$output" ]] || fail "usage: build-msi.sh [--framework-dependent | --from-build] [--configuration Release|Debug] OUTPUT_DIR"
 
 command -v dotnet >/dev/null || fail "the .NET SDK (dotnet) is not on the PATH; install the SDK named in global.json."
 if ! command -v wixl >/dev/null || ! command -v wixl-heat >/dev/null || ! command -v msiinfo >/dev/null; then
@@ -44,6 +46,8 @@ fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source=../build-output.sh
+source "$repo/installer/build-output.sh"
 version=$(sed -n 's:.*<Version>\(.*\)</Version>.*:\1:p' "$repo/Directory.Build.props" | head -n 1)
 [[ -n "$version" ]] || fail "no <Version> in $repo/Directory.Build.props"
 
@@ -56,21 +60,37 @@ mkdir -p "$stage"
 
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
 
-build_folder=(--artifacts-path "$build")
-if [[ "$in_tree" == true ]]; then
-  build_folder=()
-fi
-
 publish() {
   local project=$1 target=$2
-  say "publishing $project ($configuration, win-x64, self-contained: $self_contained)"
-  dotnet publish "$repo/$project" --nologo -v quiet -c "$configuration" -r win-x64 --self-contained "$self_contained" \
-    "${build_folder[@]}" -o "$target" >&2 \
-    || fail "dotnet publish $project failed"
+  if [[ "$from_build" == true ]]; then
+    local assembly
+    assembly=$(basename "$project" .csproj)
+    copy_build_output "$repo/$(dirname "$project")" "$assembly" "$configuration" "$target"
+    # Portable: native libraries of other systems than Windows are dead weight.
+    if [[ -d "$target/runtimes" ]]; then
+      find "$target/runtimes" -mindepth 1 -maxdepth 1 -type d ! -name 'win' ! -name 'win-x64' -exec rm -rf {} +
+    fi
+  else
+    say "publishing $project ($configuration, win-x64, self-contained: $self_contained)"
+    dotnet publish "$repo/$project" --nologo -v quiet -c "$configuration" -r win-x64 --self-contained "$self_contained" \
+      --artifacts-path "$build" -o "$target" >&2 \
+      || fail "dotnet publish $project failed"
+  fi
   find "$target" -maxdepth 1 -name '*.xml' -exec sh -c 'for f; do [ -f "${f%.xml}.dll" ] && rm -f "$f"; done' sh {} +
 }
 publish src/Quintet.Manager/Quintet.Manager.csproj "$stage/manager"
 publish tools/Quintet.Cli/Quintet.Cli.csproj "$stage/cli"
+if [[ "$from_build" == true ]]; then
+  # The launchers a win-x64 publish would make, by the SDK's own task, in a project copied to the build folder (its
+  # restore and obj stay there). No build servers or reused nodes: nothing outlives the script.
+  mkdir -p "$build/launchers"
+  cp "$here/launchers.csproj" "$build/launchers/launchers.csproj"
+  say "making the Windows launchers (launchers.csproj)"
+  dotnet msbuild "$build/launchers/launchers.csproj" -restore -t:CreateLaunchers -nologo -v:minimal -nodeReuse:false \
+    --disable-build-servers -p:ImportDirectoryBuildProps=false -p:ImportDirectoryPackagesProps=false \
+    "-p:Programs=\"$stage/manager/Quintet.Manager.dll;$stage/cli/Quintet.Cli.dll\"" >&2 \
+    || fail "making the Windows launchers failed (launchers.csproj)"
+fi
 [[ -f "$stage/manager/Quintet.Manager.exe" ]] || fail "the publish has no Quintet.Manager.exe, which the service runs"
 
 # The file lists: every published file but the manager's executable, which Quintet.wxs declares with its service.

@@ -60,6 +60,33 @@ public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper
         Assert.True(files.Count > 60, $"Only {files.Count} files in the installer.");
     }
 
+    [Fact]
+    public async Task Installer_launchers_are_windows_executables_that_start_their_programs()
+    {
+        var extracted = Directory.CreateTempSubdirectory("quintet-msi-files-").FullName;
+        try
+        {
+            await Command.CheckedAsync("msiextract", ["-C", extracted, fixture.Package], CommandTimeout);
+            foreach (var (folder, program) in new[] { ("Manager", "Quintet.Manager"), ("Cli", "Quintet.Cli") })
+            {
+                var launcher = File.ReadAllBytes(Path.Combine(extracted, "Quintet", folder, program + ".exe"));
+                Assert.True(File.Exists(Path.Combine(extracted, "Quintet", folder, program + ".dll")), $"No {program}.dll beside its launcher.");
+                // A PE image (MZ, then PE\0\0 at the offset at 0x3C) for x64 (machine 0x8664)...
+                Assert.Equal("MZ"u8.ToArray(), launcher[..2]);
+                var header = BitConverter.ToInt32(launcher, 0x3C);
+                Assert.Equal("PE\0\0"u8.ToArray(), launcher[header..(header + 4)]);
+                Assert.Equal(0x8664, BitConverter.ToUInt16(launcher, header + 4));
+                // ...whose placeholder the SDK replaced with the program it starts.
+                Assert.True(launcher.AsSpan().IndexOf(System.Text.Encoding.UTF8.GetBytes(program + ".dll\0")) >= 0, $"{program}.exe does not name {program}.dll.");
+                Assert.True(launcher.AsSpan().IndexOf("c3ab8ff13720e8ad9047dd39466b3c8974e592c2fa383d4a3960714caef0c4f2"u8) < 0, $"{program}.exe still holds the apphost's placeholder.");
+            }
+        }
+        finally
+        {
+            Directory.Delete(extracted, recursive: true);
+        }
+    }
+
     /// <summary>A table's rows by column name, from msiinfo export (tab-separated: names, types, keys, then rows).</summary>
     private async Task<List<Dictionary<string, string>>> RowsAsync(string table)
     {

@@ -1,8 +1,10 @@
 namespace Quintet.Packaging.Tests;
 
 /// <summary>
-/// The packages' tests run one after the other: each builds with the installers' scripts from the projects' own bin
-/// and obj folders, which two concurrent publishes would both write.
+/// The packages' tests run one after the other, so that this project takes one core at most beside the other test
+/// projects. Each package is built once, by its class fixture, from this run's build output (--from-build): the
+/// scripts read the projects' bin folders and write only under a temp folder, so nothing is compiled again and no bin or
+/// obj folder that another test project uses is written.
 /// </summary>
 [CollectionDefinition(Name)]
 public sealed class PackageBuilds
@@ -15,8 +17,8 @@ public sealed class PackageBuilds
         var path = Path.Combine(Repository.Root, script);
         var output = await Command.CheckedAsync(
             "bash",
-            [path, "--configuration", Repository.Configuration, "--in-tree", .. options, outputDirectory],
-            TimeSpan.FromMinutes(15));
+            [path, "--configuration", Repository.Configuration, "--from-build", .. options, outputDirectory],
+            TimeSpan.FromMinutes(5));
         var package = output.Split('\n', StringSplitOptions.RemoveEmptyEntries).Last().Trim();
         Assert.True(File.Exists(package), $"{script} printed '{package}', which is not a file.");
         return package;
