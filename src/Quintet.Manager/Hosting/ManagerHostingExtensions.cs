@@ -56,7 +56,12 @@ public static class ManagerHostingExtensions
         PortCheck.EnsureFree(settings.Cluster.Host, settings.Cluster.Port, $"{ClusterOptions.SectionName}:Port");
 
         builder.Services.AddSystemd();
-        builder.Services.AddWindowsService(o => o.ServiceName = "Quintet Manager");
+        // The name the installer registers the service under (installer/windows/Quintet.wxs).
+        builder.Services.AddWindowsService(o => o.ServiceName = "QuintetManager");
+        if (Microsoft.Extensions.Hosting.WindowsServices.WindowsServiceHelpers.IsWindowsService())
+        {
+            builder.Services.AddHostedService<WindowsServiceExitCode>();
+        }
         builder.Logging.AddSimpleConsole(o =>
         {
             o.SingleLine = true;

@@ -1,0 +1,24 @@
+namespace Quintet.Packaging.Tests;
+
+/// <summary>Where the sources and the installers' scripts are, and the configuration the tests were built in.</summary>
+internal static class Repository
+{
+    public static string Root { get; } = FindRoot();
+
+    /// <summary>The configuration of this build (Debug or Release), which the scripts publish with in-tree.</summary>
+    public static string Configuration { get; } =
+        AppContext.BaseDirectory.Contains($"{Path.DirectorySeparatorChar}Release{Path.DirectorySeparatorChar}", StringComparison.Ordinal) ? "Release" : "Debug";
+
+    private static string FindRoot()
+    {
+        for (var directory = new DirectoryInfo(AppContext.BaseDirectory); directory is not null; directory = directory.Parent)
+        {
+            if (File.Exists(Path.Combine(directory.FullName, "Quintet.sln")))
+            {
+                return directory.FullName;
+            }
+        }
+
+        throw new InvalidOperationException($"No Quintet.sln above {AppContext.BaseDirectory}: the packaging tests run from the repository's build.");
+    }
+}
