@@ -26,8 +26,11 @@ internal sealed partial class ManagerReadiness(
 
     // Kept once joined: every component call asks for it, and the group service looks it up under its lock.
     private GroupHandle? _managers;
-    private bool _wasReady;
-    private ReadinessState? _reported;
+    private const int NothingReported = -1;
+
+    // Read on every call without the lock: ready once stays true, and the lock is taken only when the state changes.
+    private volatile bool _wasReady;
+    private volatile int _reported = NothingReported;
 
     /// <summary>The readiness now.</summary>
     public ReadinessVerdict Current
@@ -35,14 +38,22 @@ internal sealed partial class ManagerReadiness(
         get
         {
             var verdict = ReadinessRules.Decide(ReadInputs());
-            lock (_gate)
+            if (verdict.IsReady && !_wasReady)
             {
-                _wasReady |= verdict.IsReady;
-                if (_reported != verdict.State)
+                _wasReady = true;
+            }
+
+            if ((int)verdict.State != _reported)
+            {
+                lock (_gate)
                 {
-                    // Once per change, not per call: a cut-off manager may be asked thousands of times a second.
-                    LogChanged(logger, _reported?.ToString() ?? "(start)", verdict.State, verdict.Reason);
-                    _reported = verdict.State;
+                    var previous = _reported;
+                    if ((int)verdict.State != previous)
+                    {
+                        // Once per change, not per call: a cut-off manager may be asked thousands of times a second.
+                        LogChanged(logger, previous == NothingReported ? "(start)" : ((ReadinessState)previous).ToString(), verdict.State, verdict.Reason);
+                        _reported = (int)verdict.State;
+                    }
                 }
             }
 
@@ -69,11 +80,7 @@ internal sealed partial class ManagerReadiness(
         // Only once Up: asking for the managers group's handle before the actor system runs would start the group.
         var managers = _managers ?? (up ? _managers = groups.Join(GroupService.ManagersGroup) : null);
         var (caughtUp, loaded, expected) = packages.CatchUpProgress;
-        bool wasReady;
-        lock (_gate)
-        {
-            wasReady = _wasReady;
-        }
+        var wasReady = _wasReady;
 
         return new ReadinessInputs(
             Stopping: lifetime.ApplicationStopping.IsCancellationRequested || selfStatus is MemberStatus.Leaving or MemberStatus.Exiting,
