@@ -165,17 +165,23 @@ public class ClientRoutingTests(ITestOutputHelper output)
     public async Task A_call_its_caller_cancels_while_a_manager_holds_it_ends_cancelled_and_is_cancelled_on_the_wire()
     {
         await using var fakes = await FakeManagers.StartAsync(1);
+        var held = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         var aborted = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         fakes[0].BeforeAnswer = async (_, requestAborted) =>
         {
             using var registration = requestAborted.Register(() => aborted.TrySetResult());
+            held.TrySetResult();
             await Task.Delay(Timeout.InfiniteTimeSpan, requestAborted);
         };
         using var client = QuintetClient.Connect(fakes[0].Endpoint);
-        using var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(300));
+        using var cancel = new CancellationTokenSource();
 
+        // Cancelled once the manager holds it, not on a timer: a call cancelled before it arrived would never reach the manager.
         var took = Stopwatch.StartNew();
-        var error = await Assert.ThrowsAsync<RpcException>(() => client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), cancel.Token).WaitAsync(CallBound));
+        var call = client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), cancel.Token);
+        await held.Task.WaitAsync(CallBound);
+        await cancel.CancelAsync();
+        var error = await Assert.ThrowsAsync<RpcException>(() => call.WaitAsync(CallBound));
         output.WriteLine($"{took.ElapsedMilliseconds} ms: {error.Status}");
 
         Assert.Equal(StatusCode.Cancelled, error.StatusCode);
