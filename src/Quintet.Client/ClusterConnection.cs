@@ -31,7 +31,7 @@ internal sealed class ClusterConnection : IDisposable
         Options = options;
         Routes = new RouteTable(options.RouteCapacity);
         _security = ClientSecurity.Load(options);
-        _configured = [.. endpoints.Select(e => _endpoints.GetOrAdd(e, a => new ManagerEndpoint(a, _security)))];
+        _configured = [.. endpoints.Select(e => _endpoints.GetOrAdd(e, a => new ManagerEndpoint(a, _security, options)))];
     }
 
     public QuintetClientOptions Options { get; }
@@ -106,7 +106,7 @@ internal sealed class ClusterConnection : IDisposable
             return null;
         }
 
-        var added = new ManagerEndpoint(address, _security);
+        var added = new ManagerEndpoint(address, _security, Options);
         var endpoint = _endpoints.GetOrAdd(address, added);
         if (!ReferenceEquals(endpoint, added))
         {

@@ -26,7 +26,7 @@ internal sealed class ManagerEndpoint : IDisposable
     private readonly Lazy<GrpcChannel> _channel;
     private CallInvoker? _invoker;
 
-    public ManagerEndpoint(string address, ClientSecurity security)
+    public ManagerEndpoint(string address, ClientSecurity security, QuintetClientOptions clientOptions)
     {
         Address = address;
         _channel = new Lazy<GrpcChannel>(() =>
@@ -37,6 +37,12 @@ internal sealed class ManagerEndpoint : IDisposable
                 EnableMultipleHttp2Connections = true,
                 PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
                 ConnectTimeout = ConnectTimeout,
+
+                // Ends the calls on a manager that stopped answering (see QuintetClientOptions.KeepAliveTime): they fail
+                // UNAVAILABLE and fail over, where an attempt without a deadline would otherwise wait for ever.
+                KeepAlivePingDelay = clientOptions.KeepAliveTime ?? Timeout.InfiniteTimeSpan,
+                KeepAlivePingTimeout = clientOptions.KeepAliveTimeout,
+                KeepAlivePingPolicy = HttpKeepAlivePingPolicy.WithActiveRequests,
             };
             var options = new GrpcChannelOptions
             {

@@ -28,13 +28,27 @@ public sealed class QuintetClientOptions
     public TimeSpan FailoverBudget { get; init; } = TimeSpan.FromSeconds(10);
 
     /// <summary>
-    /// The deadline of each attempt of a call whose caller gave none (through <c>CallContext</c> / <c>CallOptions</c>),
-    /// so that an attempt stuck on a manager that stopped answering ends; a caller's own deadline bounds every attempt
-    /// and the retries together. An attempt that runs out of time fails with <c>DEADLINE_EXCEEDED</c> and is not
-    /// retried (the component may have run it). <see langword="null"/>: no deadline.
+    /// The deadline of each attempt of a call whose caller gave none (through <c>CallContext</c> / <c>CallOptions</c>);
+    /// a caller's own deadline bounds every attempt and the retries together. An attempt that runs out of time fails
+    /// with <c>DEADLINE_EXCEEDED</c> and is not retried (the component may have run it). Without one, an attempt on a
+    /// manager that stopped answering still ends: see <see cref="KeepAliveTime"/>.
     /// </summary>
-    /// <value>30 seconds.</value>
-    public TimeSpan? AttemptDeadline { get; init; } = TimeSpan.FromSeconds(30);
+    /// <value>None (<see langword="null"/>): a deadline costs a timer on the client and on the manager for every call.</value>
+    public TimeSpan? AttemptDeadline { get; init; }
+
+    /// <summary>
+    /// How long a connection to a manager may carry calls without a frame from it before the client sends it an HTTP/2
+    /// ping (gRPC's keepalive); with <see cref="KeepAliveTimeout"/>, how an attempt on a manager that stopped answering
+    /// ends (a paused process, a host gone, a network cut): the connection is closed and its calls fail with
+    /// <c>UNAVAILABLE</c>, and fail over. Pings are sent only while calls are in flight, so a busy connection sends
+    /// none. At least 1 s; <see langword="null"/> sends no pings.
+    /// </summary>
+    /// <value>2 seconds.</value>
+    public TimeSpan? KeepAliveTime { get; init; } = TimeSpan.FromSeconds(2);
+
+    /// <summary>How long the client waits for a manager to answer a keepalive ping (see <see cref="KeepAliveTime"/>) before it gives up on the connection. At least 1 s.</summary>
+    /// <value>3 seconds: with the 2 s <see cref="KeepAliveTime"/>, a manager silent for 5 s, about as long as the cluster takes to remove a paused manager.</value>
+    public TimeSpan KeepAliveTimeout { get; init; } = TimeSpan.FromSeconds(3);
 
     /// <summary>
     /// How many routes (contract and key to the endpoint of the manager that owns the instance) the client keeps;
@@ -128,6 +142,16 @@ public sealed class QuintetClientOptions
         if (options.AttemptDeadline is { } deadline && deadline <= TimeSpan.Zero)
         {
             throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(AttemptDeadline)} is {deadline}; it must be positive, or null for no deadline.", nameof(options));
+        }
+
+        if (options.KeepAliveTime is { } keepAlive && keepAlive < TimeSpan.FromSeconds(1))
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(KeepAliveTime)} is {keepAlive}; it must be 1 s or more, or null for no keepalive pings.", nameof(options));
+        }
+
+        if (options.KeepAliveTimeout < TimeSpan.FromSeconds(1))
+        {
+            throw new ArgumentException($"{nameof(QuintetClientOptions)}.{nameof(KeepAliveTimeout)} is {options.KeepAliveTimeout}; it must be 1 s or more.", nameof(options));
         }
 
         if (options.RouteCapacity < 0)

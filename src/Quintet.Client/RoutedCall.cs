@@ -17,6 +17,10 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private static readonly TimeSpan FirstBackoff = TimeSpan.FromMilliseconds(50);
     private static readonly TimeSpan MaxBackoff = TimeSpan.FromMilliseconds(500);
 
+    // HTTP/2 error codes (RFC 9113, section 7).
+    private const long NoError = 0x0;
+    private const long ProtocolError = 0x1;
+
     private readonly ClusterConnection _connection;
     private readonly Method<TRequest, TResponse> _method;
     private readonly string? _host;
@@ -119,7 +123,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                     _responseHeaders.TrySetResult(headers);
                     return response;
                 }
-                catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ClosedByStoppingManager(e)) && !cancellationToken.IsCancellationRequested && !_disposed)
+                catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e)) && !cancellationToken.IsCancellationRequested && !_disposed)
                 {
                     // The manager is down, refused, is cut off from the majority, or asked for a retry: none of these ran
                     // the call (unless a connection broke while it ran). Forget a route that led here: the instance is
@@ -189,14 +193,16 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     }
 
     /// <summary>
-    /// Whether the attempt failed because its manager closed the connection as it stopped (HTTP/2 GOAWAY with NO_ERROR):
-    /// grpc-dotnet reports that as <c>INTERNAL</c> ("Error starting gRPC call"), where other gRPC libraries say
-    /// <c>UNAVAILABLE</c>. It is a manager going away, like a refused connection, so it is failed over the same way
+    /// Whether the attempt failed because its connection was lost before any answer: the manager closed it as it
+    /// stopped (HTTP/2 GOAWAY with NO_ERROR), or the client gave it up when a keepalive ping went unanswered
+    /// (<see cref="QuintetClientOptions.KeepAliveTime"/>; .NET reports that as PROTOCOL_ERROR, as it does a server
+    /// that broke the protocol: a connection lost either way). grpc-dotnet reports both as <c>INTERNAL</c> ("Error
+    /// starting gRPC call"), where other gRPC libraries say <c>UNAVAILABLE</c>. They are failed over the same way
     /// (at least once, as any connection that breaks during a call).
     /// </summary>
-    private static bool ClosedByStoppingManager(RpcException e) =>
+    private static bool ConnectionLost(RpcException e) =>
         e.StatusCode == StatusCode.Internal
-        && e.Status.DebugException is HttpRequestException { HttpRequestError: HttpRequestError.HttpProtocolError, InnerException: HttpProtocolException { ErrorCode: 0 } };
+        && e.Status.DebugException is HttpRequestException { HttpRequestError: HttpRequestError.HttpProtocolError, InnerException: HttpProtocolException { ErrorCode: NoError or ProtocolError } };
 
     /// <summary>Ends the call with <paramref name="error"/>: its status and the last attempt's headers become the call's.</summary>
     private RpcException Finish(AsyncUnaryCall<TResponse> last, RpcException error)

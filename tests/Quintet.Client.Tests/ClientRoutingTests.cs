@@ -212,6 +212,38 @@ public class ClientRoutingTests(ITestOutputHelper output)
         Assert.Equal(retries, client.Statistics.Retries);
     }
 
+    [Fact]
+    public async Task A_call_on_a_manager_that_falls_silent_fails_over_once_its_keepalive_ping_goes_unanswered()
+    {
+        await using var fakes = await FakeManagers.StartAsync(2);
+        await using var relay = SilenceableRelay.Start(fakes[0].Endpoint);
+        var held = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        fakes[0].BeforeAnswer = async (_, requestAborted) =>
+        {
+            held.TrySetResult();
+            await Task.Delay(Timeout.InfiniteTimeSpan, requestAborted);
+        };
+        using var client = QuintetClient.Connect(new QuintetClientOptions
+        {
+            Endpoints = [relay.Endpoint, fakes[1].Endpoint],
+            KeepAliveTime = TimeSpan.FromSeconds(1),
+            KeepAliveTimeout = TimeSpan.FromSeconds(1),
+        });
+
+        // The call has no deadline: only the unanswered ping can end its attempt on the silent manager.
+        var took = Stopwatch.StartNew();
+        var call = client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), CancellationToken.None);
+        await held.Task.WaitAsync(CallBound);
+        relay.Silence();
+        var silenced = took.Elapsed;
+        var value = await call.WaitAsync(CallBound);
+        output.WriteLine($"silenced after {silenced.TotalMilliseconds:F0} ms; served by {value.Manager} {(took.Elapsed - silenced).TotalMilliseconds:F0} ms later, {client.Statistics.Retries} retries");
+
+        Assert.Equal("fake-1", value.Manager);
+        Assert.Equal(1, client.Statistics.Retries);
+        Assert.Equal(["fake-0", "fake-1"], fakes.CallsFor("k"));
+    }
+
     private static Task<CounterValue> Get(QuintetClient client, string key) =>
         client.GetComponent<ICounter>(key).GetAsync(new GetRequest(), CancellationToken.None).WaitAsync(CallBound);
 

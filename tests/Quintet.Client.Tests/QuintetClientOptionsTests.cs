@@ -29,15 +29,21 @@ public class QuintetClientOptionsTests
     }
 
     [Fact]
-    public void A_deadline_that_is_not_positive_and_a_negative_route_capacity_are_refused()
+    public void A_deadline_that_is_not_positive_keepalive_times_under_a_second_and_a_negative_route_capacity_are_refused()
     {
         var zero = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["http://127.0.0.1:5053"], AttemptDeadline = TimeSpan.Zero }));
         Assert.Contains("QuintetClientOptions.AttemptDeadline is 00:00:00", zero.Message, StringComparison.Ordinal);
         var routes = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["http://127.0.0.1:5053"], RouteCapacity = -1 }));
         Assert.Contains("QuintetClientOptions.RouteCapacity is -1", routes.Message, StringComparison.Ordinal);
 
-        // The limits themselves are allowed: no deadline, no retries, no routing.
-        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["https://localhost:5055/"], AttemptDeadline = null, FailoverBudget = TimeSpan.Zero, RouteCapacity = 0 });
+        // HTTP/2 keepalive pings cannot be timed finer than a second.
+        var keepAlive = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["http://127.0.0.1:5053"], KeepAliveTime = TimeSpan.FromMilliseconds(500) }));
+        Assert.Contains("QuintetClientOptions.KeepAliveTime is 00:00:00.5000000; it must be 1 s or more", keepAlive.Message, StringComparison.Ordinal);
+        var keepAliveTimeout = Assert.Throws<ArgumentException>(() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["http://127.0.0.1:5053"], KeepAliveTimeout = TimeSpan.Zero }));
+        Assert.Contains("QuintetClientOptions.KeepAliveTimeout is 00:00:00; it must be 1 s or more", keepAliveTimeout.Message, StringComparison.Ordinal);
+
+        // The limits themselves are allowed: no deadline, no keepalive pings, no retries, no routing.
+        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = ["https://localhost:5055/"], AttemptDeadline = null, KeepAliveTime = null, FailoverBudget = TimeSpan.Zero, RouteCapacity = 0 });
         Assert.Equal(["https://localhost:5055"], client.Endpoints);
         Assert.Equal(new QuintetClientStatistics(0, 0, 0, 0, 0), client.Statistics);
     }
