@@ -45,8 +45,8 @@ internal static class CliConfigFile
         catch (JsonException ex)
         {
             var where = ex.LineNumber is { } line ? $"{path}:{line + 1}" : path;
-            var column = ex.BytePositionInLine is { } position ? $", column {position + 1}" : "";
-            throw new CliConfigException($"the configuration file {where} is not valid{column}: {Reason(ex)} Mend it, or delete it and save the contexts again ('quintet context set').");
+            var column = ex.BytePositionInLine is { } position ? $" (column {position + 1})" : "";
+            throw new CliConfigException($"the configuration file {where}{column} is not valid: {Reason(ex)} Mend it, or delete it and save the contexts again ('quintet context set').");
         }
 
         config ??= new CliConfig();
@@ -138,6 +138,16 @@ internal static class CliConfigFile
     private static string Reason(JsonException exception)
     {
         var message = (exception.InnerException as JsonException)?.Message ?? exception.Message;
+        if (message.Contains("could not be mapped", StringComparison.Ordinal) && message.Split('\'') is [_, var field, ..])
+        {
+            return $"it has no field '{field}' (at {exception.Path}): the file holds currentContext and contexts, and a context holds endpoint, ca, cert, key and tokenFile.";
+        }
+
+        if (message.Contains("could not be converted", StringComparison.Ordinal))
+        {
+            return $"the value at {exception.Path} is not of the kind expected (a string for endpoint, ca, cert, key, tokenFile and currentContext; an object for contexts).";
+        }
+
         foreach (var marker in new[] { " Path: ", " LineNumber: ", " | LineNumber" })
         {
             var at = message.IndexOf(marker, StringComparison.Ordinal);
