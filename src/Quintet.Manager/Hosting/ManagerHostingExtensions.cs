@@ -264,7 +264,14 @@ public static class ManagerHostingExtensions
     {
         var otel = builder.Services.AddOpenTelemetry()
             .ConfigureResource(r => r.AddService("quintet-manager", serviceInstanceId: nodeName))
-            .WithTracing(t => t.AddSource(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation())
+            .WithTracing(t => t
+                .AddSource(QuintetTelemetry.Wildcard)
+                .AddAspNetCoreInstrumentation(o => o.EnrichWithHttpResponse = NameComponentCallSpan)
+
+                // The calls between managers (instance transfer, backups, store replication, package distribution,
+                // reports). A forwarded component call is a client span of PeerForwarding's own, named after the
+                // component's method, whose context the owner receives: not a second span here.
+                .AddGrpcClientInstrumentation(o => o.Filter = request => request.RequestUri?.AbsolutePath.StartsWith(PeerForwarding.RoutePrefix + "/", StringComparison.Ordinal) != true))
             .WithMetrics(m => m.AddMeter(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation().AddRuntimeInstrumentation());
         builder.Logging.AddOpenTelemetry(o => o.IncludeScopes = true);
 
@@ -272,6 +279,18 @@ public static class ManagerHostingExtensions
         if (!string.IsNullOrWhiteSpace(builder.Configuration["OTEL_EXPORTER_OTLP_ENDPOINT"]))
         {
             otel.UseOtlpExporter();
+        }
+    }
+
+    /// <summary>
+    /// Names a component call's server span after its method (<c>samples.counter.Counter/Add</c>), as the RPC conventions
+    /// want, once ASP.NET Core's instrumentation has named it after the route template as it stops.
+    /// </summary>
+    private static void NameComponentCallSpan(System.Diagnostics.Activity activity, HttpResponse response)
+    {
+        if (activity.GetTagItem("rpc.service") is string service && activity.GetTagItem("rpc.method") is string method)
+        {
+            activity.DisplayName = service + "/" + method;
         }
     }
 }
