@@ -269,9 +269,9 @@ public static class ManagerHostingExtensions
                 .AddAspNetCoreInstrumentation(o => o.EnrichWithHttpResponse = NameComponentCallSpan)
 
                 // The calls between managers (instance transfer, backups, store replication, package distribution,
-                // reports). A forwarded component call is a client span of PeerForwarding's own, named after the
-                // component's method, whose context the owner receives: not a second span here.
-                .AddGrpcClientInstrumentation(o => o.Filter = request => request.RequestUri?.AbsolutePath.StartsWith(PeerForwarding.RoutePrefix + "/", StringComparison.Ordinal) != true))
+                // admin requests passed on). A forwarded component call is a client span of PeerForwarding's own, named
+                // after the component's method, which suppresses this instrumentation for its call.
+                .AddGrpcClientInstrumentation())
             .WithMetrics(m => m.AddMeter(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation().AddRuntimeInstrumentation());
         builder.Logging.AddOpenTelemetry(o => o.IncludeScopes = true);
 

@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Globalization;
 using Grpc.Core;
+using OpenTelemetry;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Peers;
 using Quintet.Protocol;
@@ -68,7 +69,24 @@ internal sealed class PeerForwarding(PeerChannels channels)
 
         try
         {
-            var reply = await channels.For(endpoint).CreateCallInvoker().AsyncUnaryCall(method, null, new CallOptions(headers, info.Deadline?.UtcDateTime, cancellationToken), call.Request.ToArray());
+            AsyncUnaryCall<byte[]> pending;
+            var invoker = channels.For(endpoint).CreateCallInvoker();
+            var options = new CallOptions(headers, info.Deadline?.UtcDateTime, cancellationToken);
+            if (activity is null)
+            {
+                pending = invoker.AsyncUnaryCall(method, null, options, call.Request.ToArray());
+            }
+            else
+            {
+                // This span is the call's: the gRPC client instrumentation would add a second one, on the internal
+                // route, and send its context instead of this span's. The suppression flows with the call to its end.
+                using (SuppressInstrumentationScope.Begin())
+                {
+                    pending = invoker.AsyncUnaryCall(method, null, options, call.Request.ToArray());
+                }
+            }
+
+            var reply = await pending;
             activity?.SetTag("rpc.grpc.status_code", (int)StatusCode.OK);
             return reply;
         }
