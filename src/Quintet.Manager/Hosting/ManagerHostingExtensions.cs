@@ -262,7 +262,15 @@ public static class ManagerHostingExtensions
 
     private static void AddTelemetry(WebApplicationBuilder builder, string nodeName)
     {
-        var otel = builder.Services.AddOpenTelemetry()
+        // Only where an operator asked for export (the standard OTEL_EXPORTER_OTLP_ENDPOINT variable or setting): without
+        // it, nothing listens to the Quintet sources and meters, so a call makes no span and records no measurement
+        // (dotnet-counters and dotnet-trace still read the meters and sources on demand). docs/observability.md.
+        if (string.IsNullOrWhiteSpace(builder.Configuration["OTEL_EXPORTER_OTLP_ENDPOINT"]))
+        {
+            return;
+        }
+
+        builder.Services.AddOpenTelemetry()
             .ConfigureResource(r => r.AddService("quintet-manager", serviceInstanceId: nodeName))
             .WithTracing(t => t
                 .AddSource(QuintetTelemetry.Wildcard)
@@ -272,14 +280,9 @@ public static class ManagerHostingExtensions
                 // admin requests passed on). A forwarded component call is a client span of PeerForwarding's own, named
                 // after the component's method, which suppresses this instrumentation for its call.
                 .AddGrpcClientInstrumentation())
-            .WithMetrics(m => m.AddMeter(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation().AddRuntimeInstrumentation());
+            .WithMetrics(m => m.AddMeter(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation().AddRuntimeInstrumentation())
+            .UseOtlpExporter();
         builder.Logging.AddOpenTelemetry(o => o.IncludeScopes = true);
-
-        // Export only where an operator asked for it: the standard OTEL_EXPORTER_OTLP_ENDPOINT variable or setting.
-        if (!string.IsNullOrWhiteSpace(builder.Configuration["OTEL_EXPORTER_OTLP_ENDPOINT"]))
-        {
-            otel.UseOtlpExporter();
-        }
     }
 
     /// <summary>

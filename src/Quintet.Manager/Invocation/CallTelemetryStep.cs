@@ -3,6 +3,7 @@ using System.Diagnostics.Metrics;
 using Grpc.Core;
 using Quintet.Diagnostics;
 using Quintet.Manager.Calls;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Invocation;
 
@@ -25,7 +26,9 @@ internal sealed class CallTelemetryStep : IInvocationStep
     /// <inheritdoc />
     public Task<InvocationResult> InvokeAsync(ComponentInvocation call, InvocationDelegate next, CancellationToken cancellationToken)
     {
-        var activity = Activity.Current is { IsAllDataRequested: true } current ? current : null;
+        // ASP.NET Core starts an activity for every request while logging is on, recorded or not: only a listener to the
+        // manager's sources (an OpenTelemetry pipeline, dotnet-trace) makes describing it worth its allocations.
+        var activity = ManagerTelemetry.Source.HasListeners() && Activity.Current is { IsAllDataRequested: true } current ? current : null;
         if (activity is null && !Duration.Enabled)
         {
             return next(call, cancellationToken);
