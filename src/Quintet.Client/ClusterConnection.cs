@@ -72,9 +72,10 @@ internal sealed class ClusterConnection : IDisposable
     /// <summary>
     /// Learns from a successful call where its instance lives: the manager in <c>quintet-served-by</c> when the manager
     /// called passed it on, else the manager called itself (it served the call). <paramref name="routed"/>: the call went
-    /// to <paramref name="called"/> by the route already known, which an answer without a hop confirms.
+    /// to <paramref name="called"/> by the route already known, which an answer without a hop confirms. Returns the
+    /// owner the manager called named, or null when it served the call itself.
     /// </summary>
-    public void Learn(string service, string key, ManagerEndpoint called, bool routed, Metadata responseHeaders)
+    public string? Learn(string service, string key, ManagerEndpoint called, bool routed, Metadata responseHeaders)
     {
         var servedBy = responseHeaders.GetValue(CallHeaders.ServedBy);
         if (servedBy is null)
@@ -84,7 +85,7 @@ internal sealed class ClusterConnection : IDisposable
                 Routes.Set(service, key, called);
             }
 
-            return;
+            return null;
         }
 
         Interlocked.Increment(ref _forwardedCalls);
@@ -92,6 +93,8 @@ internal sealed class ClusterConnection : IDisposable
         {
             Routes.Set(service, key, owner);
         }
+
+        return servedBy;
     }
 
     private ManagerEndpoint? Endpoint(string address)

@@ -77,10 +77,15 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
     private async Task<TResponse> RunAsync()
     {
+        var started = Stopwatch.GetTimestamp();
+
+        // The call's span (null when nobody listens) is current for its attempts, and named in their headers.
+        var activity = ClientTelemetry.StartCall(_method, _key);
+        var headers = activity is null ? _headers : ClientTelemetry.Propagate(activity, _headers);
+        var outcome = Status.DefaultSuccess;
         try
         {
             _connection.CountCall();
-            var started = Stopwatch.GetTimestamp();
             var budget = _connection.Options.FailoverBudget;
             var cancellationToken = _options.CancellationToken;
             DateTime? callerDeadline = _options.Deadline is { } given && given != DateTime.MaxValue ? given.ToUniversalTime() : null;
@@ -96,7 +101,8 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 }
 
                 var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
-                var options = new CallOptions(_headers, deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
+                ClientTelemetry.Attempt(activity, endpoint);
+                var options = new CallOptions(headers, deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
                 AsyncUnaryCall<TResponse> call;
                 try
                 {
@@ -118,9 +124,13 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 try
                 {
                     var response = await call.ResponseAsync.ConfigureAwait(false);
-                    var headers = await call.ResponseHeadersAsync.ConfigureAwait(false);
-                    _connection.Learn(_method.ServiceName, _key, endpoint, routed: direct, headers);
-                    _responseHeaders.TrySetResult(headers);
+                    var responseHeaders = await call.ResponseHeadersAsync.ConfigureAwait(false);
+                    if (_connection.Learn(_method.ServiceName, _key, endpoint, routed: direct, responseHeaders) is { } servedBy)
+                    {
+                        ClientTelemetry.PassedOn(activity, _method, servedBy);
+                    }
+
+                    _responseHeaders.TrySetResult(responseHeaders);
                     return response;
                 }
                 catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e)) && !cancellationToken.IsCancellationRequested && !_disposed)
@@ -153,6 +163,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                     }
 
                     _connection.CountRetry();
+                    ClientTelemetry.Retry(activity, _method, attempt, endpoint, e.StatusCode);
                     try
                     {
                         await Task.Delay(wait, RetryWaitToken()).ConfigureAwait(false);
@@ -168,6 +179,16 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 }
             }
         }
+        catch (RpcException e)
+        {
+            outcome = e.Status;
+            throw;
+        }
+        catch (Exception e)
+        {
+            outcome = new Status(StatusCode.Unknown, e.Message);
+            throw;
+        }
         finally
         {
             // Unhooks the link to the caller's token, which may live much longer than this call.
@@ -176,6 +197,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
             // Whoever awaits the headers before the response must not wait forever on a call that failed otherwise.
             _responseHeaders.TrySetResult([]);
+            ClientTelemetry.EndCall(activity, _method, outcome, started);
         }
     }
 

@@ -17,8 +17,8 @@ using Samples.Counter;
 
 namespace Quintet.Client.Tests;
 
-/// <summary>One call a fake manager received: which manager, for which key, which method.</summary>
-internal sealed record FakeCall(string Manager, string Key, string Method);
+/// <summary>One call a fake manager received: which manager, for which key, which method, in which trace (<c>traceparent</c>, if any).</summary>
+internal sealed record FakeCall(string Manager, string Key, string Method, string? TraceParent = null);
 
 /// <summary>
 /// How a fake manager answers a call: it serves it (naming an owner in <c>quintet-served-by</c> when
@@ -123,7 +123,8 @@ internal sealed class FakeManager : IAsyncDisposable
     {
         await context.Request.Body.CopyToAsync(Stream.Null);
         var key = context.Request.Headers[CallHeaders.Key].ToString();
-        _calls.Enqueue(new FakeCall(Name, key, context.Request.Path.Value ?? string.Empty));
+        var traceParent = context.Request.Headers.TryGetValue("traceparent", out var value) ? value.ToString() : null;
+        _calls.Enqueue(new FakeCall(Name, key, context.Request.Path.Value ?? string.Empty, traceParent));
         if (BeforeAnswer is { } beforeAnswer)
         {
             await beforeAnswer(key, context.RequestAborted);
