@@ -97,6 +97,13 @@ public sealed class QuintetClient : IDisposable
     public IReadOnlyList<string> Endpoints => _connection?.Endpoints ?? [];
 
     /// <summary>
+    /// This client's identity in the managers' completion records (32 hexadecimal digits, random per client), sent with
+    /// every call with the call's number (1, 2, 3, ... in the order calls start, the same on each retry of one call);
+    /// null for a client made by <see cref="Over"/>, which sends neither.
+    /// </summary>
+    public string? ClientId => _connection?.Calls.ClientId;
+
+    /// <summary>
     /// Counters for diagnostics: calls made, how many went straight to their instance's owner, how many took a hop,
     /// retries, routes known. All zero for a client made by <see cref="Over"/>.
     /// </summary>
