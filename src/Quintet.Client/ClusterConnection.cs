@@ -38,6 +38,9 @@ internal sealed class ClusterConnection : IDisposable
 
     public RouteTable Routes { get; }
 
+    /// <summary>Numbers this client's calls for the managers' completion records.</summary>
+    public CallSequencer Calls { get; } = new();
+
     public IReadOnlyList<string> Endpoints => [.. _configured.Select(e => e.Address)];
 
     /// <summary>The configured endpoint calls without a route go to.</summary>

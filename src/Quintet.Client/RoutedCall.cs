@@ -28,6 +28,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private readonly TRequest _request;
     private readonly string _key;
     private readonly Metadata _headers;
+    private readonly long _sequence;
     private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Made only when a retry has to wait: the caller's token, or disposing the call, ends that wait.
@@ -45,6 +46,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         _options = options;
         _request = request;
         _key = key;
+        _sequence = connection.Calls.Start();
         if (options.Headers is not { Count: > 0 } callerHeaders)
         {
             // Most calls carry no headers of their own: they share the proxy's, which hold the key alone.
@@ -55,7 +57,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
             _headers = [];
             foreach (var entry in callerHeaders)
             {
-                if (!string.Equals(entry.Key, CallHeaders.Key, StringComparison.OrdinalIgnoreCase))
+                if (!IsOwnHeader(entry.Key))
                 {
                     _headers.Add(entry);
                 }
@@ -63,6 +65,32 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
             _headers.Add(CallHeaders.Key, key);
         }
+    }
+
+    /// <summary>The headers the client sets itself; a caller's own values for them are left out.</summary>
+    private static bool IsOwnHeader(string name) =>
+        string.Equals(name, CallHeaders.Key, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.CallSequence, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.AnsweredBelow, StringComparison.OrdinalIgnoreCase);
+
+    /// <summary>
+    /// One attempt's headers: the call's, its client id and number (the same on every attempt, so that the owner answers
+    /// a retry of a call that already ran from its record), and the client's acknowledgement watermark as it stands.
+    /// </summary>
+    private Metadata AttemptHeaders(Metadata callHeaders)
+    {
+        var calls = _connection.Calls;
+        Metadata headers = [];
+        foreach (var entry in callHeaders)
+        {
+            headers.Add(entry);
+        }
+
+        headers.Add(CallHeaders.ClientId, calls.ClientId);
+        headers.Add(CallHeaders.CallSequence, CallSequencer.Format(_sequence));
+        headers.Add(CallHeaders.AnsweredBelow, CallSequencer.Format(calls.AnsweredBelow));
+        return headers;
     }
 
     /// <summary>
@@ -102,7 +130,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
                 var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
                 ClientTelemetry.Attempt(activity, endpoint);
-                var options = new CallOptions(headers, deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
+                var options = new CallOptions(AttemptHeaders(headers), deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
                 AsyncUnaryCall<TResponse> call;
                 try
                 {
@@ -193,6 +221,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         {
             // Unhooks the link to the caller's token, which may live much longer than this call.
             _finished = true;
+            _connection.Calls.Finish(_sequence);
             _retryWait?.Dispose();
 
             // Whoever awaits the headers before the response must not wait forever on a call that failed otherwise.

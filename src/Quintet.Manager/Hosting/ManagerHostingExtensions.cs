@@ -172,6 +172,10 @@ public static class ManagerHostingExtensions
         builder.Services.AddInvocationPipeline();
         builder.Services.AddSingleton<DeployedPackages>();
         builder.Services.AddSingleton<InstanceShadows>();
+        builder.Services.AddOptions<CompletionRecordsOptions>().Bind(builder.Configuration.GetSection(CompletionRecordsOptions.SectionName));
+        builder.Services.AddSingleton<CompletionRecordBook>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<CompletionRecordBook>());
+        builder.Services.AddSingleton<CallCompletions>();
         builder.Services.AddSingleton<PrimaryBackups>();
         builder.Services.AddSingleton<InstanceMigration>();
         builder.Services.AddSingleton<InstanceActivation>();

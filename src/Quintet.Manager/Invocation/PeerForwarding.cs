@@ -55,6 +55,14 @@ internal sealed class PeerForwarding(PeerChannels channels)
             headers.Add(CallHeaders.Caller, caller);
         }
 
+        if (info.ClientCall is { } clientCall)
+        {
+            // Unchanged, so that the owner finds a retried call's record whichever manager the retry came through.
+            headers.Add(CallHeaders.ClientId, clientCall.ClientId);
+            headers.Add(CallHeaders.CallSequence, clientCall.Sequence.ToString(CultureInfo.InvariantCulture));
+            headers.Add(CallHeaders.AnsweredBelow, clientCall.AnsweredBelow.ToString(CultureInfo.InvariantCulture));
+        }
+
         if (info.CallerRoles is { Count: > 0 } roles)
         {
             headers.Add(CallerRolesHeader, string.Join(',', roles));
