@@ -40,6 +40,9 @@ internal sealed class ManagerEndpoint : IDisposable
                 PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
                 ConnectTimeout = ConnectTimeout,
 
+                // gRPC has no cookies; without this every response's headers are searched for them.
+                UseCookies = false,
+
                 // Ends the calls on a manager that stopped answering (see QuintetClientOptions.KeepAliveTime): they fail
                 // UNAVAILABLE and fail over, where an attempt without a deadline would otherwise wait for ever.
                 KeepAlivePingDelay = clientOptions.KeepAliveTime ?? Timeout.InfiniteTimeSpan,

@@ -100,9 +100,9 @@ public sealed class QuintetClient : IDisposable
     /// <summary>
     /// This client's identity in the managers' completion records (32 hexadecimal digits, random per client), sent with
     /// every call with the call's number (1, 2, 3, ... in the order calls start, the same on each retry of one call);
-    /// null for a client made by <see cref="Over"/>, which sends neither.
+    /// null for a client made by <see cref="Over"/> or with <see cref="QuintetClientOptions.ExactlyOnce"/> off, which send neither.
     /// </summary>
-    public string? ClientId => _connection?.Calls.ClientId;
+    public string? ClientId => _connection is { Options.ExactlyOnce: true } connection ? connection.Calls.ClientId : null;
 
     /// <summary>
     /// Counters for diagnostics: calls made, how many went straight to their instance's owner, how many took a hop,

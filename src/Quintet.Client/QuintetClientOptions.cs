@@ -51,6 +51,16 @@ public sealed class QuintetClientOptions
     public TimeSpan KeepAliveTimeout { get; init; } = TimeSpan.FromSeconds(3);
 
     /// <summary>
+    /// Whether each call carries the client's identity and its number, so that the manager owning the instance keeps a
+    /// completion record of it and answers a retry from that record instead of running the call again (see
+    /// <c>docs/client.md</c>, "Exactly once"). Off, calls carry no identity, managers keep no records for them, and a call
+    /// retried on failover may run twice: for a client whose operations are idempotent anyway and that would rather not
+    /// pay for the records (a few microseconds of CPU per call on the client and on the owner).
+    /// </summary>
+    /// <value><see langword="true"/>.</value>
+    public bool ExactlyOnce { get; init; } = true;
+
+    /// <summary>
     /// How many routes (contract and key to the endpoint of the manager that owns the instance) the client keeps;
     /// beyond that the oldest learned are dropped, and their next calls take one hop through a manager again. 0 turns
     /// routing off: every call goes to a configured endpoint, which forwards it to the owner.

@@ -28,7 +28,12 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private readonly TRequest _request;
     private readonly string _key;
     private readonly Metadata _headers;
+
+    // The call's number among the client's calls; 0 when the client sends no identity (ExactlyOnce off).
     private readonly long _sequence;
+
+    // The call's number as its headers carry it, formatted once for all its attempts.
+    private string? _sequenceText;
     private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Made only when a retry has to wait: the caller's token, or disposing the call, ends that wait.
@@ -46,7 +51,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         _options = options;
         _request = request;
         _key = key;
-        _sequence = connection.Calls.Start();
+        _sequence = connection.Options.ExactlyOnce ? connection.Calls.Start() : 0;
         if (options.Headers is not { Count: > 0 } callerHeaders)
         {
             // Most calls carry no headers of their own: they share the proxy's, which hold the key alone.
@@ -80,15 +85,22 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     /// </summary>
     private Metadata AttemptHeaders(Metadata callHeaders)
     {
+        if (_sequence == 0)
+        {
+            // The client sends no identity (ExactlyOnce off): the call's headers go as they are.
+            return callHeaders;
+        }
+
         var calls = _connection.Calls;
+        _sequenceText ??= CallSequencer.Format(_sequence);
         Metadata headers = [];
         foreach (var entry in callHeaders)
         {
             headers.Add(entry);
         }
 
-        headers.Add(CallHeaders.ClientId, calls.ClientId);
-        headers.Add(CallHeaders.CallSequence, CallSequencer.Format(_sequence));
+        headers.Add(calls.ClientIdHeader);
+        headers.Add(CallHeaders.CallSequence, _sequenceText);
         headers.Add(CallHeaders.AnsweredBelow, CallSequencer.Format(calls.AnsweredBelow));
         return headers;
     }
@@ -221,7 +233,11 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         {
             // Unhooks the link to the caller's token, which may live much longer than this call.
             _finished = true;
-            _connection.Calls.Finish(_sequence);
+            if (_sequence != 0)
+            {
+                _connection.Calls.Finish(_sequence);
+            }
+
             _retryWait?.Dispose();
 
             // Whoever awaits the headers before the response must not wait forever on a call that failed otherwise.

@@ -5,7 +5,9 @@
 //   (--tls: the managers secured with certificates, so the cluster port and the group port use mutual TLS)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- calls [--seconds 5 --concurrency 1,64 --instances 100000 --tls]
 //   (--tls: component calls and the bare echo on a secured manager (TLS, client certificate, access checks) and on an
-//   open one, side by side; the ratios against the targets; no instance memory)
+//   open one, side by side, and the secured component from a client with ExactlyOnce off; the ratios against the
+//   targets; no instance memory. --alone secured-component|secured-echo|secured-component-no-records|plain-component|
+//   plain-echo runs that kind alone, for a profiler)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- tools [--seconds 5 --writers 1,32 --value-bytes 64 --managers 3 --no-peers]
 //   (--no-peers: Quintet alone, without redis-server and etcd, for a quick look)
 //   (tools: shared dictionary beside redis-server, checkpoint log beside a 3-member etcd, the fdatasync floor; docs/benchmarks.md)
@@ -19,7 +21,7 @@ using Quintet.Benchmarks;
 
 if (args.Length > 0 && args[0] == "calls" && args.Contains("--tls"))
 {
-    await SecuredCallBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--concurrency", [1, 64]));
+    await SecuredCallBenchmark.RunAsync(Arguments.Int(args, "--seconds", 5), Arguments.Ints(args, "--concurrency", [1, 64]), Arguments.Text(args, "--alone"));
     return;
 }
 
@@ -102,6 +104,12 @@ namespace Quintet.Benchmarks
             return i >= 0 && i + 1 < args.Length && int.TryParse(args[i + 1], CultureInfo.InvariantCulture, out var value) && value >= 0
                 ? value
                 : fallback;
+        }
+
+        public static string? Text(string[] args, string name)
+        {
+            var i = Array.IndexOf(args, name);
+            return i >= 0 && i + 1 < args.Length ? args[i + 1] : null;
         }
 
         public static int[] Ints(string[] args, string name, int[] fallback)

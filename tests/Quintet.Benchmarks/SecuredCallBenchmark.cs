@@ -25,10 +25,13 @@ internal static class SecuredCallBenchmark
     private const double LatencyTarget = 1.25;
     private const double ThroughputTarget = 0.8;
 
+    /// <summary>What the exactly-once records may cost: at most 10% over the same call without them.</summary>
+    private const double RecordsTarget = 1.10;
+
     /// <summary>How long each kind of call runs before the next kind takes its turn.</summary>
     private static readonly TimeSpan Slice = TimeSpan.FromMilliseconds(500);
 
-    public static async Task RunAsync(int seconds, int[] concurrencies)
+    public static async Task RunAsync(int seconds, int[] concurrencies, string? alone = null)
     {
         var window = TimeSpan.FromSeconds(seconds);
         var warmUp = TimeSpan.FromSeconds(2);
@@ -39,6 +42,7 @@ internal static class SecuredCallBenchmark
         Console.WriteLine("           On: TLS, the client certificate's authentication (its chain checked once, then cached), the access check of every call");
         Console.WriteLine($"           (Echo: reader), the caller's identity for the component, and the component's package role: quintet.bench.GuardedCounter opens to");
         Console.WriteLine($"           role '{GuardedCounterRoles.Caller}' alone, whose member is role:{CallerRole} (quintet roles add ToolsBench {GuardedCounterRoles.Caller} role:{CallerRole}).");
+        Console.WriteLine("           'no records': the same calls from a second secured client with ExactlyOnce off: no call identity, no completion records.");
         Console.WriteLine("  plain:   the same with security off: cleartext HTTP/2, Quintet.Client with the http endpoint alone.");
         Console.WriteLine("  Peer of each: the same manager's bare gRPC for .NET unary Echo (quintet.diagnostics.v1) on the same Kestrel server and");
         Console.WriteLine("  connection settings; secured, over the same TLS, presenting the same client certificate and passing the same authentication.");
@@ -74,23 +78,34 @@ internal static class SecuredCallBenchmark
         using var echoCertificate = certificates.LoadClient(Caller);
         using var securedEchoChannel = certificates.CreateChannel(securedManager.GrpcEndpoint, echoCertificate);
 
+        // The same client with exactly-once off: its calls carry no identity and the owner keeps no completion records.
+        using var securedClientWithoutRecords = QuintetClient.Connect(new QuintetClientOptions
+        {
+            Endpoints = [securedManager.GrpcEndpoint],
+            CertificateAuthorityFile = certificates.AuthorityFile,
+            CertificateFile = certificateFile,
+            KeyFile = keyFile,
+            ExactlyOnce = false,
+        });
+
         var plainManager = plainCluster.Managers[0];
         using var plainClient = QuintetClient.Connect(plainManager.GrpcEndpoint);
         using var plainEchoChannel = GrpcChannel.ForAddress(plainManager.GrpcEndpoint);
 
         var sides = new[]
         {
-            new Side("secured", securedClient, new GroupDiagnostics.GroupDiagnosticsClient(securedEchoChannel), securedManager.Name, securedManager.ProcessId),
-            new Side("plain", plainClient, new GroupDiagnostics.GroupDiagnosticsClient(plainEchoChannel), plainManager.Name, plainManager.ProcessId),
+            new Side("secured", securedClient, new GroupDiagnostics.GroupDiagnosticsClient(securedEchoChannel), securedManager.Name, securedManager.ProcessId, securedClientWithoutRecords),
+            new Side("plain", plainClient, new GroupDiagnostics.GroupDiagnosticsClient(plainEchoChannel), plainManager.Name, plainManager.ProcessId, null),
         };
 
-        Console.WriteLine($"Measured in turns of {Slice.TotalMilliseconds:F0} ms (secured component, secured echo, plain component, plain echo, again) until each has had {seconds} s,");
+        Console.WriteLine($"Measured in turns of {Slice.TotalMilliseconds:F0} ms (secured component, secured echo, secured component without records, plain component, plain echo, again) until each has had {seconds} s,");
         Console.WriteLine("so that a change in the machine's load falls on all four alike.");
         Console.WriteLine();
         Console.WriteLine("CPU per call: the manager's (read from /proc) and this client process's, in microseconds, charged to the kind of call whose turn it was.");
         Console.WriteLine();
         Console.WriteLine($"{"workers",7} {"security",8} {"call",10} {"calls/s",10} {"p50 ms",8} {"p99 ms",8} {"mgr µs",7} {"client µs",9}   {"p50 ratio",9} {"p99 ratio",9} {"rate ratio",10}");
         var results = new Dictionary<(string Side, int Workers), (TurnFigures Component, TurnFigures Echo)>();
+        var withoutRecords = new Dictionary<int, TurnFigures>();
         foreach (var concurrency in concurrencies)
         {
             var add = new GuardedAdd { Amount = 1 };
@@ -99,8 +114,13 @@ internal static class SecuredCallBenchmark
             {
                 var counters = Enumerable.Range(0, concurrency).Select(i => side.Client.GetComponent<IGuardedCounter>($"bench-{concurrency}-{i}")).ToArray();
                 var message = new EchoMessage { Value = 1, Text = side.ManagerName };
-                calls.Add(new Turn(worker => counters[worker].AddAsync(add, CancellationToken.None), side.ManagerProcessId));
-                calls.Add(new Turn(worker => side.Echo.EchoAsync(message).ResponseAsync, side.ManagerProcessId));
+                calls.Add(new Turn($"{side.Name}-component", worker => counters[worker].AddAsync(add, CancellationToken.None), side.ManagerProcessId));
+                calls.Add(new Turn($"{side.Name}-echo", worker => side.Echo.EchoAsync(message).ResponseAsync, side.ManagerProcessId));
+                if (side.WithoutRecords is { } client)
+                {
+                    var unrecorded = Enumerable.Range(0, concurrency).Select(i => client.GetComponent<IGuardedCounter>($"bench-{concurrency}-{i}")).ToArray();
+                    calls.Add(new Turn($"{side.Name}-component-no-records", worker => unrecorded[worker].AddAsync(add, CancellationToken.None), side.ManagerProcessId));
+                }
             }
 
             foreach (var call in calls)
@@ -108,14 +128,32 @@ internal static class SecuredCallBenchmark
                 await CallBenchmark.MeasureAsync(concurrency, warmUp, call.Call);
             }
 
-            var measured = await MeasureInTurnsAsync(concurrency, window, calls);
-            for (var s = 0; s < sides.Length; s++)
+            if (alone is not null)
             {
-                var (c, e) = (measured[2 * s], measured[(2 * s) + 1]);
-                results[(sides[s].Name, concurrency)] = (c, e);
-                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3} {c.ManagerMicros,7:F1} {c.ClientMicros,9:F1}   {c.P50 / e.P50,9:F2} {c.P99 / e.P99,9:F2} {c.Rate / e.Rate,10:F2}");
-                Console.WriteLine($"{concurrency,7} {sides[s].Name,8} {"bare echo",10} {e.Rate,10:F0} {e.P50,8:F3} {e.P99,8:F3} {e.ManagerMicros,7:F1} {e.ClientMicros,9:F1}");
+                await RunAloneAsync(alone, concurrency, window, calls);
+                continue;
             }
+
+            var measured = await MeasureInTurnsAsync(concurrency, window, calls);
+            TurnFigures Of(string kind) => measured[calls.FindIndex(call => call.Kind == kind)];
+            foreach (var side in sides)
+            {
+                var (c, e) = (Of($"{side.Name}-component"), Of($"{side.Name}-echo"));
+                results[(side.Name, concurrency)] = (c, e);
+                Console.WriteLine($"{concurrency,7} {side.Name,8} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3} {c.ManagerMicros,7:F1} {c.ClientMicros,9:F1}   {c.P50 / e.P50,9:F2} {c.P99 / e.P99,9:F2} {c.Rate / e.Rate,10:F2}");
+                if (side.WithoutRecords is not null)
+                {
+                    var n = withoutRecords[concurrency] = Of($"{side.Name}-component-no-records");
+                    Console.WriteLine($"{concurrency,7} {side.Name,8} {"no records",10} {n.Rate,10:F0} {n.P50,8:F3} {n.P99,8:F3} {n.ManagerMicros,7:F1} {n.ClientMicros,9:F1}   {n.P50 / e.P50,9:F2} {n.P99 / e.P99,9:F2} {n.Rate / e.Rate,10:F2}");
+                }
+
+                Console.WriteLine($"{concurrency,7} {side.Name,8} {"bare echo",10} {e.Rate,10:F0} {e.P50,8:F3} {e.P99,8:F3} {e.ManagerMicros,7:F1} {e.ClientMicros,9:F1}");
+            }
+        }
+
+        if (alone is not null)
+        {
+            return;
         }
 
         // Latency is that of sequential calls (the fewest workers), throughput that of the most concurrent callers.
@@ -136,6 +174,15 @@ internal static class SecuredCallBenchmark
         Console.WriteLine("What TLS and authorization cost by themselves, secured / plain:");
         Console.WriteLine($"  component: p50 {sc.P50 / pc.P50:F2}x, p99 {sc.P99 / pc.P99:F2}x at {sequential} worker(s); throughput {cc.Rate / qc.Rate:F2}x at {concurrent} workers.");
         Console.WriteLine($"  bare echo: p50 {se.P50 / pe.P50:F2}x, p99 {se.P99 / pe.P99:F2}x at {sequential} worker(s); throughput {ce.Rate / qe.Rate:F2}x at {concurrent} workers.");
+
+        var (rs, rc) = (withoutRecords[sequential], withoutRecords[concurrent]);
+        Console.WriteLine();
+        Console.WriteLine($"Exactly-once records, secured component with them / the same client with ExactlyOnce off (target: at most {RecordsTarget:F2}x):");
+        Verdict("p50 latency", sc.P50 / rs.P50, atMost: true, RecordsTarget);
+        Verdict("throughput", rc.Rate / cc.Rate, atMost: true, RecordsTarget, "without / with");
+        Verdict("CPU per call", (cc.ManagerMicros + cc.ClientMicros) / (rc.ManagerMicros + rc.ClientMicros), atMost: true, RecordsTarget, $"{concurrent} workers, manager and client");
+        Console.WriteLine("The secured component / echo ratios without the records (what the path costs besides them):");
+        Console.WriteLine($"  p50 {rs.P50 / se.P50:F2}x, p99 {rs.P99 / se.P99:F2}x at {sequential} worker(s); throughput {rc.Rate / ce.Rate:F2}x at {concurrent} workers.");
     }
 
     /// <summary>
@@ -173,16 +220,31 @@ internal static class SecuredCallBenchmark
         })];
     }
 
-    private static void Verdict(string figure, double ratio, bool atMost, double target)
+    /// <summary>
+    /// One kind of call alone for the whole window, for a profiler attached to the processes this names: the figures of
+    /// each function in a profile are then that kind's alone, and this prints the CPU per call to scale them by.
+    /// </summary>
+    private static async Task RunAloneAsync(string kind, int concurrency, TimeSpan window, List<Turn> calls)
     {
-        var met = atMost ? ratio <= target : ratio >= target;
-        Console.WriteLine($"  {figure,-12} {ratio,6:F2}x (target {(atMost ? "<=" : ">=")} {target:F2}x): {(met ? "target met" : "target missed")}");
+        var turn = calls.Find(call => call.Kind == kind)
+            ?? throw new ArgumentException($"--alone {kind}: not a kind of call; use one of {string.Join(", ", calls.Select(call => call.Kind))}.");
+        Console.WriteLine($"{kind} alone for {window.TotalSeconds:F0} s at {concurrency} workers: manager pid {turn.ManagerProcessId}, client pid {Environment.ProcessId}.");
+        var figures = await MeasureInTurnsAsync(concurrency, window, [turn]);
+        var f = figures[0];
+        Console.WriteLine($"{concurrency,7} {kind,-17} {f.Rate,10:F0} calls/s  p50 {f.P50,7:F3} ms  p99 {f.P99,7:F3} ms  mgr {f.ManagerMicros,6:F1} µs  client {f.ClientMicros,6:F1} µs per call");
     }
 
-    private sealed record Side(string Name, QuintetClient Client, GroupDiagnostics.GroupDiagnosticsClient Echo, string ManagerName, int ManagerProcessId);
+    private static void Verdict(string figure, double ratio, bool atMost, double target, string? how = null)
+    {
+        var met = atMost ? ratio <= target : ratio >= target;
+        Console.WriteLine($"  {figure,-12} {ratio,6:F2}x{(how is null ? "" : $" ({how})")} (target {(atMost ? "<=" : ">=")} {target:F2}x): {(met ? "target met" : "target missed")}");
+    }
+
+    /// <summary>One manager and its callers; <paramref name="WithoutRecords"/>: the same client with exactly-once off, measured as a third kind.</summary>
+    private sealed record Side(string Name, QuintetClient Client, GroupDiagnostics.GroupDiagnosticsClient Echo, string ManagerName, int ManagerProcessId, QuintetClient? WithoutRecords);
 
     /// <summary>One kind of call measured in turns, and the manager process that serves it.</summary>
-    private sealed record Turn(Func<int, Task> Call, int ManagerProcessId);
+    private sealed record Turn(string Kind, Func<int, Task> Call, int ManagerProcessId);
 
     /// <summary>A kind of call's figures: rate, latency in ms, and CPU per call in µs of the manager and of the client.</summary>
     private readonly record struct TurnFigures(double Rate, double P50, double P99, double ManagerMicros, double ClientMicros);

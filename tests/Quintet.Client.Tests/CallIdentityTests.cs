@@ -74,4 +74,23 @@ public class CallIdentityTests
         Assert.Null(call.ClientId);
         Assert.Null(call.Sequence);
     }
+
+    [Fact]
+    public async Task A_client_with_exactly_once_off_sends_no_call_identity()
+    {
+        await using var managers = await FakeManagers.StartAsync(1);
+        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [managers[0].Endpoint], ExactlyOnce = false });
+
+        await client.GetComponent<ICounter>("k").AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None).WaitAsync(CallBound);
+        await client.GetComponent<ICounter>("k").AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None).WaitAsync(CallBound);
+
+        Assert.Null(client.ClientId);
+        Assert.Equal(2, managers.Calls.Count);
+        Assert.All(managers.Calls, call =>
+        {
+            Assert.Null(call.ClientId);
+            Assert.Null(call.Sequence);
+            Assert.Null(call.AnsweredBelow);
+        });
+    }
 }

@@ -1,3 +1,4 @@
+using System.Buffers;
 using System.Globalization;
 using Grpc.Core;
 using Quintet.Protocol;
@@ -18,28 +19,30 @@ internal readonly record struct ClientCallId(string ClientId, long Sequence, lon
     /// <summary>The longest client id taken: the .NET client sends 32 characters; other clients may send a UUID or similar.</summary>
     public const int MaxClientIdLength = 64;
 
+    private static readonly SearchValues<char> ClientIdCharacters = SearchValues.Create("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_");
+
     /// <summary>Reads the call's identity from its headers; null when it has no client id.</summary>
     /// <exception cref="InvocationException"><c>INVALID_ARGUMENT</c>: a header is malformed, the message says which and how.</exception>
     public static ClientCallId? Read(IHeaderDictionary headers)
     {
-        var clientId = headers[CallHeaders.ClientId].FirstOrDefault();
+        var clientId = headers.First(CallHeaders.ClientId);
         if (clientId is null)
         {
             return null;
         }
 
-        if (clientId.Length is 0 or > MaxClientIdLength || !clientId.All(c => char.IsAsciiLetterOrDigit(c) || c is '-' or '_'))
+        if (clientId.Length is 0 or > MaxClientIdLength || clientId.AsSpan().ContainsAnyExcept(ClientIdCharacters))
         {
             throw new InvocationException(StatusCode.InvalidArgument, $"The {CallHeaders.ClientId} header must be 1 to {MaxClientIdLength} ASCII letters, digits, '-' or '_' (the .NET client sends 32 hexadecimal digits); got {Quote(clientId)}.");
         }
 
-        var sequenceText = headers[CallHeaders.CallSequence].FirstOrDefault();
+        var sequenceText = headers.First(CallHeaders.CallSequence);
         if (!long.TryParse(sequenceText, NumberStyles.None, CultureInfo.InvariantCulture, out var sequence) || sequence < 1)
         {
             throw new InvocationException(StatusCode.InvalidArgument, $"A call with the {CallHeaders.ClientId} header needs {CallHeaders.CallSequence}: the call's number among the client's calls, a decimal integer of 1 or more, the same on every retry; got {(sequenceText is null ? "none" : Quote(sequenceText))}.");
         }
 
-        var answeredText = headers[CallHeaders.AnsweredBelow].FirstOrDefault();
+        var answeredText = headers.First(CallHeaders.AnsweredBelow);
         var answeredBelow = 0L;
         if (answeredText is not null && (!long.TryParse(answeredText, NumberStyles.None, CultureInfo.InvariantCulture, out answeredBelow) || answeredBelow > sequence))
         {

@@ -60,7 +60,7 @@ internal static class UnaryFraming
         try
         {
             var message = await ReadMessageAsync(request.BodyReader, cancellationToken);
-            var key = request.Headers[CallHeaders.Key].FirstOrDefault() ?? string.Empty;
+            var key = request.Headers.First(CallHeaders.Key) ?? string.Empty;
             var (reply, servedBy) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), cancellationToken);
             if (servedBy is not null)
             {

@@ -24,17 +24,17 @@ internal sealed class CallerIdentityStep(ClusterSecurity security) : IInvocation
         var headers = call.Http.Request.Headers;
         if (!security.Enabled)
         {
-            if (headers[CallHeaders.Caller].FirstOrDefault() is { } claimed)
+            if (headers.First(CallHeaders.Caller) is { } claimed)
             {
                 call.Info = call.Info with { Caller = claimed };
             }
         }
         else if (CallerClaims.IsManager(call.Http.User))
         {
-            var roles = headers[PeerForwarding.CallerRolesHeader].FirstOrDefault();
+            var roles = headers.First(PeerForwarding.CallerRolesHeader);
             call.Info = call.Info with
             {
-                Caller = headers[CallHeaders.Caller].FirstOrDefault(),
+                Caller = headers.First(CallHeaders.Caller),
                 CallerRoles = string.IsNullOrEmpty(roles) ? null : roles.Split(',', StringSplitOptions.RemoveEmptyEntries),
             };
         }

@@ -43,7 +43,7 @@ internal static class ComponentCallEndpoint
         var operation = (string)routeValues["operation"]!;
         return UnaryFraming.ServeAsync(context, service, operation, (call, cancellationToken) =>
         {
-            var requestId = call.Headers[CallHeaders.RequestId].FirstOrDefault()
+            var requestId = call.Headers.First(CallHeaders.RequestId)
                 ?? string.Create(CultureInfo.InvariantCulture, $"{nodeName}-{Interlocked.Increment(ref s_requests)}");
 
             // Hops and the route epoch steer a call between managers; a client cannot set them.

@@ -148,8 +148,8 @@ internal sealed class PeerForwarding(PeerChannels channels)
     /// <summary>Reads the hops and route epoch of a forwarded call (0 where absent or malformed).</summary>
     public static (int Hops, long RouteEpoch) ReadRouting(IHeaderDictionary headers)
     {
-        var hops = int.TryParse(headers[HopsHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
-        var routeEpoch = long.TryParse(headers[RouteEpochHeader].FirstOrDefault(), NumberStyles.None, CultureInfo.InvariantCulture, out var e) ? e : 0;
+        var hops = int.TryParse(headers.First(HopsHeader), NumberStyles.None, CultureInfo.InvariantCulture, out var h) ? h : 0;
+        var routeEpoch = long.TryParse(headers.First(RouteEpochHeader), NumberStyles.None, CultureInfo.InvariantCulture, out var e) ? e : 0;
         return (hops, routeEpoch);
     }
 }

@@ -36,7 +36,7 @@ internal sealed partial class CompletionRecordBook : BackgroundService, IComplet
     private static readonly Counter<long> Dropped = Meter.CreateCounter<long>(
         "quintet.completion_records.dropped", "{record}", "Completion records dropped, tagged by why: acknowledged, lease, bound.");
 
-    private readonly ConcurrentDictionary<string, (long AnsweredBelow, long LastSeen)> _clients = new(StringComparer.Ordinal);
+    private readonly ConcurrentDictionary<string, ClientWatermark> _clients = new(StringComparer.Ordinal);
     private readonly InstanceShadows _shadows;
     private readonly CompletionRecordsOptions _options;
     private readonly ILogger<CompletionRecordBook> _logger;
@@ -64,17 +64,19 @@ internal sealed partial class CompletionRecordBook : BackgroundService, IComplet
     /// <summary>Notes a call's client watermark: records below it, of every instance here, may go.</summary>
     public long NoteAnswered(ClientCallId call)
     {
-        var now = Stopwatch.GetTimestamp();
-        var noted = _clients.AddOrUpdate(
-            call.ClientId,
-            static (_, arg) => (arg.AnsweredBelow, arg.Now),
-            static (_, held, arg) => (Math.Max(held.AnsweredBelow, arg.AnsweredBelow), arg.Now),
-            (call.AnsweredBelow, Now: now));
-        return noted.AnsweredBelow;
+        // Every call of a client comes here, from many threads at once: one object per client, updated in place without
+        // a lock, instead of a new dictionary entry per call.
+        if (!_clients.TryGetValue(call.ClientId, out var client))
+        {
+            client = _clients.GetOrAdd(call.ClientId, static _ => new ClientWatermark());
+        }
+
+        Volatile.Write(ref client.LastSeen, Stopwatch.GetTimestamp());
+        return client.Raise(call.AnsweredBelow);
     }
 
     /// <summary>The highest watermark seen from a client (0 if none).</summary>
-    public long AnsweredBelow(string clientId) => _clients.TryGetValue(clientId, out var seen) ? seen.AnsweredBelow : 0;
+    public long AnsweredBelow(string clientId) => _clients.TryGetValue(clientId, out var seen) ? Volatile.Read(ref seen.AnsweredBelow) : 0;
 
     public static void CountReplayed() => Replayed.Add(1);
 
@@ -96,9 +98,11 @@ internal sealed partial class CompletionRecordBook : BackgroundService, IComplet
         var idleBefore = Stopwatch.GetTimestamp() - (long)(_options.ClientLease.TotalSeconds * Stopwatch.Frequency);
         foreach (var (clientId, seen) in _clients)
         {
-            if (seen.LastSeen < idleBefore)
+            // A call of the client may come just as it goes: the watermark is then learnt again from its next call, and
+            // records are only kept a little longer meanwhile.
+            if (Volatile.Read(ref seen.LastSeen) < idleBefore)
             {
-                _clients.TryRemove(new KeyValuePair<string, (long, long)>(clientId, seen));
+                _clients.TryRemove(new KeyValuePair<string, ClientWatermark>(clientId, seen));
             }
         }
 
@@ -148,6 +152,31 @@ internal sealed partial class CompletionRecordBook : BackgroundService, IComplet
         catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
         {
             // Stopping.
+        }
+    }
+
+    /// <summary>The highest watermark a client has sent, and when it last called (<see cref="Stopwatch"/> ticks).</summary>
+    private sealed class ClientWatermark
+    {
+        public long AnsweredBelow;
+        public long LastSeen;
+
+        /// <summary>Raises the watermark to <paramref name="answeredBelow"/> if that is higher; returns the watermark.</summary>
+        public long Raise(long answeredBelow)
+        {
+            var held = Volatile.Read(ref AnsweredBelow);
+            while (answeredBelow > held)
+            {
+                var seen = Interlocked.CompareExchange(ref AnsweredBelow, answeredBelow, held);
+                if (seen == held)
+                {
+                    return answeredBelow;
+                }
+
+                held = seen;
+            }
+
+            return held;
         }
     }
 

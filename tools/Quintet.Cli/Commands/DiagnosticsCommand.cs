@@ -60,45 +60,36 @@ internal static class DiagnosticsCommand
         var members = new Option<int>("--members") { Description = "Members per group hosted by this manager, 1 to 16.", DefaultValueFactory = _ => 1 };
         var lightRate = new Option<double>("--rate") { Description = "Messages per second per member, 0 to 10000; 0 keeps the members joined but quiet.", DefaultValueFactory = _ => 0 };
         var churn = new Option<bool>("--churn") { Description = "Each member leaves after 1 to 4 s and another joins in its place." };
-        var lightWorkload = new Command("light-workload", "Join light groups with members hosted by this manager and send in them; no --group stops it (needs EnableWorkload).") { groups, members, lightRate, churn };
-        var lightEndpoint = AdminCall.EndpointOption();
-        var lightOutput = OutputFormats.CreateOption();
-        lightWorkload.Options.Add(lightEndpoint);
-        lightWorkload.Options.Add(lightOutput);
-        lightWorkload.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(lightEndpoint), CallDeadline, async (channel, deadline) =>
-        {
-            var request = new SetLightWorkloadRequest { MembersPerGroup = parse.GetValue(members), MessagesPerSecond = parse.GetValue(lightRate), Churn = parse.GetValue(churn) };
-            request.Groups.AddRange(parse.GetValue(groups) ?? []);
-            var response = await new GroupDiagnostics.GroupDiagnosticsClient(channel).SetLightWorkloadAsync(request, deadline: deadline, cancellationToken: token);
-            Print(context, parse.GetValue(lightOutput), response);
-            return ExitCodes.Ok;
-        }));
+        var lightWorkload = Build(context, "light-workload", "Join light groups with members hosted by this manager and send in them; no --group stops it (needs EnableWorkload).", CallDeadline,
+            [groups, members, lightRate, churn],
+            async (client, parse, deadline, token, output) =>
+            {
+                var request = new SetLightWorkloadRequest { MembersPerGroup = parse.GetValue(members), MessagesPerSecond = parse.GetValue(lightRate), Churn = parse.GetValue(churn) };
+                request.Groups.AddRange(parse.GetValue(groups) ?? []);
+                Print(context, output, await client.SetLightWorkloadAsync(request, deadline: deadline, cancellationToken: token));
+            });
 
         var text = new Option<string?>("--text") { Description = "Text for the manager to echo back." };
-        var echoEndpoint = AdminCall.EndpointOption();
-        var echoOutput = OutputFormats.CreateOption();
-        var echo = new Command("echo", "Make one bare gRPC round trip to the manager and print how long it took.") { text, echoEndpoint, echoOutput };
-        echo.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(echoEndpoint), CallDeadline, async (channel, deadline) =>
-        {
-            var client = new GroupDiagnostics.GroupDiagnosticsClient(channel);
-            var sent = new EchoMessage { Value = Environment.TickCount64, Text = parse.GetValue(text) ?? "" };
-
-            // The first call opens the connection (and the TLS session): time a second one, as a ping would.
-            await client.EchoAsync(sent, deadline: deadline, cancellationToken: token);
-            var started = Stopwatch.GetTimestamp();
-            var answer = await client.EchoAsync(sent, deadline: deadline, cancellationToken: token);
-            var roundTripMs = Stopwatch.GetElapsedTime(started).TotalMilliseconds;
-            if (OutputFormats.IsJson(parse.GetValue(echoOutput)))
+        var echo = Build(context, "echo", "Make one bare gRPC round trip to the manager and print how long it took.", CallDeadline, [text],
+            async (client, parse, deadline, token, output) =>
             {
-                var node = OutputFormats.ToNode(answer);
-                node["roundTripMs"] = Math.Round(roundTripMs, 3);
-                OutputFormats.WriteJson(context, node);
-                return ExitCodes.Ok;
-            }
+                var sent = new EchoMessage { Value = Environment.TickCount64, Text = parse.GetValue(text) ?? "" };
 
-            context.Console.MarkupLine(Markup.Escape($"{context.Target!.Endpoint} answered in {roundTripMs:F2} ms" + (answer.Text.Length > 0 ? $": {answer.Text}" : "")));
-            return ExitCodes.Ok;
-        }));
+                // The first call opens the connection (and the TLS session): time a second one, as a ping would.
+                await client.EchoAsync(sent, deadline: deadline, cancellationToken: token);
+                var started = Stopwatch.GetTimestamp();
+                var answer = await client.EchoAsync(sent, deadline: deadline, cancellationToken: token);
+                var roundTripMs = Stopwatch.GetElapsedTime(started).TotalMilliseconds;
+                if (OutputFormats.IsJson(output))
+                {
+                    var node = OutputFormats.ToNode(answer);
+                    node["roundTripMs"] = Math.Round(roundTripMs, 3);
+                    OutputFormats.WriteJson(context, node);
+                    return;
+                }
+
+                context.Console.MarkupLine(Markup.Escape($"{context.Target!.Endpoint} answered in {roundTripMs:F2} ms" + (answer.Text.Length > 0 ? $": {answer.Text}" : "")));
+            });
 
         return new Command("diagnostics", "Look into one manager's group membership; drive the synthetic workloads of tests and benchmarks.")
         {
@@ -110,6 +101,34 @@ internal static class DiagnosticsCommand
         CliContext context, string name, string description, TimeSpan callDeadline,
         Func<GroupDiagnostics.GroupDiagnosticsClient, ParseResult, DateTime, CancellationToken, Task<TResponse>> call, params Option[] options)
         where TResponse : IMessage
+        => Build(context, name, description, callDeadline, options, async (client, parse, deadline, token, output) =>
+        {
+            var response = await call(client, parse, deadline, token);
+            Print(context, output, response);
+        });
+
+    /// <summary>A command whose answer is empty: it prints what it asked for, as the manager now runs it.</summary>
+    private static Command Change<TRequest>(
+        CliContext context, string name, string description,
+        Func<GroupDiagnostics.GroupDiagnosticsClient, ParseResult, DateTime, CancellationToken, Task<TRequest>> call, params Option[] options)
+        where TRequest : IMessage
+        => Build(context, name, description, CallDeadline, options, async (client, parse, deadline, token, output) =>
+        {
+            var applied = await call(client, parse, deadline, token);
+            if (OutputFormats.IsJson(output))
+            {
+                OutputFormats.WriteJson(context, new System.Text.Json.Nodes.JsonObject { ["applied"] = OutputFormats.ToNode(applied) });
+            }
+            else
+            {
+                FieldsView.Write(context.Console, applied, $"{name} applied on {context.Target!.Endpoint}");
+            }
+        });
+
+    /// <summary>A command with its own options, then --endpoint and --output, that makes one call to the manager's diagnostics.</summary>
+    private static Command Build(
+        CliContext context, string name, string description, TimeSpan callDeadline, Option[] options,
+        Func<GroupDiagnostics.GroupDiagnosticsClient, ParseResult, DateTime, CancellationToken, string?, Task> run)
     {
         var endpoint = AdminCall.EndpointOption();
         var output = OutputFormats.CreateOption();
@@ -123,39 +142,7 @@ internal static class DiagnosticsCommand
         command.Options.Add(output);
         command.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), callDeadline, async (channel, deadline) =>
         {
-            var response = await call(new GroupDiagnostics.GroupDiagnosticsClient(channel), parse, deadline, token);
-            Print(context, parse.GetValue(output), response);
-            return ExitCodes.Ok;
-        }));
-        return command;
-    }
-
-    /// <summary>A command whose answer is empty: it prints what it asked for, as the manager now runs it.</summary>
-    private static Command Change<TRequest>(
-        CliContext context, string name, string description,
-        Func<GroupDiagnostics.GroupDiagnosticsClient, ParseResult, DateTime, CancellationToken, Task<TRequest>> call, params Option[] options)
-        where TRequest : IMessage
-    {
-        var endpoint = AdminCall.EndpointOption();
-        var output = OutputFormats.CreateOption();
-        var command = new Command(name, description);
-        foreach (var option in options)
-        {
-            command.Options.Add(option);
-        }
-
-        command.Options.Add(endpoint);
-        command.Options.Add(output);
-        command.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), CallDeadline, async (channel, deadline) =>
-        {
-            var applied = await call(new GroupDiagnostics.GroupDiagnosticsClient(channel), parse, deadline, token);
-            if (OutputFormats.IsJson(parse.GetValue(output)))
-            {
-                OutputFormats.WriteJson(context, new System.Text.Json.Nodes.JsonObject { ["applied"] = OutputFormats.ToNode(applied) });
-                return ExitCodes.Ok;
-            }
-
-            FieldsView.Write(context.Console, applied, $"{name} applied on {context.Target!.Endpoint}");
+            await run(new GroupDiagnostics.GroupDiagnosticsClient(channel), parse, deadline, token, parse.GetValue(output));
             return ExitCodes.Ok;
         }));
         return command;
