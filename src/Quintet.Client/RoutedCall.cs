@@ -29,6 +29,10 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private readonly string _key;
     private readonly Metadata _headers;
     private readonly long _sequence;
+
+    // The caller numbers its own calls (quintet-client-id and quintet-call-seq in its headers) and asked for them to be
+    // kept: its identity goes to the managers unchanged, and this client adds none of its own.
+    private readonly bool _callerIdentity;
     private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Made only when a retry has to wait: the caller's token, or disposing the call, ends that wait.
@@ -38,7 +42,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private volatile bool _finished;
     private volatile bool _disposed;
 
-    private RoutedCall(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders)
+    private RoutedCall(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders, bool keepCallerIdentity)
     {
         _connection = connection;
         _method = method;
@@ -54,10 +58,11 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         }
         else
         {
+            _callerIdentity = keepCallerIdentity && callerHeaders.Get(CallHeaders.ClientId) is not null && callerHeaders.Get(CallHeaders.CallSequence) is not null;
             _headers = [];
             foreach (var entry in callerHeaders)
             {
-                if (!IsOwnHeader(entry.Key))
+                if (!IsOwnHeader(entry.Key) || (_callerIdentity && IsIdentityHeader(entry.Key)))
                 {
                     _headers.Add(entry);
                 }
@@ -67,12 +72,14 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         }
     }
 
-    /// <summary>The headers the client sets itself; a caller's own values for them are left out.</summary>
-    private static bool IsOwnHeader(string name) =>
-        string.Equals(name, CallHeaders.Key, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
+    private static bool IsIdentityHeader(string name) =>
+        string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
         || string.Equals(name, CallHeaders.CallSequence, StringComparison.OrdinalIgnoreCase)
         || string.Equals(name, CallHeaders.AnsweredBelow, StringComparison.OrdinalIgnoreCase);
+
+    /// <summary>The headers the client sets itself; a caller's own values for them are left out.</summary>
+    private static bool IsOwnHeader(string name) =>
+        string.Equals(name, CallHeaders.Key, StringComparison.OrdinalIgnoreCase) || IsIdentityHeader(name);
 
     /// <summary>
     /// One attempt's headers: the call's, its client id and number (the same on every attempt, so that the owner answers
@@ -80,6 +87,12 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     /// </summary>
     private Metadata AttemptHeaders(Metadata callHeaders)
     {
+        if (_callerIdentity)
+        {
+            // The caller's own numbering, sent on each attempt as it came.
+            return callHeaders;
+        }
+
         var calls = _connection.Calls;
         Metadata headers = [];
         foreach (var entry in callHeaders)
@@ -96,10 +109,12 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     /// <summary>
     /// Starts the call; the returned call's response completes after the last attempt. <paramref name="keyHeaders"/> holds
     /// the <c>quintet-key</c> header alone, and is sent as it is (never changed) when the caller adds no headers.
+    /// <paramref name="keepCallerIdentity"/>: a call whose headers carry its own <c>quintet-client-id</c> and
+    /// <c>quintet-call-seq</c> keeps them (else the client's identity replaces them).
     /// </summary>
-    public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders)
+    public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders, bool keepCallerIdentity = false)
     {
-        var call = new RoutedCall<TRequest, TResponse>(connection, method, host, options, request, key, keyHeaders);
+        var call = new RoutedCall<TRequest, TResponse>(connection, method, host, options, request, key, keyHeaders, keepCallerIdentity);
         return new AsyncUnaryCall<TResponse>(call.RunAsync(), call._responseHeaders.Task, call.GetStatus, call.GetTrailers, call.Dispose);
     }
 
