@@ -36,11 +36,18 @@ internal sealed class ManagerHealthMonitor(QuintetClient client, ProxySettings s
     {
         health.SetStatus(string.Empty, ServingStatus.NotServing);
         using var timer = new PeriodicTimer(settings.Proxy.HealthCheckInterval);
-        do
+        try
         {
-            await CheckAllAsync(stoppingToken).ConfigureAwait(false);
+            do
+            {
+                await CheckAllAsync(stoppingToken).ConfigureAwait(false);
+            }
+            while (await timer.WaitForNextTickAsync(stoppingToken).ConfigureAwait(false));
         }
-        while (await timer.WaitForNextTickAsync(stoppingToken).ConfigureAwait(false));
+        catch (OperationCanceledException) when (stoppingToken.IsCancellationRequested)
+        {
+            // The proxy stops (or its host is disposed without stopping first): nothing more to check.
+        }
     }
 
     /// <summary>Checks every known manager now.</summary>
