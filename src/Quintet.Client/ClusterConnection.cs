@@ -43,6 +43,13 @@ internal sealed class ClusterConnection : IDisposable
 
     public IReadOnlyList<string> Endpoints => [.. _configured.Select(e => e.Address)];
 
+    /// <summary>The configured endpoints, then those managers named (in no particular order).</summary>
+    public IReadOnlyList<string> KnownEndpoints => [.. Endpoints, .. _endpoints.Keys.Except(Endpoints, StringComparer.Ordinal)];
+
+    /// <summary>The endpoint of <paramref name="address"/> if this client knows it (configured or named by a manager).</summary>
+    public ManagerEndpoint? Known(string address) =>
+        ManagerEndpoint.TryNormalize(address, out var normalized) && _endpoints.TryGetValue(normalized, out var endpoint) ? endpoint : null;
+
     /// <summary>The configured endpoint calls without a route go to.</summary>
     public ManagerEndpoint Current => _configured[Volatile.Read(ref _current)];
 

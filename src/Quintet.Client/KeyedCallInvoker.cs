@@ -6,15 +6,17 @@ namespace Quintet.Client;
 /// <summary>
 /// The call invoker behind one proxy: every call is for the instance with one key, routed and failed over by the
 /// client's <see cref="ClusterConnection"/>. Component operations are unary, so streaming calls are refused here
-/// with the status the manager would give them.
+/// with the status the manager would give them. <paramref name="keepCallerIdentity"/>: a call that carries its own
+/// <c>quintet-client-id</c> and <c>quintet-call-seq</c> keeps them (an invoker handed out by
+/// <see cref="QuintetClient.CreateCallInvoker"/>, whose callers may number their calls themselves).
 /// </summary>
-internal sealed class KeyedCallInvoker(ClusterConnection connection, string key) : CallInvoker
+internal sealed class KeyedCallInvoker(ClusterConnection connection, string key, bool keepCallerIdentity = false) : CallInvoker
 {
     /// <summary>The headers of a call that adds none of its own: the key alone, shared by the proxy's calls and never changed.</summary>
     private readonly Metadata _keyHeaders = [new Metadata.Entry(CallHeaders.Key, key)];
 
     public override AsyncUnaryCall<TResponse> AsyncUnaryCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request) =>
-        RoutedCall<TRequest, TResponse>.Start(connection, method, host, options, request, key, _keyHeaders);
+        RoutedCall<TRequest, TResponse>.Start(connection, method, host, options, request, key, _keyHeaders, keepCallerIdentity);
 
     public override TResponse BlockingUnaryCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request)
     {

@@ -140,6 +140,59 @@ public sealed class QuintetClient : IDisposable
     }
 
     /// <summary>
+    /// A call invoker for the instance with <paramref name="key"/> of any contract: each unary call on it is routed,
+    /// failed over and numbered exactly as a proxy's (<see cref="GetComponent{TContract}"/>), whatever its
+    /// <see cref="Method{TRequest, TResponse}"/> and marshallers: a <c>Method&lt;byte[], byte[]&gt;</c> with pass-through
+    /// marshallers forwards a call without decoding it (the local proxy does). The service name of the call's method is
+    /// the contract its routes are learned for. A call whose headers already carry <c>quintet-client-id</c> and
+    /// <c>quintet-call-seq</c> (a caller that numbers its own calls) keeps them, and is retried under them; any other
+    /// call gets this client's identity. For a client made by <see cref="Over"/>, the channel's invoker with the key
+    /// header added.
+    /// </summary>
+    public CallInvoker CreateCallInvoker(string key)
+    {
+        ArgumentNullException.ThrowIfNull(key);
+        if (_connection is not null)
+        {
+            return new KeyedCallInvoker(_connection, key, keepCallerIdentity: true);
+        }
+
+        return _channel!.Intercept(metadata =>
+        {
+            metadata.Add(CallHeaders.Key, key);
+            return metadata;
+        });
+    }
+
+    /// <summary>
+    /// The managers this client knows: the configured endpoints first, then those managers named as owners (empty for
+    /// a client made by <see cref="Over"/>).
+    /// </summary>
+    public IReadOnlyList<string> KnownEndpoints => _connection?.KnownEndpoints ?? [];
+
+    /// <summary>
+    /// Up to <paramref name="max"/> of the routes this client has learned (contract and key to the owning manager), for
+    /// diagnostics; empty for a client made by <see cref="Over"/>.
+    /// </summary>
+    public IReadOnlyList<QuintetRoute> GetRoutes(int max = int.MaxValue)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegative(max);
+        return _connection?.Routes.Snapshot(max) ?? [];
+    }
+
+    /// <summary>
+    /// The invoker of the channel (with this client's credentials) to one of <see cref="KnownEndpoints"/>, for calls
+    /// about that manager itself, such as its <c>grpc.health.v1</c> health; no routing and no failover.
+    /// </summary>
+    /// <exception cref="ArgumentException"><paramref name="endpoint"/> is not one of <see cref="KnownEndpoints"/>.</exception>
+    public CallInvoker GetManagerInvoker(string endpoint)
+    {
+        ArgumentNullException.ThrowIfNull(endpoint);
+        return _connection?.Known(endpoint)?.Invoker
+            ?? throw new ArgumentException($"'{endpoint}' is not a manager this client knows (QuintetClient.KnownEndpoints: {string.Join(", ", KnownEndpoints)}).", nameof(endpoint));
+    }
+
+    /// <summary>
     /// Creates a fresh instance of the class serving <typeparamref name="TContract"/> (its QoS says
     /// <c>instancing: fresh</c>): the class factory picks its key and may pick its manager. Returns the key and a proxy;
     /// the instance is activated on its first call. Call <see cref="DestroyInstanceAsync{TContract}"/> when done with it.

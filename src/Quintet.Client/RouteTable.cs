@@ -93,5 +93,14 @@ internal sealed class RouteTable(int capacity)
         }
     }
 
+    /// <summary>Up to <paramref name="max"/> of the routes known now, for diagnostics.</summary>
+    public List<QuintetRoute> Snapshot(int max)
+    {
+        lock (_gate)
+        {
+            return [.. _routes.Take(max).Select(r => new QuintetRoute(r.Key.Service, r.Key.Key, r.Value.Endpoint.Address))];
+        }
+    }
+
     private readonly record struct Route(ManagerEndpoint Endpoint, int Slot);
 }

@@ -29,7 +29,9 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private readonly string _key;
     private readonly Metadata _headers;
 
-    // The call's number among the client's calls; 0 when the client sends no identity (ExactlyOnce off).
+    // The call's number among the client's calls; 0 when the client adds no identity: ExactlyOnce is off, or the caller
+    // numbers its own calls (quintet-client-id and quintet-call-seq in its headers, kept on request) and its identity
+    // goes to the managers unchanged.
     private readonly long _sequence;
 
     // The call's number as its headers carry it, formatted once for all its attempts.
@@ -43,7 +45,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private volatile bool _finished;
     private volatile bool _disposed;
 
-    private RoutedCall(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders)
+    private RoutedCall(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders, bool keepCallerIdentity)
     {
         _connection = connection;
         _method = method;
@@ -51,7 +53,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         _options = options;
         _request = request;
         _key = key;
-        _sequence = connection.Options.ExactlyOnce ? connection.Calls.Start() : 0;
+        var callerIdentity = false;
         if (options.Headers is not { Count: > 0 } callerHeaders)
         {
             // Most calls carry no headers of their own: they share the proxy's, which hold the key alone.
@@ -59,10 +61,11 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         }
         else
         {
+            callerIdentity = keepCallerIdentity && callerHeaders.Get(CallHeaders.ClientId) is not null && callerHeaders.Get(CallHeaders.CallSequence) is not null;
             _headers = [];
             foreach (var entry in callerHeaders)
             {
-                if (!IsOwnHeader(entry.Key))
+                if (!IsOwnHeader(entry.Key) || (callerIdentity && IsIdentityHeader(entry.Key)))
                 {
                     _headers.Add(entry);
                 }
@@ -70,14 +73,18 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
             _headers.Add(CallHeaders.Key, key);
         }
+
+        _sequence = connection.Options.ExactlyOnce && !callerIdentity ? connection.Calls.Start() : 0;
     }
+
+    private static bool IsIdentityHeader(string name) =>
+        string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.CallSequence, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.AnsweredBelow, StringComparison.OrdinalIgnoreCase);
 
     /// <summary>The headers the client sets itself; a caller's own values for them are left out.</summary>
     private static bool IsOwnHeader(string name) =>
-        string.Equals(name, CallHeaders.Key, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.CallSequence, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.AnsweredBelow, StringComparison.OrdinalIgnoreCase);
+        string.Equals(name, CallHeaders.Key, StringComparison.OrdinalIgnoreCase) || IsIdentityHeader(name);
 
     /// <summary>
     /// One attempt's headers: the call's, its client id and number (the same on every attempt, so that the owner answers
@@ -87,7 +94,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     {
         if (_sequence == 0)
         {
-            // The client sends no identity (ExactlyOnce off): the call's headers go as they are.
+            // The client adds no identity (ExactlyOnce off, or the caller's own numbering, sent on each attempt as it came).
             return callHeaders;
         }
 
@@ -108,10 +115,12 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     /// <summary>
     /// Starts the call; the returned call's response completes after the last attempt. <paramref name="keyHeaders"/> holds
     /// the <c>quintet-key</c> header alone, and is sent as it is (never changed) when the caller adds no headers.
+    /// <paramref name="keepCallerIdentity"/>: a call whose headers carry its own <c>quintet-client-id</c> and
+    /// <c>quintet-call-seq</c> keeps them (else the client's identity replaces them).
     /// </summary>
-    public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders)
+    public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders, bool keepCallerIdentity = false)
     {
-        var call = new RoutedCall<TRequest, TResponse>(connection, method, host, options, request, key, keyHeaders);
+        var call = new RoutedCall<TRequest, TResponse>(connection, method, host, options, request, key, keyHeaders, keepCallerIdentity);
         return new AsyncUnaryCall<TResponse>(call.RunAsync(), call._responseHeaders.Task, call.GetStatus, call.GetTrailers, call.Dispose);
     }
 

@@ -1,9 +1,12 @@
 using System.Diagnostics;
 using System.Globalization;
 using Google.Protobuf;
+using Grpc.Net.Client;
+using Microsoft.Extensions.Configuration;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
 using Quintet.Protocol.Diagnostics;
+using Quintet.Proxy;
 using Quintet.TestingHost;
 using Samples.Counter;
 
@@ -11,7 +14,8 @@ namespace Quintet.Benchmarks;
 
 /// <summary>
 /// Client to component calls (the Counter sample's Add, through the typed client) beside a bare gRPC for .NET unary
-/// echo served by the same manager process and server, at several concurrencies; then the memory of idle instances.
+/// echo served by the same manager process and server, and the same calls through the local proxy (quintet-proxy, in
+/// this process), at several concurrencies; then the memory of idle instances.
 /// </summary>
 internal static class CallBenchmark
 {
@@ -32,20 +36,38 @@ internal static class CallBenchmark
         using var client = QuintetClient.Over(manager.Channel);
         var echo = new GroupDiagnostics.GroupDiagnosticsClient(manager.Channel);
 
+        // The local proxy in this process (on a client machine it is a process of its own), on a free loopback port:
+        // the same calls through it, from a client that only knows the proxy.
+        await using var proxy = ProxyHost.Build([], builder => builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
+        {
+            ["Quintet:Proxy:Listen"] = "127.0.0.1:0",
+            ["Quintet:Proxy:UnixSocket"] = "",
+            ["Quintet:Client:Endpoints:0"] = manager.GrpcEndpoint,
+            ["Logging:LogLevel:Default"] = "Warning",
+        }));
+        await proxy.StartAsync();
+        using var proxyChannel = GrpcChannel.ForAddress(proxy.ListeningAddresses()[0]);
+        using var proxied = QuintetClient.Over(proxyChannel);
+
         Console.WriteLine($"{"workers",7} {"call",10} {"calls/s",10} {"p50 ms",8} {"p99 ms",8}   {"p50 ratio",9} {"p99 ratio",9} {"rate ratio",10}");
         foreach (var concurrency in concurrencies)
         {
             var counters = Enumerable.Range(0, concurrency).Select(i => client.GetComponent<ICounter>($"bench-{concurrency}-{i}")).ToArray();
             var add = new AddRequest { Amount = 1 };
             Func<int, Task> component = worker => counters[worker].AddAsync(add, CancellationToken.None);
+            var viaProxy = Enumerable.Range(0, concurrency).Select(i => proxied.GetComponent<ICounter>($"bench-proxy-{concurrency}-{i}")).ToArray();
+            Func<int, Task> throughProxy = worker => viaProxy[worker].AddAsync(add, CancellationToken.None);
             var message = new EchoMessage { Value = 1, Text = manager.Name };
             Func<int, Task> bare = worker => echo.EchoAsync(message).ResponseAsync;
 
             await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), component);
             await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), bare);
+            await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), throughProxy);
             var c = await MeasureAsync(concurrency, window, component);
             var b = await MeasureAsync(concurrency, window, bare);
+            var p = await MeasureAsync(concurrency, window, throughProxy);
             Console.WriteLine($"{concurrency,7} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3}   {c.P50 / b.P50,9:F2} {c.P99 / b.P99,9:F2} {c.Rate / b.Rate,10:F2}");
+            Console.WriteLine($"{concurrency,7} {"via proxy",10} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3}   {p.P50 / b.P50,9:F2} {p.P99 / b.P99,9:F2} {p.Rate / b.Rate,10:F2}");
             Console.WriteLine($"{concurrency,7} {"bare gRPC",10} {b.Rate,10:F0} {b.P50,8:F3} {b.P99,8:F3}");
         }
 

@@ -153,7 +153,7 @@ public class ForeignClientTests(ITestOutputHelper output)
         return (code, stdout + stderr.ToString());
     }
 
-    private static async Task<(int Code, string Output)> RunAsync(string program, params string[] args)
+    internal static async Task<(int Code, string Output)> RunAsync(string program, params string[] args)
     {
         var info = new ProcessStartInfo(program) { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
         foreach (var arg in args)

@@ -33,6 +33,7 @@ public static class QuintetCli
         DiagnosticsCommand.Create(context),
         ContextCommand.Create(context),
         CertsCommand.Create(context),
+        ProxyCommand.Create(context),
     };
 
     /// <summary>
