@@ -19,6 +19,9 @@ namespace Quintet.Benchmarks;
 /// </summary>
 internal static class CallBenchmark
 {
+    /// <summary>A call through the local proxy may take at most this many times the direct call's latency.</summary>
+    private const double ProxyLatencyTarget = 1.6;
+
     public static async Task RunAsync(int seconds, int[] concurrencies, int instances)
     {
         var window = TimeSpan.FromSeconds(seconds);
@@ -69,6 +72,7 @@ internal static class CallBenchmark
             Console.WriteLine($"{concurrency,7} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3}   {c.P50 / b.P50,9:F2} {c.P99 / b.P99,9:F2} {c.Rate / b.Rate,10:F2}");
             Console.WriteLine($"{concurrency,7} {"via proxy",10} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3}   {p.P50 / b.P50,9:F2} {p.P99 / b.P99,9:F2} {p.Rate / b.Rate,10:F2}");
             Console.WriteLine($"{concurrency,7} {"bare gRPC",10} {b.Rate,10:F0} {b.P50,8:F3} {b.P99,8:F3}");
+            Console.WriteLine($"{"",7} via proxy / component: p50 {p.P50 / c.P50:F2}x, p99 {p.P99 / c.P99:F2}x, rate {p.Rate / c.Rate:F2}x (target: latency at most {ProxyLatencyTarget:F1}x the direct call)");
         }
 
         Console.WriteLine();
