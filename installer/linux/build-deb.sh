@@ -58,10 +58,10 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPE
 
 # Portable and run by /usr/bin/dotnet (no apphost, which would have to find the runtime by itself).
 publish() {
-  local project=$1 target=$2
+  # The assembly is named after its project unless given (the proxy's is quintet-proxy).
+  local project=$1 target=$2 assembly=${3:-}
   if [[ "$from_build" == true ]]; then
-    local assembly
-    assembly=$(basename "$project" .csproj)
+    [[ -n "$assembly" ]] || assembly=$(basename "$project" .csproj)
     copy_build_output "$repo/$(dirname "$project")" "$assembly" "$configuration" "$stage$target"
   else
     say "publishing $project ($configuration, framework-dependent)"
@@ -78,18 +78,23 @@ publish() {
 }
 publish src/Quintet.Manager/Quintet.Manager.csproj /usr/lib/quintet/manager
 publish tools/Quintet.Cli/Quintet.Cli.csproj /usr/lib/quintet/cli
+publish tools/Quintet.Proxy/Quintet.Proxy.csproj /usr/lib/quintet/proxy quintet-proxy
 
 install -D -m 0644 "$here/quintet-manager.service" "$stage/usr/lib/systemd/system/quintet-manager.service"
 # Root's alone: the site's settings may name secrets; systemd reads the file as root before dropping to quintet.
 install -D -m 0640 "$here/manager.env" "$stage/etc/quintet/manager.env"
+# The local proxy: installed, not enabled (a client machine enables it, a manager's host usually does not).
+install -D -m 0644 "$here/quintet-proxy.service" "$stage/usr/lib/systemd/system/quintet-proxy.service"
+install -D -m 0640 "$here/proxy.env" "$stage/etc/quintet/proxy.env"
 install -D -m 0755 "$here/quintet" "$stage/usr/bin/quintet"
 install -D -m 0644 "$repo/docs/installing.md" "$stage/usr/share/doc/quintet/installing.md"
 install -D -m 0644 "$repo/docs/configuration.md" "$stage/usr/share/doc/quintet/configuration.md"
+install -D -m 0644 "$repo/docs/proxy.md" "$stage/usr/share/doc/quintet/proxy.md"
 
 for script in postinst prerm postrm; do
   install -m 0755 "$here/debian/$script" "$stage/DEBIAN/$script"
 done
-echo /etc/quintet/manager.env > "$stage/DEBIAN/conffiles"
+printf '%s\n' /etc/quintet/manager.env /etc/quintet/proxy.env > "$stage/DEBIAN/conffiles"
 # Microsoft's and Ubuntu's package of the ASP.NET Core runtime; it brings dotnet-runtime-10.0 and /usr/bin/dotnet.
 depends=aspnetcore-runtime-10.0
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)

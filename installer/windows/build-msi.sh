@@ -61,10 +61,10 @@ mkdir -p "$stage"
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
 
 publish() {
-  local project=$1 target=$2
+  # The assembly is named after its project unless given (the proxy's is quintet-proxy).
+  local project=$1 target=$2 assembly=${3:-}
   if [[ "$from_build" == true ]]; then
-    local assembly
-    assembly=$(basename "$project" .csproj)
+    [[ -n "$assembly" ]] || assembly=$(basename "$project" .csproj)
     copy_build_output "$repo/$(dirname "$project")" "$assembly" "$configuration" "$target"
     # Portable: native libraries of other systems than Windows are dead weight.
     if [[ -d "$target/runtimes" ]]; then
@@ -80,6 +80,7 @@ publish() {
 }
 publish src/Quintet.Manager/Quintet.Manager.csproj "$stage/manager"
 publish tools/Quintet.Cli/Quintet.Cli.csproj "$stage/cli"
+publish tools/Quintet.Proxy/Quintet.Proxy.csproj "$stage/proxy" quintet-proxy
 if [[ "$from_build" == true ]]; then
   # The launchers a win-x64 publish would make, by the SDK's own task, in a project copied to the build folder (its
   # restore and obj stay there). No build servers or reused nodes: nothing outlives the script.
@@ -88,12 +89,13 @@ if [[ "$from_build" == true ]]; then
   say "making the Windows launchers (launchers.csproj)"
   dotnet msbuild "$build/launchers/launchers.csproj" -restore -t:CreateLaunchers -nologo -v:minimal -nodeReuse:false \
     --disable-build-servers -p:ImportDirectoryBuildProps=false -p:ImportDirectoryPackagesProps=false \
-    "-p:Programs=\"$stage/manager/Quintet.Manager.dll;$stage/cli/Quintet.Cli.dll\"" >&2 \
+    "-p:Programs=\"$stage/manager/Quintet.Manager.dll;$stage/cli/Quintet.Cli.dll;$stage/proxy/quintet-proxy.dll\"" >&2 \
     || fail "making the Windows launchers failed (launchers.csproj)"
 fi
 [[ -f "$stage/manager/Quintet.Manager.exe" ]] || fail "the publish has no Quintet.Manager.exe, which the service runs"
+[[ -f "$stage/proxy/quintet-proxy.exe" ]] || fail "the publish has no quintet-proxy.exe, which the proxy's service runs"
 
-# The file lists: every published file but the manager's executable, which Quintet.wxs declares with its service.
+# The file lists: every published file but the services' executables, which Quintet.wxs declares with their services.
 # wixl-heat names a component and a file after the file's path inside its folder, so the two programs' many files of
 # the same name (the runtime's, when self-contained) would clash: each list's ids get the program's prefix.
 heat() {
@@ -106,13 +108,14 @@ heat() {
 }
 heat manager MANAGERDIR ManagerFiles ManagerSource m -x Quintet.Manager.exe
 heat cli CLIDIR CliFiles CliSource c
+heat proxy PROXYDIR ProxyFiles ProxySource p -x quintet-proxy.exe
 
 package="$output/quintet-$version-x64.msi"
-say "compiling $package ($(find "$stage/manager" "$stage/cli" -type f | wc -l) files)"
+say "compiling $package ($(find "$stage/manager" "$stage/cli" "$stage/proxy" -type f | wc -l) files)"
 # wixl finds sources relative to its working folder only (it refuses absolute paths).
 (cd "$stage" && wixl -a x64 -o "$package" \
-  -D Version="$version" -D ManagerSource=manager -D CliSource=cli -D Win64=yes -D Wixl=1 \
-  "$here/Quintet.wxs" ManagerFiles.wxs CliFiles.wxs) >&2 \
+  -D Version="$version" -D ManagerSource=manager -D CliSource=cli -D ProxySource=proxy -D Win64=yes -D Wixl=1 \
+  "$here/Quintet.wxs" ManagerFiles.wxs CliFiles.wxs ProxyFiles.wxs) >&2 \
   || fail "wixl failed on $here/Quintet.wxs"
 rm -rf "$stage"
 say "built $package"

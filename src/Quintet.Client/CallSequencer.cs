@@ -1,6 +1,4 @@
-using System.Globalization;
 using System.Security.Cryptography;
-using Grpc.Core;
 using Quintet.Protocol;
 
 namespace Quintet.Client;
@@ -25,17 +23,8 @@ internal sealed class CallSequencer
     private long _next;
     private long _answeredBelow = 1;
 
-    public CallSequencer()
-    {
-        ClientId = Convert.ToHexStringLower(RandomNumberGenerator.GetBytes(16));
-        ClientIdHeader = new Metadata.Entry(CallHeaders.ClientId, ClientId);
-    }
-
     /// <summary>The client's identity: 32 lowercase hexadecimal digits, random per client.</summary>
-    public string ClientId { get; }
-
-    /// <summary>The header that carries <see cref="ClientId"/>, made once: every call sends it.</summary>
-    public Metadata.Entry ClientIdHeader { get; }
+    public string ClientId { get; } = Convert.ToHexStringLower(RandomNumberGenerator.GetBytes(16));
 
     /// <summary>Numbers a new call and counts it as waiting for its answer.</summary>
     public long Start()
@@ -77,8 +66,8 @@ internal sealed class CallSequencer
     /// <summary>Every call numbered below this has had its answer.</summary>
     public long AnsweredBelow => Volatile.Read(ref _answeredBelow);
 
-    /// <summary>A number as the call headers carry it.</summary>
-    public static string Format(long value) => value.ToString(CultureInfo.InvariantCulture);
+    /// <summary>The <c>quintet-call</c> header's value for an attempt of call <paramref name="sequence"/>: the client, the call, and the watermark as it stands.</summary>
+    public string CallHeader(long sequence) => CallHeaders.FormatCall(ClientId, sequence, AnsweredBelow);
 
     // A call that waits long keeps the window open behind it while later calls start: double the ring, keeping each
     // waiting call's flag at its sequence number's new place.

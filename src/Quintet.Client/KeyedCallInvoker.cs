@@ -7,7 +7,7 @@ namespace Quintet.Client;
 /// The call invoker behind one proxy: every call is for the instance with one key, routed and failed over by the
 /// client's <see cref="ClusterConnection"/>. Component operations are unary, so streaming calls are refused here
 /// with the status the manager would give them. <paramref name="keepCallerIdentity"/>: a call that carries its own
-/// <c>quintet-client-id</c> and <c>quintet-call-seq</c> keeps them (an invoker handed out by
+/// <c>quintet-call</c> keeps it (an invoker handed out by
 /// <see cref="QuintetClient.CreateCallInvoker"/>, whose callers may number their calls themselves).
 /// </summary>
 internal sealed class KeyedCallInvoker(ClusterConnection connection, string key, bool keepCallerIdentity = false) : CallInvoker

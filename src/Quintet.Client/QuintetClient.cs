@@ -144,8 +144,8 @@ public sealed class QuintetClient : IDisposable
     /// failed over and numbered exactly as a proxy's (<see cref="GetComponent{TContract}"/>), whatever its
     /// <see cref="Method{TRequest, TResponse}"/> and marshallers: a <c>Method&lt;byte[], byte[]&gt;</c> with pass-through
     /// marshallers forwards a call without decoding it (the local proxy does). The service name of the call's method is
-    /// the contract its routes are learned for. A call whose headers already carry <c>quintet-client-id</c> and
-    /// <c>quintet-call-seq</c> (a caller that numbers its own calls) keeps them, and is retried under them; any other
+    /// the contract its routes are learned for. A call whose headers already carry <c>quintet-call</c> (a caller
+    /// that numbers its own calls) keeps it, and is retried under it; any other
     /// call gets this client's identity. For a client made by <see cref="Over"/>, the channel's invoker with the key
     /// header added.
     /// </summary>

@@ -30,12 +30,9 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private readonly Metadata _headers;
 
     // The call's number among the client's calls; 0 when the client adds no identity: ExactlyOnce is off, or the caller
-    // numbers its own calls (quintet-client-id and quintet-call-seq in its headers, kept on request) and its identity
+    // numbers its own calls (quintet-call in its headers, kept on request) and its identity
     // goes to the managers unchanged.
     private readonly long _sequence;
-
-    // The call's number as its headers carry it, formatted once for all its attempts.
-    private string? _sequenceText;
     private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Made only when a retry has to wait: the caller's token, or disposing the call, ends that wait.
@@ -61,7 +58,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         }
         else
         {
-            callerIdentity = keepCallerIdentity && callerHeaders.Get(CallHeaders.ClientId) is not null && callerHeaders.Get(CallHeaders.CallSequence) is not null;
+            callerIdentity = keepCallerIdentity && callerHeaders.Get(CallHeaders.Call) is not null;
             _headers = [];
             foreach (var entry in callerHeaders)
             {
@@ -77,18 +74,16 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         _sequence = connection.Options.ExactlyOnce && !callerIdentity ? connection.Calls.Start() : 0;
     }
 
-    private static bool IsIdentityHeader(string name) =>
-        string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.CallSequence, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.AnsweredBelow, StringComparison.OrdinalIgnoreCase);
+    private static bool IsIdentityHeader(string name) => string.Equals(name, CallHeaders.Call, StringComparison.OrdinalIgnoreCase);
 
     /// <summary>The headers the client sets itself; a caller's own values for them are left out.</summary>
     private static bool IsOwnHeader(string name) =>
         string.Equals(name, CallHeaders.Key, StringComparison.OrdinalIgnoreCase) || IsIdentityHeader(name);
 
     /// <summary>
-    /// One attempt's headers: the call's, its client id and number (the same on every attempt, so that the owner answers
-    /// a retry of a call that already ran from its record), and the client's acknowledgement watermark as it stands.
+    /// One attempt's headers: the call's, and <c>quintet-call</c> with the client's id and the call's number (the same on
+    /// every attempt, so that the owner answers a retry of a call that already ran from its record) and the client's
+    /// acknowledgement watermark as it stands.
     /// </summary>
     private Metadata AttemptHeaders(Metadata callHeaders)
     {
@@ -99,24 +94,21 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         }
 
         var calls = _connection.Calls;
-        _sequenceText ??= CallSequencer.Format(_sequence);
         Metadata headers = [];
         foreach (var entry in callHeaders)
         {
             headers.Add(entry);
         }
 
-        headers.Add(calls.ClientIdHeader);
-        headers.Add(CallHeaders.CallSequence, _sequenceText);
-        headers.Add(CallHeaders.AnsweredBelow, CallSequencer.Format(calls.AnsweredBelow));
+        headers.Add(CallHeaders.Call, calls.CallHeader(_sequence));
         return headers;
     }
 
     /// <summary>
     /// Starts the call; the returned call's response completes after the last attempt. <paramref name="keyHeaders"/> holds
     /// the <c>quintet-key</c> header alone, and is sent as it is (never changed) when the caller adds no headers.
-    /// <paramref name="keepCallerIdentity"/>: a call whose headers carry its own <c>quintet-client-id</c> and
-    /// <c>quintet-call-seq</c> keeps them (else the client's identity replaces them).
+    /// <paramref name="keepCallerIdentity"/>: a call whose headers carry its own <c>quintet-call</c> keeps it (else the
+    /// client's identity replaces it).
     /// </summary>
     public static AsyncUnaryCall<TResponse> Start(ClusterConnection connection, Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request, string key, Metadata keyHeaders, bool keepCallerIdentity = false)
     {

@@ -1,3 +1,5 @@
+using System.Globalization;
+
 namespace Quintet.Protocol;
 
 /// <summary>
@@ -16,24 +18,20 @@ public static class CallHeaders
     public const string Caller = "quintet-caller";
 
     /// <summary>
-    /// The request header with the calling client's identity (the .NET client: 32 hexadecimal digits, random per
-    /// <c>QuintetClient</c>). With <see cref="CallSequence"/> it names one call for the owner's completion records, so
-    /// that a retried call is answered from its record instead of running again. A call without it runs every time it
-    /// arrives (at least once on failover).
+    /// The request header that names the call for the owner's completion records, so that a retried call is answered
+    /// from its record instead of running again: <c>{client-id}:{sequence}:{answered-below}</c>, for example
+    /// <c>3f0c9a…e1:42:41</c>. The client's identity is 1 to 64 ASCII letters, digits, <c>-</c> or <c>_</c> (the .NET
+    /// client: 32 hexadecimal digits, random per <c>QuintetClient</c>); the sequence is the call's number among the
+    /// client's calls (1, 2, 3, ...; decimal), the same on every retry of one call; the watermark, which may be left
+    /// out with its colon, says that every call of this client numbered below it has had its answer and will never be
+    /// sent again, so the managers may drop those calls' records. A call without it runs every time it arrives (at
+    /// least once on failover). One header rather than three: every call carries it, and each header costs both ends.
     /// </summary>
-    public const string ClientId = "quintet-client-id";
+    public const string Call = "quintet-call";
 
-    /// <summary>
-    /// The request header with the call's number among its client's calls (1, 2, 3, ...; decimal), the same on every
-    /// retry of one call.
-    /// </summary>
-    public const string CallSequence = "quintet-call-seq";
-
-    /// <summary>
-    /// The request header with the client's acknowledgement watermark (decimal): every call of this client numbered
-    /// below it has had its answer and will never be sent again, so the managers may drop those calls' records.
-    /// </summary>
-    public const string AnsweredBelow = "quintet-answered-below";
+    /// <summary>The value of <see cref="Call"/> for a call.</summary>
+    public static string FormatCall(string clientId, long sequence, long answeredBelow) =>
+        string.Create(CultureInfo.InvariantCulture, $"{clientId}:{sequence}:{answeredBelow}");
 
     /// <summary>
     /// The response header in which a manager that passed a call on names the gRPC endpoint of the manager owning the

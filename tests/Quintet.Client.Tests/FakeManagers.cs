@@ -128,9 +128,13 @@ internal sealed class FakeManager : IAsyncDisposable
         var key = context.Request.Headers[CallHeaders.Key].ToString();
         var headers = context.Request.Headers;
         var traceParent = headers.TryGetValue("traceparent", out var value) ? value.ToString() : null;
+
+        // quintet-call is "{client-id}:{sequence}:{answered-below}"; each part as the call carried it, or null.
+        var call = headers.TryGetValue(CallHeaders.Call, out var callValue) ? callValue.ToString().Split(':') : [];
+        string? CallPart(int index) => index < call.Length ? call[index] : null;
         _calls.Enqueue(new FakeCall(
             Name, key, context.Request.Path.Value ?? string.Empty, traceParent,
-            headers[CallHeaders.ClientId].FirstOrDefault(), headers[CallHeaders.CallSequence].FirstOrDefault(), headers[CallHeaders.AnsweredBelow].FirstOrDefault()));
+            CallPart(0), CallPart(1), CallPart(2)));
         if (BeforeAnswer is { } beforeAnswer)
         {
             await beforeAnswer(key, context.RequestAborted);

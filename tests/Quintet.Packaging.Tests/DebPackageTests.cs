@@ -18,11 +18,12 @@ namespace Quintet.Packaging.Tests;
 public sealed class DebPackageTests(DebPackageFixture fixture, ITestOutputHelper output) : IClassFixture<DebPackageFixture>
 {
     private const string UnitPath = "/usr/lib/systemd/system/quintet-manager.service";
+    private const string ProxyUnitPath = "/usr/lib/systemd/system/quintet-proxy.service";
     private const string StateDirectory = "/var/lib/quintet";
     private static readonly TimeSpan CommandTimeout = TimeSpan.FromMinutes(2);
 
     [Fact]
-    public async Task Package_holds_the_manager_the_cli_the_unit_the_settings_file_as_a_conffile_and_its_scripts()
+    public async Task Package_holds_the_manager_the_cli_the_proxy_their_units_the_settings_files_as_conffiles_and_its_scripts()
     {
         output.WriteLine($"built {fixture.Package} in {fixture.BuildTime.TotalSeconds:F0} s");
         var info = await Command.CheckedAsync("dpkg-deb", ["--info", fixture.Package], CommandTimeout);
@@ -40,7 +41,7 @@ public sealed class DebPackageTests(DebPackageFixture fixture, ITestOutputHelper
         try
         {
             await Command.CheckedAsync("dpkg-deb", ["--control", fixture.Package, extracted], CommandTimeout);
-            Assert.Equal(["/etc/quintet/manager.env"], File.ReadAllLines(Path.Combine(extracted, "conffiles")));
+            Assert.Equal(["/etc/quintet/manager.env", "/etc/quintet/proxy.env"], File.ReadAllLines(Path.Combine(extracted, "conffiles")));
             var postinst = File.ReadAllText(Path.Combine(extracted, "postinst"));
             Assert.Contains("adduser --system", postinst, StringComparison.Ordinal);
             Assert.Contains("useradd --system", postinst, StringComparison.Ordinal);
@@ -62,12 +63,15 @@ public sealed class DebPackageTests(DebPackageFixture fixture, ITestOutputHelper
         Assert.NotNull(Entry("/usr/lib/quintet/manager/appsettings.json"));
         Assert.NotNull(Entry("/usr/lib/quintet/manager/Microsoft.Extensions.Hosting.Systemd.dll"));
         Assert.NotNull(Entry("/usr/lib/quintet/cli/Quintet.Cli.dll"));
+        Assert.NotNull(Entry("/usr/lib/quintet/proxy/quintet-proxy.dll"));
+        Assert.Equal("-rw-r----- root/root", Entry("/etc/quintet/proxy.env"));
+        Assert.Equal("-rw-r--r-- root/root", Entry(ProxyUnitPath));
         Assert.Contains(files, f => f[^1].StartsWith("./usr/lib/quintet/manager/runtimes/linux-x64/", StringComparison.Ordinal));
         Assert.DoesNotContain(files, f => f[^1].StartsWith("./usr/lib/quintet/manager/runtimes/win", StringComparison.Ordinal));
     }
 
     [Fact]
-    public async Task Unit_passes_systemd_analyze_verify_and_keeps_the_restart_policy()
+    public async Task Units_pass_systemd_analyze_verify_and_keep_the_restart_policy()
     {
         var extracted = Directory.CreateTempSubdirectory("quintet-deb-files-").FullName;
         try
@@ -99,6 +103,19 @@ public sealed class DebPackageTests(DebPackageFixture fixture, ITestOutputHelper
             output.WriteLine($"systemd-analyze verify: exit code {code}\n{stdout}{stderr}");
             Assert.Equal(0, code);
             Assert.True(string.IsNullOrWhiteSpace(stderr), $"systemd-analyze verify complained:\n{stderr}");
+
+            // The local proxy's unit: loopback and its socket under /run, restarted unless its settings are wrong.
+            var proxyUnitPath = extracted + ProxyUnitPath;
+            var proxyUnit = UnitFile.Read(proxyUnitPath);
+            Assert.Equal("notify", proxyUnit.Get("Type"));
+            Assert.Equal("quintet", proxyUnit.Get("User"));
+            Assert.Equal("-/etc/quintet/proxy.env", proxyUnit.Get("EnvironmentFile"));
+            Assert.Equal("2 3", proxyUnit.Get("RestartPreventExitStatus"));
+            Assert.Contains(new KeyValuePair<string, string>("Quintet__Proxy__Listen", "127.0.0.1:7071"), proxyUnit.Environment());
+            var (proxyCode, proxyOut, proxyErr) = await Command.RunAsync("systemd-analyze", ["verify", proxyUnitPath], CommandTimeout);
+            output.WriteLine($"systemd-analyze verify (proxy): exit code {proxyCode}\n{proxyOut}{proxyErr}");
+            Assert.Equal(0, proxyCode);
+            Assert.True(string.IsNullOrWhiteSpace(proxyErr), $"systemd-analyze verify complained of the proxy's unit:\n{proxyErr}");
         }
         finally
         {

@@ -7,7 +7,7 @@ public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper
     private static readonly TimeSpan CommandTimeout = TimeSpan.FromMinutes(1);
 
     [Fact]
-    public async Task Installer_registers_the_manager_executable_as_an_automatic_service_with_recovery_and_holds_both_programs()
+    public async Task Installer_registers_the_manager_as_an_automatic_service_with_recovery_the_proxy_as_a_manual_one_and_holds_every_program()
     {
         output.WriteLine($"built {fixture.Package} ({new FileInfo(fixture.Package).Length / 1024} KiB) in {fixture.BuildTime.TotalSeconds:F0} s");
         var tables = (await Command.CheckedAsync("msiinfo", ["tables", fixture.Package], CommandTimeout)).Split('\n', StringSplitOptions.TrimEntries);
@@ -17,7 +17,8 @@ public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper
         }
 
         // The service: named QuintetManager, its own process (16), started automatically (2), its data folder given.
-        var service = Assert.Single(await RowsAsync("ServiceInstall"));
+        var services = await RowsAsync("ServiceInstall");
+        var service = Assert.Single(services, s => s["Name"] == "QuintetManager");
         output.WriteLine("ServiceInstall: " + string.Join(" | ", service.Values));
         Assert.Equal("QuintetManager", service["Name"]);
         Assert.Equal("16", service["ServiceType"]);
@@ -32,8 +33,8 @@ public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper
         Assert.Equal("MANAGERDIR", component["Directory_"]);
 
         // Started on install (1), stopped on install and uninstall (2 + 32), deleted on uninstall (128), waited for.
-        var control = Assert.Single(await RowsAsync("ServiceControl"));
-        Assert.Equal("QuintetManager", control["Name"]);
+        var controls = await RowsAsync("ServiceControl");
+        var control = Assert.Single(controls, c => c["Name"] == "QuintetManager");
         Assert.Equal("163", control["Event"]);
         Assert.Equal("1", control["Wait"]);
         Assert.Equal(service["Component_"], control["Component_"]);
@@ -50,9 +51,20 @@ public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper
         Assert.True(Step("SetServiceControlPath") < Step("InstallServices"));
         Assert.True(Step("SetServiceControlPath") > Step("InstallInitialize"));
 
-        // Both programs, with their libraries and settings.
+        // The local proxy: the service QuintetProxy, its own process, started by hand (3) once configured, never started
+        // by the installer, stopped on install and uninstall (2 + 32) and deleted on uninstall (128).
+        var proxy = Assert.Single(services, s => s["Name"] == "QuintetProxy");
+        Assert.Equal("16", proxy["ServiceType"]);
+        Assert.Equal("3", proxy["StartType"]);
+        var proxyComponent = Assert.Single(await RowsAsync("Component"), c => c["Component"] == proxy["Component_"]);
+        Assert.EndsWith("quintet-proxy.exe", Assert.Single(await RowsAsync("File"), f => f["File"] == proxyComponent["KeyPath"])["FileName"], StringComparison.Ordinal);
+        Assert.Equal("PROXYDIR", proxyComponent["Directory_"]);
+        Assert.Equal("162", Assert.Single(controls, c => c["Name"] == "QuintetProxy")["Event"]);
+        Assert.Equal(2, services.Count);
+
+        // The three programs, with their libraries and settings.
         var files = (await RowsAsync("File")).Select(f => f["FileName"].Split('|')[^1]).ToHashSet(StringComparer.Ordinal);
-        foreach (var file in new[] { "Quintet.Manager.exe", "Quintet.Manager.dll", "appsettings.json", "Microsoft.Extensions.Hosting.WindowsServices.dll", "Quintet.Cli.exe", "Quintet.Cli.dll" })
+        foreach (var file in new[] { "Quintet.Manager.exe", "Quintet.Manager.dll", "appsettings.json", "Microsoft.Extensions.Hosting.WindowsServices.dll", "Quintet.Cli.exe", "Quintet.Cli.dll", "quintet-proxy.exe", "quintet-proxy.dll" })
         {
             Assert.Contains(file, files);
         }
@@ -67,7 +79,7 @@ public sealed class MsiPackageTests(MsiPackageFixture fixture, ITestOutputHelper
         try
         {
             await Command.CheckedAsync("msiextract", ["-C", extracted, fixture.Package], CommandTimeout);
-            foreach (var (folder, program) in new[] { ("Manager", "Quintet.Manager"), ("Cli", "Quintet.Cli") })
+            foreach (var (folder, program) in new[] { ("Manager", "Quintet.Manager"), ("Cli", "Quintet.Cli"), ("Proxy", "quintet-proxy") })
             {
                 var launcher = File.ReadAllBytes(Path.Combine(extracted, "Quintet", folder, program + ".exe"));
                 Assert.True(File.Exists(Path.Combine(extracted, "Quintet", folder, program + ".dll")), $"No {program}.dll beside its launcher.");

@@ -113,9 +113,7 @@ internal sealed class CallForwarder(QuintetClient client, ILogger<CallForwarder>
 
     private static bool IsPassedQuintetHeader(string name) =>
         string.Equals(name, CallHeaders.RequestId, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.CallSequence, StringComparison.OrdinalIgnoreCase)
-        || string.Equals(name, CallHeaders.AnsweredBelow, StringComparison.OrdinalIgnoreCase);
+        || string.Equals(name, CallHeaders.Call, StringComparison.OrdinalIgnoreCase);
 
     private static bool IsTransportHeader(string name) =>
         name.StartsWith(':')

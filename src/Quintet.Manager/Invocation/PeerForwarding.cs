@@ -58,9 +58,7 @@ internal sealed class PeerForwarding(PeerChannels channels)
         if (info.ClientCall is { } clientCall)
         {
             // Unchanged, so that the owner finds a retried call's record whichever manager the retry came through.
-            headers.Add(CallHeaders.ClientId, clientCall.ClientId);
-            headers.Add(CallHeaders.CallSequence, clientCall.Sequence.ToString(CultureInfo.InvariantCulture));
-            headers.Add(CallHeaders.AnsweredBelow, clientCall.AnsweredBelow.ToString(CultureInfo.InvariantCulture));
+            headers.Add(CallHeaders.Call, CallHeaders.FormatCall(clientCall.ClientId, clientCall.Sequence, clientCall.AnsweredBelow));
         }
 
         if (info.CallerRoles is { Count: > 0 } roles)
