@@ -65,6 +65,27 @@ internal sealed class FakeManager : IAsyncDisposable
 
     public ConcurrentQueue<object> Requests { get; } = new();
 
+    /// <summary>The answer to GetClusterTree, by request (a test pages by the request's token).</summary>
+    public Func<GetClusterTreeRequest, GetClusterTreeResponse> Tree { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
+    /// <summary>The answer to ListGroups, by request.</summary>
+    public Func<ListGroupsRequest, ListGroupsResponse> Groups { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
+    /// <summary>What ListManagerLog returns.</summary>
+    public ListManagerLogResponse ManagerLog { get; } = new() { Manager = "manager-1", Capacity = 500 };
+
+    /// <summary>What ListSharedStructures returns.</summary>
+    public ListSharedStructuresResponse Structures { get; } = new() { Manager = "manager-1" };
+
+    /// <summary>The answer to BrowseSharedStructure, by request.</summary>
+    public Func<BrowseSharedStructureRequest, BrowseSharedStructureResponse> Browse { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
+    /// <summary>What ListCoordination returns.</summary>
+    public ListCoordinationResponse Coordination { get; } = new() { Manager = "manager-1" };
+
     public static async Task<FakeManager> StartAsync(string nodeName)
     {
         var builder = WebApplication.CreateSlimBuilder();
@@ -80,6 +101,8 @@ internal sealed class FakeManager : IAsyncDisposable
         app.MapGrpcService<FakeAudit>();
         app.MapGrpcService<FakeComponentInstances>();
         app.MapGrpcService<FakeGroupDiagnostics>();
+        app.MapGrpcService<FakeSharedStructureAdmin>();
+        app.MapGrpcService<FakeCoordinationAdmin>();
         await app.StartAsync();
         var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFeature<IServerAddressesFeature>().Addresses.Single();
         manager = new FakeManager(nodeName, app, address);
@@ -111,6 +134,48 @@ internal sealed class FakeManager : IAsyncDisposable
             var response = new ListManagersResponse { ClusterName = "fake", AnsweredBy = manager.Describe().Address };
             response.Managers.AddRange(manager.Cluster);
             return Task.FromResult(response);
+        }
+
+        public override Task<GetClusterTreeResponse> GetClusterTree(GetClusterTreeRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Tree(request));
+        }
+
+        public override Task<ListGroupsResponse> ListGroups(ListGroupsRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Groups(request));
+        }
+
+        public override Task<ListManagerLogResponse> ListManagerLog(ListManagerLogRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.ManagerLog);
+        }
+    }
+
+    private sealed class FakeSharedStructureAdmin(FakeManager manager) : SharedStructureAdmin.SharedStructureAdminBase
+    {
+        public override Task<ListSharedStructuresResponse> ListSharedStructures(ListSharedStructuresRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Structures);
+        }
+
+        public override Task<BrowseSharedStructureResponse> BrowseSharedStructure(BrowseSharedStructureRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Browse(request));
+        }
+    }
+
+    private sealed class FakeCoordinationAdmin(FakeManager manager) : CoordinationAdmin.CoordinationAdminBase
+    {
+        public override Task<ListCoordinationResponse> ListCoordination(ListCoordinationRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Coordination);
         }
     }
 

@@ -33,6 +33,13 @@ public interface IProbe
     /// <see cref="ProbeReply.Details"/> <c>arrived=key</c> and <c>failed=key</c> entries.
     /// </summary>
     Task<ProbeReply> ArriveAsync(ProbeRequest request, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Sets entries of the shared dictionary <see cref="ProbeRequest.Group"/>: each of <see cref="ProbeRequest.Behavior"/>'s
+    /// lines is <c>key=value</c> (UTF-8), and <see cref="ProbeRequest.Token"/>, when not 0, adds the entry <c>binary</c>
+    /// holding bytes 0 to 3.
+    /// </summary>
+    Task<ProbeReply> ShareAsync(ProbeRequest request, CancellationToken cancellationToken);
 }
 
 /// <summary>What to do.</summary>

@@ -132,5 +132,24 @@ public sealed class ProbeComponent : Component, IProbe
         return reply;
     }
 
+    /// <inheritdoc />
+    public async Task<ProbeReply> ShareAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var dictionary = await Context.Shared.DictionaryAsync(request.Group, cancellationToken);
+        foreach (var line in request.Behavior.Split('\n', StringSplitOptions.RemoveEmptyEntries))
+        {
+            var equals = line.IndexOf('=', StringComparison.Ordinal);
+            await dictionary.SetAsync(line[..equals], System.Text.Encoding.UTF8.GetBytes(line[(equals + 1)..]), cancellationToken);
+        }
+
+        if (request.Token != 0)
+        {
+            await dictionary.SetAsync("binary", new byte[] { 0, 1, 2, 3 }, cancellationToken);
+        }
+
+        return Reply(true);
+    }
+
     private ProbeReply Reply(bool ok) => new() { Manager = Context.Manager, Ok = ok };
 }

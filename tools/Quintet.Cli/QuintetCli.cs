@@ -30,6 +30,8 @@ public static class QuintetCli
         QosCommand.Create(context),
         RolesCommand.Create(context),
         AuditCommand.Create(context),
+        SharedCommand.Create(context),
+        CoordinationCommand.Create(context),
         DiagnosticsCommand.Create(context),
         ContextCommand.Create(context),
         CertsCommand.Create(context),

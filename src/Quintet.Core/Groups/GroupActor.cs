@@ -83,6 +83,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         Receive<GroupHandle.Drain>(_ => DrainSends());
         Receive<GroupHandle.ProgressQuery>(_ => Sender.Tell(new GroupMemberProgress(
             _engine.View, _engine.IsBlocked, _engine.UnstableEntries, _engine.QueuedSends + _light.WaitingSends + _handle.WaitingSends)));
+        Receive<GroupHandle.LightGroupsQuery>(_ => Sender.Tell(_light.Summaries()));
         Receive<GroupHandle.LeaveCommand>(_ => _engine.Leave(Now));
         Receive<LightGroupMember.JoinCommand>(c => c.Member.Joining(_light.Join(c.Member.Group, c.Member.Role, c.Member, c.Member.Tag)));
         Receive<LightGroupMember.LeaveCommand>(c => _light.Leave(c.Member.Self));
@@ -594,6 +595,14 @@ public sealed class GroupHandle
         _actor.Ask<GroupMemberProgress>(ProgressQuery.Instance, timeout, cancellationToken);
 
     /// <summary>
+    /// The light groups multiplexed on this group, each with its current view, asked of the group's actor (which keeps
+    /// them for its own work: asking costs nothing until asked). Empty while this member has no state yet.
+    /// </summary>
+    /// <exception cref="AskTimeoutException">The actor did not answer within <paramref name="timeout"/> (or is gone).</exception>
+    public async Task<IReadOnlyList<LightGroupSummary>> GetLightGroupsAsync(TimeSpan timeout, CancellationToken cancellationToken = default) =>
+        await _actor.Ask<List<LightGroupSummary>>(LightGroupsQuery.Instance, timeout, cancellationToken);
+
+    /// <summary>
     /// Joins (or creates) the light group <paramref name="group"/> multiplexed on this group, as a new member hosted by
     /// this manager. Completes once a view of the light group includes the member.
     /// </summary>
@@ -657,6 +666,11 @@ public sealed class GroupHandle
     internal sealed class ProgressQuery
     {
         public static readonly ProgressQuery Instance = new();
+    }
+
+    internal sealed class LightGroupsQuery
+    {
+        public static readonly LightGroupsQuery Instance = new();
     }
 
     internal sealed class Drain

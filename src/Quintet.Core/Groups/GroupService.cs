@@ -84,6 +84,18 @@ public sealed class GroupService : IDisposable
         }
     }
 
+    /// <summary>
+    /// This manager's membership in <paramref name="name"/> if it has joined, without joining: for readers (the admin
+    /// API) that must not make a manager join a group it has not joined yet or has just left.
+    /// </summary>
+    public GroupHandle? Find(string name)
+    {
+        lock (_gate)
+        {
+            return _groups.GetValueOrDefault(name);
+        }
+    }
+
     /// <summary>Leaves <paramref name="name"/> (see <see cref="GroupHandle.LeaveAsync"/>); a later <see cref="Join"/> joins anew.</summary>
     public async Task LeaveAsync(string name, CancellationToken cancellationToken = default)
     {

@@ -1,66 +1,134 @@
-using Akka.Cluster;
+using Google.Protobuf.WellKnownTypes;
 using Grpc.Core;
-using Quintet.Core.Cluster;
+using Quintet.Core.Groups;
+using Quintet.Core.Groups.Light;
+using Quintet.Manager.Health;
 using Quintet.Manager.Peers;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Manager.Admin;
 
-/// <summary>The cluster part of the admin API: what this manager knows of the cluster.</summary>
-internal sealed class ClusterAdminService(ClusterNode node, ManagerReports reports) : ClusterAdmin.ClusterAdminBase
+/// <summary>The cluster part of the admin API: what this manager knows of the cluster, its groups and its own troubles.</summary>
+internal sealed class ClusterAdminService(
+    ManagersView managers,
+    ClusterTree tree,
+    ManagerTargets targets,
+    ManagerIdentity identity,
+    GroupService groups,
+    RecentLogEntries log) : ClusterAdmin.ClusterAdminBase
 {
-    public override async Task<ListManagersResponse> ListManagers(ListManagersRequest request, ServerCallContext context)
+    /// <summary>A busy group actor answers within milliseconds; a stopped one never does.</summary>
+    private static readonly TimeSpan GroupsTimeout = TimeSpan.FromSeconds(2);
+
+    public override Task<ListManagersResponse> ListManagers(ListManagersRequest request, ServerCallContext context) =>
+        managers.ListAsync(request.IncludeReports, context.CancellationToken);
+
+    public override Task<GetClusterTreeResponse> GetClusterTree(GetClusterTreeRequest request, ServerCallContext context) =>
+        tree.GetAsync(request, context);
+
+    public override async Task<ListGroupsResponse> ListGroups(ListGroupsRequest request, ServerCallContext context)
     {
-        ClusterSnapshot snapshot;
+        var size = Paging.Size(request.PageSize);
+        var membersShown = Paging.Size(request.MembersPerGroup, "members_per_group", byDefault: 20);
+        var after = Paging.Read(request.PageToken, 1)?[0];
+        if (targets.ChannelFor(request.Manager) is { } channel)
+        {
+            return await new ClusterAdmin.ClusterAdminClient(channel).ListGroupsAsync(request, deadline: ManagerTargets.Deadline(context), cancellationToken: context.CancellationToken);
+        }
+
+        // Never joined here: a manager that has not joined the managers group yet, or has left it, must not join it for a reader.
+        var managersGroup = groups.Find(GroupService.ManagersGroup);
+        var view = managersGroup?.View;
+        IReadOnlyList<LightGroupSummary> light = [];
         try
         {
-            snapshot = node.Snapshot();
-        }
-        catch (InvalidOperationException)
-        {
-            throw new RpcException(new Status(StatusCode.Unavailable, "This manager has not started its cluster membership yet; retry in a moment."));
-        }
-
-        var found = request.IncludeReports
-            ? await reports.CollectAsync(
-                snapshot.Members.Where(m => m.Reachable && m.Status != MemberStatus.Removed).Select(m => m.Address),
-                context.CancellationToken)
-            : new Dictionary<Akka.Actor.Address, ManagerReport>();
-
-        var response = new ListManagersResponse
-        {
-            ClusterName = node.ClusterName,
-            AnsweredBy = snapshot.Self.ToString(),
-            Leader = snapshot.Leader?.ToString() ?? string.Empty,
-        };
-        foreach (var member in snapshot.Members)
-        {
-            var info = new ManagerInfo
+            if (managersGroup is not null)
             {
-                Address = member.Address.ToString(),
-                Uid = member.Uid,
-                State = ToState(member.Status),
-                Reachable = member.Reachable,
-                IsLeader = member.Address == snapshot.Leader,
-                IsSelf = member.Address == snapshot.Self,
-                Report = found.GetValueOrDefault(member.Address),
+                light = await managersGroup.GetLightGroupsAsync(GroupsTimeout, context.CancellationToken);
+            }
+        }
+        catch (Akka.Actor.AskTimeoutException)
+        {
+            throw new RpcException(new Status(StatusCode.Unavailable, $"The managers group's actor on {identity.NodeName} did not answer within {GroupsTimeout.TotalSeconds:F0} s; it may be overloaded. Retry, or ask another manager."));
+        }
+
+        var all = new List<GroupInfo>();
+        var managersInfo = new GroupInfo
+        {
+            Name = GroupService.ManagersGroup,
+            Kind = "managers",
+            ViewId = view?.Id ?? 0,
+            MemberCount = view?.Members.Length ?? 0,
+            Coordinator = view?.Coordinator.ToString() ?? string.Empty,
+            Sequencer = view?.Coordinator.ToString() ?? string.Empty,
+            HostedHere = view is null ? 0 : 1,
+            InPrimary = managersGroup?.InPrimary ?? false,
+        };
+        managersInfo.Members.AddRange((view?.Members ?? []).Take(membersShown).Select(m => new GroupMember { Id = m.ToString(), Manager = m.Node }));
+        all.Add(managersInfo);
+        foreach (var (lightView, hostedHere) in light)
+        {
+            var info = new GroupInfo
+            {
+                Name = lightView.Group,
+                Kind = KindOf(lightView.Group),
+                ViewId = lightView.Id,
+                MemberCount = lightView.Members.Length,
+                Coordinator = lightView.Members.Length > 0 ? lightView.Members[0].Id.ToString() : string.Empty,
+                Sequencer = view?.Coordinator.ToString() ?? string.Empty,
+                HostedHere = hostedHere,
             };
-            info.Roles.AddRange(member.Roles.Order(StringComparer.Ordinal));
-            response.Managers.Add(info);
+            info.Members.AddRange(lightView.Members.Take(membersShown).Select(m => new GroupMember { Id = m.Id.ToString(), Manager = m.Id.Host.Node, Role = m.Role, Tag = m.Tag }));
+            all.Add(info);
+        }
+
+        var matching = all.Where(g => g.Name.StartsWith(request.NamePrefix, StringComparison.Ordinal) && (after is null || string.CompareOrdinal(g.Name, after) > 0))
+            .OrderBy(g => g.Name, StringComparer.Ordinal)
+            .Take(size + 1)
+            .ToList();
+        var response = new ListGroupsResponse { Manager = identity.NodeName };
+        response.Groups.AddRange(matching.Take(size));
+        if (matching.Count > size)
+        {
+            response.NextPageToken = Paging.Token(response.Groups[^1].Name);
         }
 
         return response;
     }
 
-    private static ManagerState ToState(MemberStatus status) => status switch
+    public override async Task<ListManagerLogResponse> ListManagerLog(ListManagerLogRequest request, ServerCallContext context)
     {
-        MemberStatus.Joining => ManagerState.Joining,
-        MemberStatus.WeaklyUp => ManagerState.WeaklyUp,
-        MemberStatus.Up => ManagerState.Up,
-        MemberStatus.Leaving => ManagerState.Leaving,
-        MemberStatus.Exiting => ManagerState.Exiting,
-        MemberStatus.Down => ManagerState.Down,
-        MemberStatus.Removed => ManagerState.Removed,
-        _ => ManagerState.Unspecified,
-    };
+        var minimum = request.MinLevel.ToUpperInvariant() switch
+        {
+            "" or "WARNING" or "WARN" => LogLevel.Warning,
+            "ERROR" => LogLevel.Error,
+            "CRITICAL" => LogLevel.Critical,
+            _ => throw new RpcException(new Status(StatusCode.InvalidArgument, $"min_level '{request.MinLevel}' is not warning, error or critical (the manager keeps warnings and above).")),
+        };
+        var limit = Paging.Size(request.Limit, "limit");
+        if (targets.ChannelFor(request.Manager) is { } channel)
+        {
+            return await new ClusterAdmin.ClusterAdminClient(channel).ListManagerLogAsync(request, deadline: ManagerTargets.Deadline(context), cancellationToken: context.CancellationToken);
+        }
+
+        var response = new ListManagerLogResponse { Manager = identity.NodeName, Capacity = RecentLogEntries.Capacity, Dropped = log.Dropped };
+        response.Entries.AddRange(log.Newest(minimum, limit).Select(e => new ManagerLogEntry
+        {
+            Time = Timestamp.FromDateTimeOffset(e.Time),
+            Level = e.Level.ToString().ToLowerInvariant(),
+            Category = e.Category,
+            EventId = e.EventId,
+            Message = e.Message,
+            ExceptionType = e.ExceptionType ?? string.Empty,
+            ExceptionMessage = e.ExceptionMessage ?? string.Empty,
+        }));
+        return response;
+    }
+
+    private static string KindOf(string group) =>
+        group.StartsWith("quintet.class/", StringComparison.Ordinal) ? "class"
+        : group.StartsWith("quintet.rsm/", StringComparison.Ordinal) ? "state-machine"
+        : group.StartsWith("app/", StringComparison.Ordinal) ? "application"
+        : group.StartsWith("quintet.", StringComparison.Ordinal) ? "system"
+        : "application";
 }

@@ -17,7 +17,7 @@ internal sealed class ComponentAdminService(
     InstanceShadows shadows,
     InstanceMigration migration,
     InstanceDirectory directory,
-    ActiveReplication.ActiveReplicas replicas,
+    InstanceListing listing,
     PackageReplicator replicator,
     ManagerIdentity identity,
     PeerChannels channels) : ComponentAdmin.ComponentAdminBase
@@ -115,68 +115,8 @@ internal sealed class ComponentAdminService(
         }
     }
 
-    public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
-    {
-        var response = new ListInstancesResponse { Manager = identity.NodeName, PlacedInCluster = directory.Count };
-        foreach (var shadow in shadows.All.Where(s => request.ClassName.Length == 0 || s.Class.Name == request.ClassName).OrderBy(s => s.Class.Name, StringComparer.Ordinal).ThenBy(s => s.Key, StringComparer.Ordinal))
-        {
-            var (p50, p99) = shadow.Latency;
-            var info = new InstanceInfo
-            {
-                ClassName = shadow.Class.Name,
-                Key = shadow.Key,
-                State = shadow.State switch
-                {
-                    ShadowState.Retired => "retired",
-                    ShadowState.Migrating => "migrating",
-                    ShadowState.Gone => "gone",
-                    _ => shadow.Instance is null ? "placed" : "active",
-                },
-                Epoch = shadow.Epoch,
-                Calls = shadow.Calls,
-                Errors = shadow.Errors,
-                P50Ms = p50,
-                P99Ms = p99,
-                CompletionRecords = shadow.Completions?.Count ?? 0,
-                CompletionRecordBytes = shadow.Completions?.Bytes ?? 0,
-            };
-            info.Backups.AddRange(shadow.BackupManagers);
-            info.Recent.AddRange(shadow.Recent.Select(r => new InvocationRecord
-            {
-                Operation = r.Operation,
-                Request = r.Request,
-                Response = r.Response ?? string.Empty,
-                Status = r.Status,
-                ElapsedMs = r.Elapsed.TotalMilliseconds,
-                At = r.At.ToString("O", System.Globalization.CultureInfo.InvariantCulture),
-            }));
-            response.Instances.Add(info);
-        }
-
-        foreach (var replica in replicas.All.Where(r => request.ClassName.Length == 0 || r.Class.Name == request.ClassName).OrderBy(r => r.Id.ClassName, StringComparer.Ordinal).ThenBy(r => r.Id.Key, StringComparer.Ordinal))
-        {
-            var info = new ReplicaInfo
-            {
-                ClassName = replica.Id.ClassName,
-                Key = replica.Id.Key,
-                State = replica.Ready.Status switch
-                {
-                    TaskStatus.RanToCompletion => "ready",
-                    TaskStatus.Faulted or TaskStatus.Canceled => "failed",
-                    _ => "joining",
-                },
-                Members = replica.Members,
-            };
-            if (replica.Transfer is { } transfer)
-            {
-                info.Transfer = new StateTransfer { BytesReceived = transfer.BytesReceived, TotalBytes = transfer.TotalBytes, Resumed = transfer.Resumed, Completed = transfer.Completed };
-            }
-
-            response.Replicas.Add(info);
-        }
-
-        return Task.FromResult(response);
-    }
+    public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context) =>
+        Task.FromResult(listing.List(request));
 
     public override Task<GetQosResponse> GetQos(GetQosRequest request, ServerCallContext context)
     {
@@ -254,7 +194,8 @@ internal sealed class ComponentAdminService(
         return new SetQosResponse { Spec = QosSpecReader.Format(spec), Managers = managers };
     }
 
-    private static PackageInfo Describe(ComponentPackage package)
+    /// <summary>A package as the admin API describes it: its classes, their contracts and the roles of each operation.</summary>
+    internal static PackageInfo Describe(ComponentPackage package)
     {
         var info = new PackageInfo { Name = package.Name, Version = package.Version };
         foreach (var componentClass in package.Classes)

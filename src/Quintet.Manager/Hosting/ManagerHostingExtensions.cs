@@ -69,6 +69,10 @@ public static class ManagerHostingExtensions
         });
 
         builder.Services.AddSingleton(TimeProvider.System);
+
+        // The manager's recent warnings and errors, for the admin API (quintet cluster log).
+        builder.Services.AddSingleton<RecentLogEntries>();
+        builder.Services.AddSingleton<ILoggerProvider>(sp => sp.GetRequiredService<RecentLogEntries>());
         builder.Services.AddSingleton(settings.Security);
         builder.Services.AddHostedService<SecurityNotice>();
         builder.Services.AddOptions<AuditOptions>().Bind(builder.Configuration.GetSection(AuditOptions.SectionName));
@@ -88,6 +92,12 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<IHostApplicationLifetime>(), sp.GetRequiredService<TimeProvider>(), sp.GetRequiredService<ManagerProblems>()));
         builder.Services.AddSingleton<ManagerExitStatus>();
         builder.Services.AddSingleton<ManagerReports>();
+        builder.Services.AddSingleton<IManagerReportPart, ReadinessReportPart>();
+        builder.Services.AddSingleton<IManagerReportPart, PackagesReportPart>();
+        builder.Services.AddSingleton<ManagersView>();
+        builder.Services.AddSingleton<InstanceListing>();
+        builder.Services.AddSingleton<ManagerTargets>();
+        builder.Services.AddSingleton<ClusterTree>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerReports>());
         builder.Services.AddHostedService<RemovedFromClusterWatcher>();
         builder.Services.AddHostedService<ParentProcessWatcher>();
@@ -120,6 +130,16 @@ public static class ManagerHostingExtensions
             .AddServiceOptions<ClusterAdminService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<GroupDiagnosticsService>(o => o.Interceptors.Add<AuditInterceptor>())
             .AddServiceOptions<AuditService>(o => o.Interceptors.Add<AuditInterceptor>())
+            .AddServiceOptions<SharedStructureAdminService>(o =>
+            {
+                o.Interceptors.Add<AuditInterceptor>();
+                o.Interceptors.Add<ReadinessInterceptor>();
+            })
+            .AddServiceOptions<CoordinationAdminService>(o =>
+            {
+                o.Interceptors.Add<AuditInterceptor>();
+                o.Interceptors.Add<ReadinessInterceptor>();
+            })
             .AddServiceOptions<ComponentRolesService>(o =>
             {
                 o.Interceptors.Add<AuditInterceptor>();
@@ -243,6 +263,8 @@ public static class ManagerHostingExtensions
             app.MapGrpcService<ReplicaHostingService>();
             app.MapGrpcService<Persistence.Replication.StoreReplicationService>();
             app.MapGrpcService<ComponentInstancesService>();
+            app.MapGrpcService<SharedStructureAdminService>();
+            app.MapGrpcService<CoordinationAdminService>();
             app.MapComponentCalls();
             return app;
         }
@@ -256,6 +278,8 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<AuditService>().RequireAccessByMethod();
         app.MapGrpcService<ComponentRolesService>().RequireAccessByMethod();
         app.MapGrpcService<ComponentInstancesService>().RequireAccessByMethod();
+        app.MapGrpcService<SharedStructureAdminService>().RequireAccessByMethod();
+        app.MapGrpcService<CoordinationAdminService>().RequireAccessByMethod();
         app.MapGrpcService<PackageDistributionService>().RequireAccess(Access.Manager);
         app.MapGrpcService<InstanceTransferService>().RequireAccess(Access.Manager);
         app.MapGrpcService<ReplicaHostingService>().RequireAccess(Access.Manager);

@@ -34,6 +34,9 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
     /// <summary>The members of the directory's group in the view last applied.</summary>
     public IReadOnlySet<LightMemberId> ViewMembers => _viewMembers;
 
+    /// <summary>Every placement, in no order (read it under the machine's lock).</summary>
+    public IEnumerable<KeyValuePair<InstanceId, PlacedInstance>> Placements => _placements;
+
     /// <summary>The placement of <paramref name="id"/>, whether or not its owner is still in the view.</summary>
     public PlacedInstance? PlacementOf(InstanceId id) => _placements.GetValueOrDefault(id);
 

@@ -310,6 +310,15 @@ internal sealed partial class InstanceDirectory : BackgroundService
     /// <summary>The node name of the manager whose managers-group member is <paramref name="host"/>, if it has the directory.</summary>
     public string? NodeNameOf(MemberId host) => _machine?.Read(state => state.Managers.FirstOrDefault(m => m.Key.Host == host).Value?.NodeName);
 
+    /// <summary>A page of the placements (<see cref="DirectoryPages"/>); null while this copy is not synced.</summary>
+    public DirectoryPage? Page(DirectoryPageQuery query) => ReadInView<DirectoryPage?>((state, _) => DirectoryPages.Read(state, query), null);
+
+    /// <summary>The node names managers announced, by their cluster address and uid (left ones too).</summary>
+    public IReadOnlyDictionary<(string Address, long Uid), string> NodeNames() =>
+        _machine?.Read(state => state.Managers.Values
+            .GroupBy(m => (m.Member.Node, m.Member.Uid))
+            .ToDictionary(g => g.Key, g => g.Last().NodeName)) ?? new Dictionary<(string Address, long Uid), string>();
+
     /// <summary>Whether the manager named <paramref name="node"/> is in the directory's view.</summary>
     public bool HasManager(string node) => ReadInView((state, _) => state.MemberNamed(node).HasValue, false);
 

@@ -292,8 +292,42 @@ internal static class QosSpecReader
     /// <summary>Lower case without '-' and '_', so that primaryBackup, PrimaryBackup and primary-backup all match.</summary>
     private static string Normalize(string name) => name.Replace("-", string.Empty, StringComparison.Ordinal).Replace("_", string.Empty, StringComparison.Ordinal).ToUpperInvariant();
 
-    private static string Name<T>(T value)
+    /// <summary>An enum value as the spec writes it (camelCase).</summary>
+    internal static string Name<T>(T value)
         where T : struct, Enum => CamelCase(value.ToString());
+
+    /// <summary>The spec in one line, for a tree or a table: what differs from a plain keyed, unreplicated class stands out.</summary>
+    public static string Summary(QosSpec spec)
+    {
+        ArgumentNullException.ThrowIfNull(spec);
+        var parts = new List<string>
+        {
+            spec.Replication == ReplicationStyle.None ? "no replication" : $"{Name(spec.Replication)} x{spec.Replicas}",
+            $"placement {Name(spec.Placement)}{(spec.AffinityTo is { } to ? " to " + to : string.Empty)}",
+            Name(spec.Instancing),
+        };
+        if (spec.RetireAfterIdle is { } idle)
+        {
+            parts.Add($"retire after {FormatDuration(idle)} idle");
+        }
+
+        if (spec.Isolation != IsolationMode.Shared)
+        {
+            parts.Add($"isolation {Name(spec.Isolation)}");
+        }
+
+        if (spec.LoadBalancing != LoadBalancingPolicy.PrimaryOnly)
+        {
+            parts.Add($"load balancing {Name(spec.LoadBalancing)}");
+        }
+
+        if (spec.Debug)
+        {
+            parts.Add("debug");
+        }
+
+        return string.Join(", ", parts);
+    }
 
     private static string CamelCase(string name) => char.ToLowerInvariant(name[0]) + name[1..];
 }

@@ -9,6 +9,6 @@ internal sealed class ManagerReportActor : ReceiveActor
     /// <summary>The actor's name under <c>/user</c>, the same on every manager.</summary>
     public const string Name = "quintet-manager-report";
 
-    public ManagerReportActor(ManagerIdentity identity) =>
-        Receive<ManagerReportRequest>(_ => Sender.Tell(identity.CreateReport()));
+    public ManagerReportActor(Func<Protocol.Admin.ManagerReport> report) =>
+        Receive<ManagerReportRequest>(_ => Sender.Tell(report()));
 }

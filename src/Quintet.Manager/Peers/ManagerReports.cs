@@ -13,6 +13,7 @@ internal sealed partial class ManagerReports(
     ClusterNode node,
     ManagerIdentity identity,
     IOptions<ManagerOptions> options,
+    IEnumerable<IManagerReportPart> parts,
     ILogger<ManagerReports> logger) : IHostedService
 {
     private static readonly ManagerReportRequest Request = new();
@@ -20,11 +21,24 @@ internal sealed partial class ManagerReports(
     /// <summary>Starts answering other managers' requests once the actor system runs.</summary>
     public Task StartAsync(CancellationToken cancellationToken)
     {
-        node.System.ActorOf(Props.Create(() => new ManagerReportActor(identity)), ManagerReportActor.Name);
+        Func<ManagerReport> report = CreateOwnReport;
+        node.System.ActorOf(Props.Create(() => new ManagerReportActor(report)), ManagerReportActor.Name);
         return Task.CompletedTask;
     }
 
     public Task StopAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    /// <summary>This manager's report: who it is, and what the layers above add (readiness, packages).</summary>
+    public ManagerReport CreateOwnReport()
+    {
+        var report = identity.CreateReport();
+        foreach (var part in parts)
+        {
+            part.AddTo(report);
+        }
+
+        return report;
+    }
 
     /// <summary>
     /// The reports of the given managers, keyed by address; a manager that does not answer within
@@ -39,7 +53,7 @@ internal sealed partial class ManagerReports(
         {
             if (address == self)
             {
-                return (address, identity.CreateReport());
+                return (address, CreateOwnReport());
             }
 
             var path = new RootActorPath(address) / "user" / ManagerReportActor.Name;

@@ -46,6 +46,14 @@ internal static class GrpcAccess
     public static IReadOnlyDictionary<string, Access> Methods { get; } = new Dictionary<string, Access>(StringComparer.Ordinal)
     {
         [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.ListManagers))] = Access.Reader,
+        [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.GetClusterTree))] = Access.Reader,
+        [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.ListGroups))] = Access.Reader,
+        [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.ListManagerLog))] = Access.Reader,
+
+        // The tools' state is what the components keep in them: reading it is reading the cluster, as listing instances is.
+        [Name(SharedStructureAdmin.Descriptor.FullName, nameof(SharedStructureAdmin.SharedStructureAdminBase.ListSharedStructures))] = Access.Reader,
+        [Name(SharedStructureAdmin.Descriptor.FullName, nameof(SharedStructureAdmin.SharedStructureAdminBase.BrowseSharedStructure))] = Access.Reader,
+        [Name(CoordinationAdmin.Descriptor.FullName, nameof(CoordinationAdmin.CoordinationAdminBase.ListCoordination))] = Access.Reader,
 
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.DeployPackage))] = Access.Admin,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.UndeployPackage))] = Access.Admin,
@@ -84,7 +92,7 @@ internal static class GrpcAccess
 
     /// <summary>The services whose methods are in <see cref="Methods"/>, one by one.</summary>
     public static IReadOnlyList<Google.Protobuf.Reflection.ServiceDescriptor> AdministrationServices { get; } =
-        [ClusterAdmin.Descriptor, ComponentAdmin.Descriptor, ComponentRoles.Descriptor, Audit.Descriptor, ComponentInstances.Descriptor, GroupDiagnostics.Descriptor];
+        [ClusterAdmin.Descriptor, ComponentAdmin.Descriptor, ComponentRoles.Descriptor, Audit.Descriptor, ComponentInstances.Descriptor, GroupDiagnostics.Descriptor, SharedStructureAdmin.Descriptor, CoordinationAdmin.Descriptor];
 
     private static string Name(string service, string method) => $"/{service}/{method}";
 

@@ -32,6 +32,19 @@ public sealed class CoordinationService(GroupService groups) : IAsyncDisposable
         }
     }
 
+    /// <summary>The replicas joined so far (those still joining are left out), with their kind and name.</summary>
+    internal IEnumerable<(string Kind, string Name, CoordinationReplica Replica)> Replicas()
+    {
+        foreach (var (full, lazy) in _replicas)
+        {
+            if (lazy.IsValueCreated && lazy.Value.IsCompletedSuccessfully)
+            {
+                var slash = full.IndexOf('/', StringComparison.Ordinal);
+                yield return (CoordinationOverview.KindOf(full[..slash]), full[(slash + 1)..], lazy.Value.Result);
+            }
+        }
+    }
+
     /// <inheritdoc />
     public async ValueTask DisposeAsync()
     {

@@ -31,6 +31,12 @@ internal sealed class SharedCounterState(string name, SharedStructureLimits limi
         return parsed.Position;
     }
 
+    public override (long Entries, long? Bytes, long Leased) Figures() => (1, null, 0);
+
+    public override SharedStructurePage Browse(string? after, int pageSize) => after is null
+        ? new SharedStructurePage(Position, 1, [new SharedStructureEntry("value", System.Text.Encoding.UTF8.GetBytes(Value.ToString(System.Globalization.CultureInfo.InvariantCulture)))], false)
+        : after == "value" ? new SharedStructurePage(Position, 1, [], false) : throw new FormatException($"'{after}' is no position in a counter.");
+
     private CounterResult Add(long delta)
     {
         long sum;

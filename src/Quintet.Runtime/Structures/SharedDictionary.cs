@@ -161,6 +161,14 @@ internal sealed class SharedDictionaryState(string name, SharedStructureLimits l
         return cas.HasValue ? Put(cas.Key, cas.Value, limits) : Outcome(Remove(cas.Key));
     }
 
+    public override (long Entries, long? Bytes, long Leased) Figures() => (_entries.Count, _bytes, 0);
+
+    public override SharedStructurePage Browse(string? after, int pageSize)
+    {
+        var (page, more) = KeyPages.Take(_entries, e => e.Key, after, pageSize);
+        return new SharedStructurePage(Position, _entries.Count, [.. page.Select(e => new SharedStructureEntry(e.Key, e.Value.AsSpan().ToArray()))], more);
+    }
+
     private static DictionaryResult Outcome(bool applied) => applied ? AppliedResult : NotAppliedResult;
 
     private static long Size(string key, byte[] value) => Size(key, value.Length);

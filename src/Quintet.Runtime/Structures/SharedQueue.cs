@@ -198,6 +198,30 @@ internal sealed class SharedQueueState(string name, SharedStructureLimits limits
         }
     }
 
+    public override (long Entries, long? Bytes, long Leased) Figures() => (_waiting.Count, _bytes, _leases.Count);
+
+    /// <summary>Items by id (the order they were enqueued in), waiting and leased alike; <paramref name="after"/> is an id.</summary>
+    public override SharedStructurePage Browse(string? after, int pageSize)
+    {
+        long from = 0;
+        if (after is not null && !long.TryParse(after, System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out from))
+        {
+            throw new FormatException($"'{after}' is no item id.");
+        }
+
+        var items = _waiting.Where(i => i.Id > from).Select(i => (i.Id, i.Value, Leased: false))
+            .Concat(_leases.Values.Where(l => l.Item.Id > from).Select(l => (l.Item.Id, l.Item.Value, Leased: true)))
+            .OrderBy(i => i.Id)
+            .Take(pageSize + 1)
+            .ToList();
+        var more = items.Count > pageSize;
+        return new SharedStructurePage(
+            Position,
+            _waiting.Count + _leases.Count,
+            [.. items.Take(pageSize).Select(i => new SharedStructureEntry(i.Id.ToString(System.Globalization.CultureInfo.InvariantCulture), i.Value.AsSpan().ToArray(), i.Leased))],
+            more);
+    }
+
     /// <summary>An item: its value's array is never changed once made.</summary>
     internal sealed record Item(long Id, byte[] Value)
     {

@@ -110,6 +110,14 @@ internal sealed class SharedSetState(string name, SharedStructureLimits limits) 
     }
 
     private static long Size(string member) => member.Length * 2L;
+
+    public override (long Entries, long? Bytes, long Leased) Figures() => (_members.Count, _bytes, 0);
+
+    public override SharedStructurePage Browse(string? after, int pageSize)
+    {
+        var (page, more) = KeyPages.Take(_members, m => m, after, pageSize);
+        return new SharedStructurePage(Position, _members.Count, [.. page.Select(m => new SharedStructureEntry(m, ReadOnlyMemory<byte>.Empty))], more);
+    }
 }
 
 /// <summary>A shared set as this manager serves it to its instances.</summary>

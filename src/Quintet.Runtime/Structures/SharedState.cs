@@ -94,10 +94,17 @@ internal abstract class SharedState<TChange>(string structure, SharedStructureLi
     protected abstract long Restore(ReadOnlySpan<byte> snapshot);
 
     protected void Publish(TChange change) => Changes.Publish(change, Position);
+
+    /// <summary>Entries, bytes (when kept) and leased items, for the administration API.</summary>
+    public abstract (long Entries, long? Bytes, long Leased) Figures();
+
+    /// <summary>A page of the contents after <paramref name="after"/>, copied: the administration API reads it off the lock.</summary>
+    /// <exception cref="FormatException"><paramref name="after"/> is no position in this kind of structure.</exception>
+    public abstract SharedStructurePage Browse(string? after, int pageSize);
 }
 
 /// <summary>A shared structure as this manager serves it to its instances: its replica, and what all kinds do alike.</summary>
-internal abstract class SharedStructure<TState, TChange>(string name, ReplicatedStateMachine<TState> machine) : IAsyncDisposable
+internal abstract class SharedStructure<TState, TChange>(string name, ReplicatedStateMachine<TState> machine) : IAsyncDisposable, IBrowsableStructure
     where TState : SharedState<TChange>
     where TChange : class
 {
@@ -120,4 +127,13 @@ internal abstract class SharedStructure<TState, TChange>(string name, Replicated
     }
 
     public ValueTask DisposeAsync() => machine.DisposeAsync();
+
+    (long Entries, long? Bytes, long Leased, long Position) IBrowsableStructure.Figures() =>
+        machine.Read(s =>
+        {
+            var (entries, bytes, leased) = s.Figures();
+            return (entries, bytes, leased, s.Position);
+        });
+
+    SharedStructurePage IBrowsableStructure.Browse(string? after, int pageSize) => machine.Read(s => s.Browse(after, pageSize));
 }

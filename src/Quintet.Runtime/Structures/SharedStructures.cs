@@ -62,6 +62,67 @@ public sealed partial class SharedStructures(GroupService groups) : ISharedStruc
     public Task<ISharedCounter> CounterAsync(string name, SharedStructureOptions options, CancellationToken cancellationToken = default) =>
         OpenAsync<ISharedCounter, SharedCounterState>("counter/", name, options, () => new SharedCounterState(name, Limits), m => new SharedCounter(name, m), cancellationToken);
 
+    private static readonly (string Prefix, string Kind)[] Kinds = [("dict/", "dictionary"), ("set/", "set"), ("queue/", "queue"), ("counter/", "counter")];
+
+    /// <summary>
+    /// The structures this manager hosts a replica of, by kind then name: what an administrator reads. Each figure is
+    /// read under its replica's lock, one structure at a time; nothing is kept for it between calls.
+    /// </summary>
+    public IReadOnlyList<SharedStructureSummary> List()
+    {
+        var list = new List<SharedStructureSummary>();
+        foreach (var (key, lazy) in _open)
+        {
+            if (Split(key) is not { } split)
+            {
+                continue;
+            }
+
+            var durable = _modes.GetValueOrDefault(key);
+            if (lazy.IsValueCreated && lazy.Value.IsCompletedSuccessfully && lazy.Value.Result is IBrowsableStructure browsable)
+            {
+                var (entries, bytes, leased, position) = browsable.Figures();
+                list.Add(new SharedStructureSummary(split.Kind, split.Name, durable, true, entries, bytes, leased, position));
+            }
+            else
+            {
+                list.Add(new SharedStructureSummary(split.Kind, split.Name, durable, false, 0, null, 0, 0));
+            }
+        }
+
+        return [.. list.OrderBy(s => s.Kind, StringComparer.Ordinal).ThenBy(s => s.Name, StringComparer.Ordinal)];
+    }
+
+    /// <summary>
+    /// A page of the contents of the <paramref name="kind"/> (<c>dictionary</c>, <c>set</c>, <c>queue</c>, <c>counter</c>)
+    /// named <paramref name="name"/>, after <paramref name="after"/>; null when this manager hosts no such structure (or
+    /// its replica is still joining).
+    /// </summary>
+    /// <exception cref="ArgumentException"><paramref name="kind"/> is no kind of shared structure.</exception>
+    /// <exception cref="FormatException"><paramref name="after"/> is no position in that kind of structure.</exception>
+    public SharedStructurePage? Browse(string kind, string name, string? after, int pageSize)
+    {
+        ArgumentOutOfRangeException.ThrowIfNegativeOrZero(pageSize);
+        var prefix = Array.Find(Kinds, k => k.Kind == kind).Prefix
+            ?? throw new ArgumentException($"'{kind}' is no kind of shared structure: dictionary, set, queue or counter.", nameof(kind));
+        return _open.TryGetValue(prefix + name, out var lazy) && lazy.IsValueCreated && lazy.Value.IsCompletedSuccessfully && lazy.Value.Result is IBrowsableStructure browsable
+            ? browsable.Browse(after, pageSize)
+            : null;
+    }
+
+    private static (string Kind, string Name)? Split(string key)
+    {
+        foreach (var (prefix, kind) in Kinds)
+        {
+            if (key.StartsWith(prefix, StringComparison.Ordinal))
+            {
+                return (kind, key[prefix.Length..]);
+            }
+        }
+
+        return null;
+    }
+
     private static readonly SharedStructureOptions InMemory = new();
     private static readonly SharedStructureOptions DurableMode = new() { Durable = true };
 

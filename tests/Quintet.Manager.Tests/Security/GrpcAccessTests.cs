@@ -22,6 +22,15 @@ public class GrpcAccessTests
         Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/AddRoleMembers"]);
         Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/RemoveRoleMembers"]);
         Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/SetRoleMembers"]);
+
+        // The views a console is built on read and change nothing: a reader sees them all.
+        string[] views =
+        [
+            "/quintet.admin.v1.ClusterAdmin/GetClusterTree", "/quintet.admin.v1.ClusterAdmin/ListGroups", "/quintet.admin.v1.ClusterAdmin/ListManagerLog",
+            "/quintet.admin.v1.SharedStructureAdmin/ListSharedStructures", "/quintet.admin.v1.SharedStructureAdmin/BrowseSharedStructure",
+            "/quintet.admin.v1.CoordinationAdmin/ListCoordination",
+        ];
+        Assert.All(views, method => Assert.Equal(Access.Reader, GrpcAccess.Methods[method]));
     }
 
     [Theory]

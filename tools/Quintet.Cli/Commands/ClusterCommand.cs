@@ -19,7 +19,13 @@ internal static class ClusterCommand
         show.SetAction((parse, cancellationToken) =>
             ShowAsync(context, parse.GetValue(endpoint), parse.GetRequiredValue(output), cancellationToken));
 
-        return new Command("cluster", "Look at a running cluster.") { show };
+        return new Command("cluster", "Look at a running cluster.")
+        {
+            show,
+            ClusterViewsCommands.Tree(context),
+            ClusterViewsCommands.Groups(context),
+            ClusterViewsCommands.Log(context),
+        };
     }
 
     private static Task<int> ShowAsync(CliContext context, string? endpoint, string output, CancellationToken cancellationToken) =>

@@ -125,6 +125,10 @@ internal sealed class LightGroupEngine : IGroupObserver
     /// <summary>The current view of a light group as this manager knows it, or null.</summary>
     public LightGroupView? ViewOf(string group) => _groups.TryGetValue(group, out var state) ? state.ToView() : null;
 
+    /// <summary>Every light group this engine knows (those of every manager: the state is kept alike), with how many members it hosts.</summary>
+    public List<LightGroupSummary> Summaries() =>
+        [.. _groups.Values.Select(g => new LightGroupSummary(g.ToView(), _localsByGroup.TryGetValue(g.Name, out var locals) ? locals.Count : 0))];
+
     /// <summary>Registers a local member; its join goes out (in total order) once this manager can send it.</summary>
     public LightMemberId Join(string group, string role, ILightMemberObserver observer, string tag = "")
     {

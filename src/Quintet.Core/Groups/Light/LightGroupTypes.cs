@@ -107,3 +107,8 @@ public sealed class LightGroupJoinOptions
     /// <summary>Publish <see cref="LightViewInstalled"/> events (membership notices). <value>Default: false.</value></summary>
     public bool SubscribeToViews { get; init; }
 }
+
+/// <summary>A light group as a manager knows it: its current view, and how many of its members the manager hosts.</summary>
+/// <param name="View">The group's current view (an empty one while its first members join).</param>
+/// <param name="HostedHere">Members hosted by the asking manager.</param>
+public sealed record LightGroupSummary(LightGroupView View, int HostedHere);

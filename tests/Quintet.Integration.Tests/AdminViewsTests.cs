@@ -1,0 +1,212 @@
+using Google.Protobuf;
+using Grpc.Core;
+using Grpc.Net.Client;
+using Quintet.Client;
+using Quintet.Integration.Tests.Probe;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+using Samples.Counter;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>
+/// The read-only views a console is built on (the cluster tree, groups, shared structures, coordination, a manager's
+/// recent problems), on one secured cluster of two managers: each shows what the test did, pages lose and repeat
+/// nothing, a reader may call them and a caller without credentials may not.
+/// </summary>
+public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper output) : IClassFixture<SecuredClusterFixture>
+{
+    private const string ProbeClass = "Quintet.Integration.Tests.Probe.ProbeComponent";
+
+    private static DateTime Soon => DateTime.UtcNow.AddSeconds(30);
+
+    private ManagerProcess First => fixture.Cluster.Managers[0];
+
+    [Fact]
+    public async Task The_tree_pages_every_instance_once_with_its_owner_and_the_filters_and_bad_input_answer_as_documented()
+    {
+        // A sample deployed by an administrator, then read by a reader.
+        await new ComponentAdmin.ComponentAdminClient(First.Channel).DeployPackageAsync(
+            new DeployPackageRequest { PackageZip = ByteString.CopyFrom(ComponentCallTests.CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(60));
+        await ClusterTest.WaitForPackagesAsync(fixture.Cluster.Managers, "CoordinationProbe", "Counter");
+        using var client = QuintetClient.Over(First.Channel);
+        await ClusterTest.Eventually(() => client.GetComponent<ICounter>("c-1").AddAsync(new AddRequest { Amount = 2 }, CancellationToken.None));
+        var keys = Enumerable.Range(0, 23).Select(i => $"tree-{i:D2}").ToList();
+        foreach (var key in keys)
+        {
+            await ClusterTest.Eventually(() => client.GetComponent<IProbe>(key).WhereAsync(new ProbeRequest(), CancellationToken.None));
+        }
+
+        using var reader = Reader("rita");
+        var admin = new ClusterAdmin.ClusterAdminClient(reader);
+        var seen = new List<TreeInstance>();
+        GetClusterTreeResponse? first = null;
+        var token = string.Empty;
+        var pages = 0;
+        do
+        {
+            var page = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, PageToken = token }, deadline: Soon);
+            first ??= page;
+            Assert.Equal(23, page.MatchingInstances);
+            Assert.True(page.Instances.Count <= 5);
+            seen.AddRange(page.Instances);
+            token = page.NextPageToken;
+            pages++;
+        }
+        while (token.Length > 0 && pages < 20);
+
+        Assert.Equal(5, pages);
+        Assert.Equal(keys, seen.Select(i => i.Key));
+        var names = fixture.Cluster.Managers.Select(m => m.Name).ToHashSet();
+        Assert.All(seen, i =>
+        {
+            Assert.Contains(i.Owner, names);
+            Assert.True(i.OwnerInView);
+            Assert.Equal("active", i.State);
+            var primary = Assert.Single(i.Holders, h => h.Role == "primary");
+            Assert.Equal(i.Owner, primary.Manager);
+        });
+
+        // The managers: both up, ready, in the managers group, one of them its coordinator, each with both packages.
+        output.WriteLine(string.Join("\n", first!.Managers.Select(m => $"{m.Manager.NodeName}: {m.Manager.Report?.Readiness} group={m.Manager.InManagersGroup} coordinator={m.Manager.IsGroupCoordinator} owns={m.OwnedInstances} packages={string.Join(",", m.Manager.Report?.Packages ?? [])}")));
+        Assert.Equal(names, first.Managers.Select(m => m.Manager.NodeName).ToHashSet());
+        Assert.All(first.Managers, m =>
+        {
+            Assert.True(m.Manager.Report.Ready, m.Manager.Report.Readiness);
+            Assert.True(m.Manager.InManagersGroup);
+            Assert.Contains("Counter@1.0.0", m.Manager.Report.Packages);
+            Assert.Contains("CoordinationProbe@1.0.0", m.Manager.Report.Packages);
+        });
+        Assert.Single(first.Managers, m => m.Manager.IsGroupCoordinator);
+        var counterClass = first.Packages.Single(p => p.Name == "Counter").Classes.Single();
+        Assert.Equal(["samples.counter.Counter"], counterClass.Contracts);
+        Assert.True(counterClass.Instances >= 1, $"{counterClass.Instances} counters placed");
+        Assert.False(string.IsNullOrEmpty(counterClass.QosSummary));
+        Assert.True(first.Packages.Single(p => p.Name == "CoordinationProbe").Classes.Single().Instances >= 23);
+
+        // Filtering by owner splits the same instances, and each manager's count is what the tree says it owns.
+        foreach (var name in names)
+        {
+            var owned = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", Manager = name, PageSize = 1000 }, deadline: Soon);
+            Assert.Equal(seen.Where(i => i.Owner == name).Select(i => i.Key), owned.Instances.Select(i => i.Key));
+            Assert.Empty(owned.NextPageToken);
+        }
+
+        await Refused(StatusCode.InvalidArgument, "page_token", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageToken = "not-a-token" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.InvalidArgument, "page_size must be between 1 and 1000", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageSize = 5000 }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.NotFound, "No manager named 'manager-9'", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { Manager = "manager-9" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.NotFound, "No deployed class is named 'Nope'", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = "Nope" }, deadline: Soon).ResponseAsync);
+
+        using var anonymous = fixture.Certificates.CreateChannel(First.GrpcEndpoint, clientCertificate: null);
+        await Refused(StatusCode.Unauthenticated, "GetClusterTree", () => new ClusterAdmin.ClusterAdminClient(anonymous).GetClusterTreeAsync(new GetClusterTreeRequest(), deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.Unauthenticated, "BrowseSharedStructure", () => new SharedStructureAdmin.SharedStructureAdminClient(anonymous).BrowseSharedStructureAsync(new BrowseSharedStructureRequest { Kind = "set", Name = "x" }, deadline: Soon).ResponseAsync);
+    }
+
+    [Fact]
+    public async Task Groups_shared_structures_locks_and_the_log_show_what_components_did()
+    {
+        using var client = QuintetClient.Over(First.Channel);
+        using var reader = Reader("rhea");
+
+        // A shared dictionary of 12 text entries and one binary one, written by a component.
+        var writer = client.GetComponent<IProbe>("sharer");
+        var lines = string.Join('\n', Enumerable.Range(0, 12).Select(i => $"k{i:D2}=value {i}"));
+        var shared = await ClusterTest.Eventually(() => writer.ShareAsync(new ProbeRequest { Group = "admin-dict", Behavior = lines, Token = 1 }, CancellationToken.None));
+        var structures = new SharedStructureAdmin.SharedStructureAdminClient(reader);
+        var listed = await structures.ListSharedStructuresAsync(new ListSharedStructuresRequest { Manager = shared.Manager }, deadline: Soon);
+        Assert.Equal(shared.Manager, listed.Manager);
+        var dictionary = Assert.Single(listed.Structures, s => s.Name == "admin-dict");
+        Assert.Equal("dictionary", dictionary.Kind);
+        Assert.Equal(13, dictionary.Entries);
+        Assert.True(dictionary.BytesKnown && dictionary.Bytes > 0);
+
+        var entries = new List<SharedEntry>();
+        var token = string.Empty;
+        var pages = 0;
+        do
+        {
+            var page = await structures.BrowseSharedStructureAsync(new BrowseSharedStructureRequest { Manager = shared.Manager, Kind = "dictionary", Name = "admin-dict", PageSize = 5, PageToken = token }, deadline: Soon);
+            Assert.Equal(13, page.Total);
+            entries.AddRange(page.Entries);
+            token = page.NextPageToken;
+            pages++;
+        }
+        while (token.Length > 0 && pages < 10);
+
+        Assert.Equal(3, pages);
+        Assert.Equal(Enumerable.Range(0, 12).Select(i => $"k{i:D2}").Prepend("binary"), entries.Select(e => e.Key));
+        var binary = entries[0];
+        Assert.False(binary.ValueIsText);
+        Assert.Equal(new byte[] { 0, 1, 2, 3 }, binary.Value.ToByteArray());
+        Assert.True(entries[1].ValueIsText);
+        Assert.Equal("value 0", entries[1].ValueText);
+        await Refused(StatusCode.NotFound, "hosts no shared dictionary named 'nothing-here'", () => structures.BrowseSharedStructureAsync(new BrowseSharedStructureRequest { Manager = shared.Manager, Kind = "dictionary", Name = "nothing-here" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.InvalidArgument, "kind 'tree'", () => structures.BrowseSharedStructureAsync(new BrowseSharedStructureRequest { Kind = "tree", Name = "x" }, deadline: Soon).ResponseAsync);
+
+        // A lock taken by a component shows its holder and fencing token on the holder's manager.
+        var locker = client.GetComponent<IProbe>("admin-locker");
+        var held = await ClusterTest.Eventually(() => locker.AcquireAsync(new ProbeRequest { Group = "admin-lock", Exclusive = true, TimeoutMs = 10_000 }, CancellationToken.None));
+        Assert.True(held.Ok);
+        var coordination = await new CoordinationAdmin.CoordinationAdminClient(reader).ListCoordinationAsync(new ListCoordinationRequest { Manager = held.Manager, Kind = "lock" }, deadline: Soon);
+        var tool = Assert.Single(coordination.Tools, t => t.Name == "admin-lock");
+        var holder = Assert.Single(tool.Holders);
+        Assert.Equal(("admin-locker", "exclusive", held.Token), (holder.Key, holder.Mode, holder.Token));
+        await locker.ReleaseAsync(new ProbeRequest(), CancellationToken.None);
+        await Refused(StatusCode.InvalidArgument, "kind 'locks'", () => new CoordinationAdmin.CoordinationAdminClient(reader).ListCoordinationAsync(new ListCoordinationRequest { Kind = "locks" }, deadline: Soon).ResponseAsync);
+
+        // The groups: the managers group, the directory's machine, the dictionary's machine and the probes' class group,
+        // paged three at a time without loss or repeat.
+        var admin = new ClusterAdmin.ClusterAdminClient(reader);
+        var groups = new List<GroupInfo>();
+        token = string.Empty;
+        pages = 0;
+        do
+        {
+            var page = await admin.ListGroupsAsync(new ListGroupsRequest { PageSize = 3, PageToken = token }, deadline: Soon);
+            groups.AddRange(page.Groups);
+            token = page.NextPageToken;
+            pages++;
+        }
+        while (token.Length > 0 && pages < 100);
+
+        output.WriteLine(string.Join("\n", groups.Select(g => $"{g.Name} ({g.Kind}) view {g.ViewId}: {g.MemberCount} members, {g.HostedHere} here")));
+        Assert.Equal(groups.Select(g => g.Name).Order(StringComparer.Ordinal), groups.Select(g => g.Name));
+        Assert.Equal(groups.Count, groups.Select(g => g.Name).Distinct().Count());
+        var managers = Assert.Single(groups, g => g.Name == "managers");
+        Assert.Equal(("managers", 2), (managers.Kind, managers.MemberCount));
+        Assert.Equal(managers.Members[0].Id, managers.Coordinator);
+        Assert.Equal("state-machine", Assert.Single(groups, g => g.Name == "quintet.rsm/directory").Kind);
+        Assert.Equal("state-machine", Assert.Single(groups, g => g.Name == "quintet.rsm/coord/lock/admin-lock").Kind);
+        Assert.All(groups.Where(g => g.Name.StartsWith("quintet.class/", StringComparison.Ordinal)), g => Assert.Equal("class", g.Kind));
+        var described = Assert.Single((await admin.ListGroupsAsync(new ListGroupsRequest { NamePrefix = "quintet.rsm/dict/admin-dict", MembersPerGroup = 1000 }, deadline: Soon)).Groups);
+        Assert.Equal("state-machine", described.Kind);
+        Assert.Equal(described.MemberCount, described.Members.Count);
+        Assert.Equal(described.Members[0].Id, described.Coordinator);
+        Assert.Equal(managers.Coordinator, described.Sequencer);
+
+        // A component that throws leaves a warning, with the exception's type, in its manager's ring.
+        var failed = await Assert.ThrowsAsync<RpcException>(() => writer.ShareAsync(new ProbeRequest { Group = "admin-dict", Behavior = "no equals sign" }, CancellationToken.None));
+        output.WriteLine($"{failed.StatusCode}: {failed.Status.Detail}");
+        var log = await admin.ListManagerLogAsync(new ListManagerLogRequest { Manager = shared.Manager }, deadline: Soon);
+        Assert.Equal(shared.Manager, log.Manager);
+        var warning = Assert.Single(log.Entries, e => e.ExceptionType == typeof(ArgumentOutOfRangeException).FullName);
+        Assert.Equal("warning", warning.Level);
+        Assert.Contains("sharer", warning.Message, StringComparison.Ordinal);
+        Assert.Equal("Quintet.Manager.Components.ComponentHost", warning.Category);
+        var errorsOnly = await admin.ListManagerLogAsync(new ListManagerLogRequest { Manager = shared.Manager, MinLevel = "error" }, deadline: Soon);
+        Assert.DoesNotContain(errorsOnly.Entries, e => e.Level == "warning");
+        await Refused(StatusCode.InvalidArgument, "min_level 'loud'", () => admin.ListManagerLogAsync(new ListManagerLogRequest { MinLevel = "loud" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.NotFound, "No manager named 'manager-9'", () => admin.ListManagerLogAsync(new ListManagerLogRequest { Manager = "manager-9" }, deadline: Soon).ResponseAsync);
+    }
+
+    private GrpcChannel Reader(string user) =>
+        fixture.Certificates.CreateChannel(First.GrpcEndpoint, fixture.Certificates.IssueClientCertificate(user, "reader"));
+
+    private async Task Refused(StatusCode code, string detail, Func<Task> call)
+    {
+        var refused = await Assert.ThrowsAsync<RpcException>(call);
+        output.WriteLine($"{refused.StatusCode}: {refused.Status.Detail}");
+        Assert.Equal(code, refused.StatusCode);
+        Assert.Contains(detail, refused.Status.Detail, StringComparison.Ordinal);
+    }
+}
