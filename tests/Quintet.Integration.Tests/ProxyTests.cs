@@ -229,8 +229,12 @@ public class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) : IClass
         Assert.True(verdict.IsValid, verdict.ToString());
         Assert.True(history.Skip(before).Count(c => c.Key == keys[0] && c.Outcome == CallOutcome.Acknowledged) >= 20, $"deposits on the killed owner's account did not come back: {verdict.Summary}");
 
-        // The proxy did the failing over, not its callers, who saw no error.
-        Assert.Empty(errors);
+        // The proxy did the failing over, not its callers. The one answer a caller may see is DATA_LOSS (client.md,
+        // "Exactly once"): a deposit applied in the state the owner sent its backups just before it was killed, whose
+        // answer was lost with it; it is not run again, and the checker above counted it at most once. At most one per
+        // caller: each has one call in flight.
+        Assert.All(errors, error => Assert.Equal(StatusCode.DataLoss, error.Key));
+        Assert.True(errors.Values.Sum() <= 4, $"more answers lost than callers: {string.Join(", ", errors.Select(e => $"{e.Key} {e.Value}"))}");
         await fixture.Cluster.RestartAsync(victim);
         await fixture.Cluster.WaitForGroupViewAsync(fixture.Cluster.Managers);
     }
