@@ -25,7 +25,7 @@ public sealed class ComponentPackageTests(ITestOutputHelper output)
         var folder = Path.Combine(Path.GetTempPath(), "quintet-bankaccount-" + Guid.NewGuid().ToString("N")[..8]);
         try
         {
-            await PackedTemplates.DotnetAsync(Repository.Root, "publish", "samples/BankAccount/BankAccount.csproj", "-c", Repository.Configuration, "-o", folder, "--disable-build-servers");
+            await PackedTemplates.DotnetAsync(Repository.Root, "publish", "samples/BankAccount/BankAccount.csproj", "-c", Repository.Configuration, "-o", folder, "-nodeReuse:false");
             var zip = Path.Combine(folder, "BankAccount-1.0.0.zip");
             using (var archive = ZipFile.OpenRead(zip))
             {

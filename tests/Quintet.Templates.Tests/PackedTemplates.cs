@@ -12,8 +12,12 @@ namespace Quintet.Templates.Tests;
 /// </summary>
 public sealed class PackedTemplates : IAsyncLifetime
 {
-    /// <summary>A bound on each command: a build on two loaded cores.</summary>
-    public static readonly TimeSpan CommandBound = TimeSpan.FromMinutes(5);
+    /// <summary>
+    /// A bound on each command: the pack evaluates and packs seven projects and publishes the manager, which took more
+    /// than 5 minutes on two cores shared with other builds. The compiler server is used (it is warm from the build of
+    /// these tests); MSBuild's worker nodes are not kept (-nodeReuse:false), so nothing of MSBuild outlives a command.
+    /// </summary>
+    public static readonly TimeSpan CommandBound = TimeSpan.FromMinutes(10);
 
     public string Root { get; } = Path.Combine(Path.GetTempPath(), "quintet-templates-" + Guid.NewGuid().ToString("N")[..8]);
 
@@ -32,7 +36,7 @@ public sealed class PackedTemplates : IAsyncLifetime
     {
         Directory.CreateDirectory(Work);
         var watch = Stopwatch.StartNew();
-        await DotnetAsync(Repository.Root, "pack", Path.Combine(Repository.Root, "Quintet.Packages.slnf"), "-c", Repository.Configuration, "-o", Packages, "--disable-build-servers");
+        await DotnetAsync(Repository.Root, "pack", Path.Combine(Repository.Root, "Quintet.Packages.slnf"), "-c", Repository.Configuration, "-o", Packages, "-nodeReuse:false");
         PackTime = watch.Elapsed;
 
         var templates = Directory.GetFiles(Packages, "Quintet.Templates.*.nupkg").Single();

@@ -37,7 +37,7 @@ public sealed class TemplateTests(PackedTemplates packed, ITestOutputHelper outp
         Assert.Equal(8, projects.Count);
         Assert.All(projects, p => Assert.Contains($"Version=\"{packed.Version}\"", File.ReadAllText(Path.Combine(packed.Work, p)), StringComparison.Ordinal));
         await File.WriteAllTextAsync(Path.Combine(packed.Work, "All.slnx"), $"<Solution>\n{string.Concat(projects.Select(p => $"  <Project Path=\"{p}\" />\n"))}</Solution>\n");
-        await PackedTemplates.DotnetAsync(packed.Work, "build", "All.slnx", "--disable-build-servers");
+        await PackedTemplates.DotnetAsync(packed.Work, "build", "All.slnx", "-nodeReuse:false");
         output.WriteLine($"created and built {projects.Count} projects at {watch.Elapsed.TotalSeconds:F0} s");
 
         // dotnet publish makes each component's deployable zip, with the manifest the build wrote from its classes.
