@@ -13,8 +13,9 @@ namespace Quintet.Templates.Tests;
 /// <summary>
 /// The package a component project builds for itself: the BankAccount sample, whose manifest is written by its build,
 /// published to its zip, deployed, and serving as it did with its hand-written manifest; and the manifest tool's
-/// refusals.
+/// refusals. In the templates' collection, so that its publish and their pack never build the same projects at once.
 /// </summary>
+[Collection(PackedTemplatesGroup.Name)]
 public sealed class ComponentPackageTests(ITestOutputHelper output)
 {
     private static string Tool => Path.Combine(Repository.Root, "src", "Quintet.Build", "bin", Repository.Configuration, "net10.0", "Quintet.Build.dll");
