@@ -13,7 +13,8 @@ public interface IAccount
     /// <summary>Takes <see cref="Amount.Value"/> (above zero) out; refused with FAILED_PRECONDITION when the balance is short.</summary>
     Task<Balance> WithdrawAsync(Amount request, CancellationToken cancellationToken);
 
-    /// <summary>Returns the balance.</summary>
+    /// <summary>Returns the balance; a read, so its calls keep no completion record (a retry reads again).</summary>
+    [ReadOnlyOperation]
     Task<Balance> GetBalanceAsync(BalanceRequest request, CancellationToken cancellationToken);
 }
 

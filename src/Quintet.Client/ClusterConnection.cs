@@ -38,6 +38,9 @@ internal sealed class ClusterConnection : IDisposable
 
     public RouteTable Routes { get; }
 
+    /// <summary>Numbers this client's calls for the managers' completion records.</summary>
+    public CallSequencer Calls { get; } = new();
+
     public IReadOnlyList<string> Endpoints => [.. _configured.Select(e => e.Address)];
 
     /// <summary>The configured endpoint calls without a route go to.</summary>
@@ -72,9 +75,10 @@ internal sealed class ClusterConnection : IDisposable
     /// <summary>
     /// Learns from a successful call where its instance lives: the manager in <c>quintet-served-by</c> when the manager
     /// called passed it on, else the manager called itself (it served the call). <paramref name="routed"/>: the call went
-    /// to <paramref name="called"/> by the route already known, which an answer without a hop confirms.
+    /// to <paramref name="called"/> by the route already known, which an answer without a hop confirms. Returns the
+    /// owner the manager called named, or null when it served the call itself.
     /// </summary>
-    public void Learn(string service, string key, ManagerEndpoint called, bool routed, Metadata responseHeaders)
+    public string? Learn(string service, string key, ManagerEndpoint called, bool routed, Metadata responseHeaders)
     {
         var servedBy = responseHeaders.GetValue(CallHeaders.ServedBy);
         if (servedBy is null)
@@ -84,7 +88,7 @@ internal sealed class ClusterConnection : IDisposable
                 Routes.Set(service, key, called);
             }
 
-            return;
+            return null;
         }
 
         Interlocked.Increment(ref _forwardedCalls);
@@ -92,6 +96,8 @@ internal sealed class ClusterConnection : IDisposable
         {
             Routes.Set(service, key, owner);
         }
+
+        return servedBy;
     }
 
     private ManagerEndpoint? Endpoint(string address)

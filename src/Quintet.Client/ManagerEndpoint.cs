@@ -29,6 +29,8 @@ internal sealed class ManagerEndpoint : IDisposable
     public ManagerEndpoint(string address, ClientSecurity security, QuintetClientOptions clientOptions)
     {
         Address = address;
+        var uri = new Uri(address);
+        (Host, Port) = (uri.Host, uri.Port);
         _channel = new Lazy<GrpcChannel>(() =>
         {
             var handler = new SocketsHttpHandler
@@ -57,6 +59,12 @@ internal sealed class ManagerEndpoint : IDisposable
 
     /// <summary>The normalized address, for example <c>http://127.0.0.1:5053</c>.</summary>
     public string Address { get; }
+
+    /// <summary>The host part of <see cref="Address"/>, for the spans' <c>server.address</c>.</summary>
+    public string Host { get; }
+
+    /// <summary>The port of <see cref="Address"/>, for the spans' <c>server.port</c>.</summary>
+    public int Port { get; }
 
     /// <summary>Calls on the channel to this manager.</summary>
     public CallInvoker Invoker => _invoker ??= _channel.Value.CreateCallInvoker();

@@ -33,12 +33,13 @@ namespace Quintet.Client;
 /// once, never retried.
 /// </para>
 /// <para>
-/// <b>At least once on failover.</b> A manager answers <c>UNAVAILABLE</c> before it runs a call, so a retry normally
-/// runs the call once. But when a connection breaks while a call is running (the manager owning the instance crashes
-/// mid-call, or the manager that forwarded it loses the owner), the component may have applied the call before the
-/// client saw <c>UNAVAILABLE</c>, and the retry applies it a second time. Make operations that must not be applied
-/// twice idempotent (a request id the component remembers, a compare-and-set on a version), or set
-/// <see cref="QuintetClientOptions.FailoverBudget"/> to zero and handle <c>UNAVAILABLE</c> yourself.
+/// <b>Exactly once, where the records reach.</b> Every call carries <see cref="ClientId"/> and its own number (the
+/// same on each retry), and the instance's owner records each call's answer: a retry of a call that ran gets the
+/// recorded answer and runs nothing, including after a migration, a retirement, and the promotion of a primary/backup
+/// instance whose component sends its state to its backups before it answers. Where no record reaches (an instance
+/// rebuilt from its checkpoint stream alone, isolated and actively replicated classes, operations marked
+/// <c>[ReadOnlyOperation]</c>), a call retried after a connection broke mid-call may be applied twice: make such
+/// operations idempotent. docs/client.md states the guarantee event by event.
 /// </para>
 /// </remarks>
 public sealed class QuintetClient : IDisposable
@@ -97,6 +98,13 @@ public sealed class QuintetClient : IDisposable
     public IReadOnlyList<string> Endpoints => _connection?.Endpoints ?? [];
 
     /// <summary>
+    /// This client's identity in the managers' completion records (32 hexadecimal digits, random per client), sent with
+    /// every call with the call's number (1, 2, 3, ... in the order calls start, the same on each retry of one call);
+    /// null for a client made by <see cref="Over"/>, which sends neither.
+    /// </summary>
+    public string? ClientId => _connection?.Calls.ClientId;
+
+    /// <summary>
     /// Counters for diagnostics: calls made, how many went straight to their instance's owner, how many took a hop,
     /// retries, routes known. All zero for a client made by <see cref="Over"/>.
     /// </summary>
@@ -105,8 +113,8 @@ public sealed class QuintetClient : IDisposable
     /// <summary>
     /// A proxy to the instance of the component serving <typeparamref name="TContract"/> with <paramref name="key"/>
     /// (for example <c>"acct-42"</c>); the instance is activated on its first call. Errors come back as
-    /// <see cref="RpcException"/> with a status and a message that says what to change. A call may be applied twice
-    /// when it fails over after a connection broke mid-call: see <see cref="QuintetClient"/>.
+    /// <see cref="RpcException"/> with a status and a message that says what to change. Where no completion record
+    /// reaches, a call may be applied twice when it fails over after a connection broke mid-call: see <see cref="QuintetClient"/>.
     /// </summary>
     /// <exception cref="ArgumentException"><typeparamref name="TContract"/> is not marked <see cref="ComponentContractAttribute"/>.</exception>
     public TContract GetComponent<TContract>(string key)

@@ -28,6 +28,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private readonly TRequest _request;
     private readonly string _key;
     private readonly Metadata _headers;
+    private readonly long _sequence;
     private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     // Made only when a retry has to wait: the caller's token, or disposing the call, ends that wait.
@@ -45,6 +46,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
         _options = options;
         _request = request;
         _key = key;
+        _sequence = connection.Calls.Start();
         if (options.Headers is not { Count: > 0 } callerHeaders)
         {
             // Most calls carry no headers of their own: they share the proxy's, which hold the key alone.
@@ -55,7 +57,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
             _headers = [];
             foreach (var entry in callerHeaders)
             {
-                if (!string.Equals(entry.Key, CallHeaders.Key, StringComparison.OrdinalIgnoreCase))
+                if (!IsOwnHeader(entry.Key))
                 {
                     _headers.Add(entry);
                 }
@@ -63,6 +65,32 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
             _headers.Add(CallHeaders.Key, key);
         }
+    }
+
+    /// <summary>The headers the client sets itself; a caller's own values for them are left out.</summary>
+    private static bool IsOwnHeader(string name) =>
+        string.Equals(name, CallHeaders.Key, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.ClientId, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.CallSequence, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.AnsweredBelow, StringComparison.OrdinalIgnoreCase);
+
+    /// <summary>
+    /// One attempt's headers: the call's, its client id and number (the same on every attempt, so that the owner answers
+    /// a retry of a call that already ran from its record), and the client's acknowledgement watermark as it stands.
+    /// </summary>
+    private Metadata AttemptHeaders(Metadata callHeaders)
+    {
+        var calls = _connection.Calls;
+        Metadata headers = [];
+        foreach (var entry in callHeaders)
+        {
+            headers.Add(entry);
+        }
+
+        headers.Add(CallHeaders.ClientId, calls.ClientId);
+        headers.Add(CallHeaders.CallSequence, CallSequencer.Format(_sequence));
+        headers.Add(CallHeaders.AnsweredBelow, CallSequencer.Format(calls.AnsweredBelow));
+        return headers;
     }
 
     /// <summary>
@@ -77,10 +105,15 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
     private async Task<TResponse> RunAsync()
     {
+        var started = Stopwatch.GetTimestamp();
+
+        // The call's span (null when nobody listens) is current for its attempts, and named in their headers.
+        var activity = ClientTelemetry.StartCall(_method, _key);
+        var headers = activity is null ? _headers : ClientTelemetry.Propagate(activity, _headers);
+        var outcome = Status.DefaultSuccess;
         try
         {
             _connection.CountCall();
-            var started = Stopwatch.GetTimestamp();
             var budget = _connection.Options.FailoverBudget;
             var cancellationToken = _options.CancellationToken;
             DateTime? callerDeadline = _options.Deadline is { } given && given != DateTime.MaxValue ? given.ToUniversalTime() : null;
@@ -96,7 +129,8 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 }
 
                 var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
-                var options = new CallOptions(_headers, deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
+                ClientTelemetry.Attempt(activity, endpoint);
+                var options = new CallOptions(AttemptHeaders(headers), deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
                 AsyncUnaryCall<TResponse> call;
                 try
                 {
@@ -118,9 +152,13 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 try
                 {
                     var response = await call.ResponseAsync.ConfigureAwait(false);
-                    var headers = await call.ResponseHeadersAsync.ConfigureAwait(false);
-                    _connection.Learn(_method.ServiceName, _key, endpoint, routed: direct, headers);
-                    _responseHeaders.TrySetResult(headers);
+                    var responseHeaders = await call.ResponseHeadersAsync.ConfigureAwait(false);
+                    if (_connection.Learn(_method.ServiceName, _key, endpoint, routed: direct, responseHeaders) is { } servedBy)
+                    {
+                        ClientTelemetry.PassedOn(activity, _method, servedBy);
+                    }
+
+                    _responseHeaders.TrySetResult(responseHeaders);
                     return response;
                 }
                 catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e)) && !cancellationToken.IsCancellationRequested && !_disposed)
@@ -153,6 +191,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                     }
 
                     _connection.CountRetry();
+                    ClientTelemetry.Retry(activity, _method, attempt, endpoint, e.StatusCode);
                     try
                     {
                         await Task.Delay(wait, RetryWaitToken()).ConfigureAwait(false);
@@ -168,14 +207,26 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 }
             }
         }
+        catch (RpcException e)
+        {
+            outcome = e.Status;
+            throw;
+        }
+        catch (Exception e)
+        {
+            outcome = new Status(StatusCode.Unknown, e.Message);
+            throw;
+        }
         finally
         {
             // Unhooks the link to the caller's token, which may live much longer than this call.
             _finished = true;
+            _connection.Calls.Finish(_sequence);
             _retryWait?.Dispose();
 
             // Whoever awaits the headers before the response must not wait forever on a call that failed otherwise.
             _responseHeaders.TrySetResult([]);
+            ClientTelemetry.EndCall(activity, _method, outcome, started);
         }
     }
 

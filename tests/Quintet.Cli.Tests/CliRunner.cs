@@ -1,16 +1,25 @@
 using System.Net;
 using System.Net.Sockets;
+using Quintet.Cli.Configuration;
 
 namespace Quintet.Cli.Tests;
 
 /// <summary>Runs the CLI in-process, capturing what it prints.</summary>
 internal static class CliRunner
 {
-    public static async Task<(int ExitCode, string Output, string Error)> RunAsync(params string[] args)
+    /// <summary>
+    /// Runs <c>quintet</c> with no QUINTET_* variable and a configuration file that does not exist, so that neither the
+    /// machine's environment nor the user's saved contexts reach the test.
+    /// </summary>
+    public static Task<(int ExitCode, string Output, string Error)> RunAsync(params string[] args) =>
+        RunAsync(new Dictionary<string, string> { [CliEnvironment.Config] = Path.Combine(Path.GetTempPath(), $"quintet-no-config-{Guid.NewGuid():N}.json") }, args);
+
+    /// <summary>Runs <c>quintet</c> with exactly <paramref name="environment"/> as its environment variables.</summary>
+    public static async Task<(int ExitCode, string Output, string Error)> RunAsync(IReadOnlyDictionary<string, string> environment, params string[] args)
     {
         using var output = new StringWriter();
         using var error = new StringWriter();
-        var code = await QuintetCli.RunAsync(args, output, error);
+        var code = await QuintetCli.RunAsync(args, output, error, new CliEnvironment(name => environment.GetValueOrDefault(name)));
         return (code, output.ToString(), error.ToString());
     }
 

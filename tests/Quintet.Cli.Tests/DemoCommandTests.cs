@@ -43,7 +43,7 @@ public partial class DemoCommandTests(ITestOutputHelper log)
         var errorText = new StringWriter();
         var error = TextWriter.Synchronized(errorText);
         using var stop = new CancellationTokenSource(TimeSpan.FromMinutes(4));
-        var demo = QuintetCli.RunAsync(["--managers", "1", "--no-kill"], "quintet-demo", DemoCommand.CreateRoot, synchronized, error, stop.Token);
+        var demo = QuintetCli.RunAsync(["--managers", "1", "--no-kill"], "quintet-demo", DemoCommand.CreateRoot, synchronized, error, cancellationToken: stop.Token);
         try
         {
             // The command the demo prints, on a line of its own, for inspecting the cluster.

@@ -10,6 +10,7 @@ using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Quintet.Protocol.Admin;
+using Quintet.Protocol.Diagnostics;
 
 namespace Quintet.Cli.Tests;
 
@@ -53,6 +54,15 @@ internal sealed class FakeManager : IAsyncDisposable
     public Func<string, RoleMembersRequest, RoleMembersResponse> ChangeRoles { get; set; } =
         (_, _) => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
 
+    /// <summary>What ListPackages returns; DeployPackage answers with its first package.</summary>
+    public ListPackagesResponse Packages { get; } = new();
+
+    /// <summary>What ListAuditEntries returns.</summary>
+    public ListAuditEntriesResponse AuditEntries { get; } = new();
+
+    /// <summary>What every GroupDiagnostics query returns, by its response type; set workloads are recorded in <see cref="Requests"/>.</summary>
+    public GroupStatus GroupStatus { get; } = new() { Group = "quintet.managers", ViewId = 4, Self = "manager-1", InPrimary = true, Delivered = 17 };
+
     public ConcurrentQueue<object> Requests { get; } = new();
 
     public static async Task<FakeManager> StartAsync(string nodeName)
@@ -67,6 +77,9 @@ internal sealed class FakeManager : IAsyncDisposable
         app.MapGrpcService<FakeClusterAdmin>();
         app.MapGrpcService<FakeComponentAdmin>();
         app.MapGrpcService<FakeComponentRoles>();
+        app.MapGrpcService<FakeAudit>();
+        app.MapGrpcService<FakeComponentInstances>();
+        app.MapGrpcService<FakeGroupDiagnostics>();
         await app.StartAsync();
         var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFeature<IServerAddressesFeature>().Addresses.Single();
         manager = new FakeManager(nodeName, app, address);
@@ -122,8 +135,101 @@ internal sealed class FakeManager : IAsyncDisposable
         }
     }
 
+    private sealed class FakeAudit(FakeManager manager) : Audit.AuditBase
+    {
+        public override Task<ListAuditEntriesResponse> ListAuditEntries(ListAuditEntriesRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.AuditEntries);
+        }
+    }
+
+    private sealed class FakeComponentInstances(FakeManager manager) : ComponentInstances.ComponentInstancesBase
+    {
+        public override Task<CreateInstanceResponse> CreateInstance(CreateInstanceRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return request.Contract == "samples.Nothing"
+                ? throw new RpcException(new Status(StatusCode.NotFound, $"No class serves the contract '{request.Contract}'."))
+                : Task.FromResult(new CreateInstanceResponse { ClassName = "Samples.Session", Key = "s-1", Manager = manager.NodeName, Endpoint = manager.Endpoint });
+        }
+
+        public override Task<DestroyInstanceResponse> DestroyInstance(DestroyInstanceRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(new DestroyInstanceResponse());
+        }
+    }
+
+    private sealed class FakeGroupDiagnostics(FakeManager manager) : GroupDiagnostics.GroupDiagnosticsBase
+    {
+        public override Task<GroupStatus> GetGroupStatus(GroupStatusRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.GroupStatus);
+        }
+
+        public override Task<GroupProgress> GetGroupProgress(GroupStatusRequest request, ServerCallContext context) =>
+            Task.FromResult(new GroupProgress { Self = manager.NodeName, ViewId = 4, UnstableEntries = 2 });
+
+        public override Task<RawStatus> GetRawStatus(GroupStatusRequest request, ServerCallContext context) =>
+            Task.FromResult(new RawStatus { Received = 5, Sent = 6 });
+
+        public override Task<LightWorkloadStatus> GetLightWorkloadStatus(GroupStatusRequest request, ServerCallContext context) =>
+            Task.FromResult(new LightWorkloadStatus { Joined = 3, Sent = 9 });
+
+        public override Task<LightWorkloadStatus> SetLightWorkload(SetLightWorkloadRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(new LightWorkloadStatus { Joined = request.Groups.Count * request.MembersPerGroup });
+        }
+
+        public override Task<SetWorkloadResponse> SetWorkload(SetWorkloadRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(new SetWorkloadResponse());
+        }
+
+        public override Task<SetWorkloadResponse> SetRawWorkload(SetRawWorkloadRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(new SetWorkloadResponse());
+        }
+
+        public override Task<EchoMessage> Echo(EchoMessage request, ServerCallContext context) => Task.FromResult(request);
+
+        public override Task<MeasureHeapResponse> MeasureHeap(MeasureHeapRequest request, ServerCallContext context) =>
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, "The synthetic workload is off; start the manager with Quintet:Diagnostics:EnableWorkload=true to use it."));
+    }
+
     private sealed class FakeComponentAdmin(FakeManager manager) : ComponentAdmin.ComponentAdminBase
     {
+        public override Task<ListPackagesResponse> ListPackages(ListPackagesRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Packages);
+        }
+
+        public override Task<DeployPackageResponse> DeployPackage(DeployPackageRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(new DeployPackageResponse { Package = manager.Packages.Packages[0] });
+        }
+
+        public override Task<UndeployPackageResponse> UndeployPackage(UndeployPackageRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return manager.Packages.Packages.Any(p => p.Name == request.Name)
+                ? Task.FromResult(new UndeployPackageResponse())
+                : throw new RpcException(new Status(StatusCode.NotFound, $"No package '{request.Name}' is deployed."));
+        }
+
+        public override Task<ExportProtoResponse> ExportProto(ExportProtoRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(new ExportProtoResponse { FileName = request.Contract + ".proto", Content = $"syntax = \"proto3\";\nservice {request.Contract.Split('.')[^1]} {{}}\n" });
+        }
+
         public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context)
         {
             manager.Requests.Enqueue(request);

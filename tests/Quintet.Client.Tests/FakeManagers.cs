@@ -17,8 +17,11 @@ using Samples.Counter;
 
 namespace Quintet.Client.Tests;
 
-/// <summary>One call a fake manager received: which manager, for which key, which method.</summary>
-internal sealed record FakeCall(string Manager, string Key, string Method);
+/// <summary>
+/// One call a fake manager received: which manager, for which key, which method, in which trace (<c>traceparent</c>,
+/// if any), and the client's call identity headers (null where absent).
+/// </summary>
+internal sealed record FakeCall(string Manager, string Key, string Method, string? TraceParent = null, string? ClientId = null, string? Sequence = null, string? AnsweredBelow = null);
 
 /// <summary>
 /// How a fake manager answers a call: it serves it (naming an owner in <c>quintet-served-by</c> when
@@ -123,7 +126,11 @@ internal sealed class FakeManager : IAsyncDisposable
     {
         await context.Request.Body.CopyToAsync(Stream.Null);
         var key = context.Request.Headers[CallHeaders.Key].ToString();
-        _calls.Enqueue(new FakeCall(Name, key, context.Request.Path.Value ?? string.Empty));
+        var headers = context.Request.Headers;
+        var traceParent = headers.TryGetValue("traceparent", out var value) ? value.ToString() : null;
+        _calls.Enqueue(new FakeCall(
+            Name, key, context.Request.Path.Value ?? string.Empty, traceParent,
+            headers[CallHeaders.ClientId].FirstOrDefault(), headers[CallHeaders.CallSequence].FirstOrDefault(), headers[CallHeaders.AnsweredBelow].FirstOrDefault()));
         if (BeforeAnswer is { } beforeAnswer)
         {
             await beforeAnswer(key, context.RequestAborted);

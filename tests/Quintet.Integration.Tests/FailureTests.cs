@@ -1,3 +1,5 @@
+using System.Diagnostics;
+using Grpc.Health.V1;
 using Quintet.Protocol.Admin;
 
 namespace Quintet.Integration.Tests;
@@ -97,6 +99,43 @@ public class FailureTests(ITestOutputHelper output)
                     Assert.Equal((uid, processId), (manager.Uid, manager.ProcessId));
                 }
             }
+        });
+
+    /// <summary>
+    /// Managers stopped one after another each leave the managers group in a view change they take part in, so the
+    /// ones that stay keep a majority of their view: the last one, alone, still holds a view of its own and serves,
+    /// and stops as promptly as the others instead of waiting out the minority timeout.
+    /// </summary>
+    [Fact]
+    public Task Managers_stopped_one_by_one_leave_the_last_one_a_view_of_its_own() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            var (first, second, last) = (cluster.Managers[0], cluster.Managers[1], cluster.Managers[2]);
+            foreach (var leaving in new[] { first, second })
+            {
+                Assert.Equal(0, await cluster.StopAsync(leaving));
+                Assert.DoesNotContain("Stopping without a view change", File.ReadAllText(leaving.LogFile), StringComparison.Ordinal);
+            }
+
+            // Alone in a view of one: in the primary view, so ready, not cut off.
+            var health = new Health.HealthClient(last.Channel);
+            var status = HealthCheckResponse.Types.ServingStatus.Unknown;
+            for (var tries = 0; tries < 60 && status != HealthCheckResponse.Types.ServingStatus.Serving; tries++)
+            {
+                await Task.Delay(TimeSpan.FromMilliseconds(500));
+                status = (await health.CheckAsync(new HealthCheckRequest(), deadline: DateTime.UtcNow.AddSeconds(5))).Status;
+            }
+
+            var log = File.ReadAllText(last.LogFile);
+            Assert.Equal(HealthCheckResponse.Types.ServingStatus.Serving, status);
+            Assert.Contains("Managers group: view", log, StringComparison.Ordinal);
+            Assert.Matches(@"Managers group: view \d+ with 1 members", log);
+            Assert.DoesNotContain("minority side", log, StringComparison.Ordinal);
+
+            var stopping = Stopwatch.StartNew();
+            Assert.Equal(0, await cluster.StopAsync(last));
+            output.WriteLine($"the last manager stopped in {stopping.ElapsedMilliseconds} ms");
+            Assert.DoesNotContain("went on without this manager", File.ReadAllText(last.LogFile), StringComparison.Ordinal);
         });
 
     [Fact]

@@ -27,6 +27,29 @@ public static class QuintetTelemetry
     /// <summary>Counter (meter <see cref="Manager"/>): transactions the manager's checkpoint store committed, each with one sync of its log.</summary>
     public const string CheckpointCommits = "quintet.checkpoint.commits";
 
+    /// <summary>
+    /// The .NET client (<c>Quintet.Client</c>): its <see cref="System.Diagnostics.ActivitySource"/> (a span per component
+    /// call) and its meter (<see cref="ClientCallDuration"/>, <see cref="ClientRetries"/>, <see cref="ClientForwardedCalls"/>).
+    /// An application adds it with <c>AddSource(QuintetTelemetry.Client)</c> and <c>AddMeter(QuintetTelemetry.Client)</c>.
+    /// </summary>
+    public const string Client = Prefix + ".Client";
+
+    /// <summary>
+    /// Histogram (meter <see cref="Client"/>, seconds): the duration of component calls as the client saw them, every
+    /// attempt and wait between them included; tagged <c>rpc.system</c>, <c>rpc.service</c>, <c>rpc.method</c> and
+    /// <c>rpc.grpc.status_code</c>.
+    /// </summary>
+    public const string ClientCallDuration = "rpc.client.call.duration";
+
+    /// <summary>Counter (meter <see cref="Client"/>): attempts the client made again on another manager after one failed with <c>UNAVAILABLE</c> or a lost connection.</summary>
+    public const string ClientRetries = "quintet.client.retries";
+
+    /// <summary>Counter (meter <see cref="Client"/>): calls the manager called passed on to the instance's owner (one extra hop each).</summary>
+    public const string ClientForwardedCalls = "quintet.client.forwarded_calls";
+
+    /// <summary>Histogram (meter <see cref="Manager"/>, seconds): the duration of component calls at a manager, from its first step to the reply.</summary>
+    public const string ServerCallDuration = "rpc.server.call.duration";
+
     /// <summary>The tools' runtime: replicated state machines, their state transfers and the shared data structures.</summary>
     public const string Runtime = Prefix + ".Runtime";
 

@@ -112,7 +112,10 @@ internal sealed partial class GroupEngine
         }
 
         _leaving = true;
-        if (_view is null || _view.Members.Length == 1)
+
+        // On a minority side nothing more can be delivered here, and no view change can run without the majority:
+        // waiting for it would only hold the manager's stop until the minority timeout. The others see a failure.
+        if (_view is null || _view.Members.Length == 1 || _primaryLost)
         {
             Exclude();
             return;

@@ -137,6 +137,8 @@ internal sealed class ComponentAdminService(
                 Errors = shadow.Errors,
                 P50Ms = p50,
                 P99Ms = p99,
+                CompletionRecords = shadow.Completions?.Count ?? 0,
+                CompletionRecordBytes = shadow.Completions?.Bytes ?? 0,
             };
             info.Backups.AddRange(shadow.BackupManagers);
             info.Recent.AddRange(shadow.Recent.Select(r => new InvocationRecord

@@ -11,4 +11,5 @@ internal readonly record struct InvocationResult(byte[] Reply, string? ServedBy)
 /// <param name="RouteEpoch">For a forwarded call, the epoch of the placement the forwarding manager routed it by; 0 otherwise.</param>
 /// <param name="CallerRoles">The authenticated caller's roles; null when none (security off).</param>
 /// <param name="PackageRoles">The roles of the called package the caller is a member of by the administrators' assignments; null when none (security off).</param>
-internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0, IReadOnlyList<string>? CallerRoles = null, IReadOnlyList<string>? PackageRoles = null);
+/// <param name="ClientCall">Which call of which client this is, for completion records; null when the client sent no identity.</param>
+internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0, IReadOnlyList<string>? CallerRoles = null, IReadOnlyList<string>? PackageRoles = null, ClientCallId? ClientCall = null);

@@ -81,14 +81,7 @@ internal sealed partial class ComponentHost
             return await CallIsolatedAsync(shadow, op, message, service, request, cancellationToken);
         }
 
-        if (await CallAsync(shadow, op, message, call, cancellationToken) is not { } response)
-        {
-            return null;
-        }
-
-        var reply = Serialize(op, response.Value);
-        shadow.Record(op.Name, message, response.Value, null, response.Elapsed, componentClass.Qos.Debug);
-        return reply;
+        return await CallAsync(shadow, op, message, call, cancellationToken);
     }
 
     /// <summary>
@@ -159,8 +152,12 @@ internal sealed partial class ComponentHost
         }
     }
 
-    /// <summary>Runs one call on an instance owned here; null when the instance left this manager while the call waited.</summary>
-    private async Task<(object? Value, TimeSpan Elapsed)?> CallAsync(Shadow shadow, ComponentOperation op, object message, CallInfo call, CancellationToken cancellationToken)
+    /// <summary>
+    /// Runs one call on an instance owned here and returns its reply; null when the instance left this manager while the
+    /// call waited. A call with a client identity on an operation that keeps records is looked up first (a retry of a
+    /// call that ran gets its recorded answer and runs nothing), and its answer is recorded in the same turn.
+    /// </summary>
+    private async Task<byte[]?> CallAsync(Shadow shadow, ComponentOperation op, object message, CallInfo call, CancellationToken cancellationToken)
     {
         await shadow.Turn.WaitAsync(cancellationToken);
         try
@@ -171,46 +168,103 @@ internal sealed partial class ComponentHost
             }
 
             EnsureLease(shadow.Id);
+            ClientCallId? recorded = null;
+            if (call.ClientCall is { } clientCall)
+            {
+                var answeredBelow = _completions.Book.NoteAnswered(clientCall);
+                if (op.KeepsCompletionRecords)
+                {
+                    _completions.TakeInArrived(shadow);
+                    if (CallCompletions.Replay(shadow, clientCall, answeredBelow, op.Name) is { } replayed)
+                    {
+                        return replayed;
+                    }
+
+                    recorded = clientCall;
+                }
+                else
+                {
+                    shadow.Completions?.Acknowledge(clientCall.ClientId, answeredBelow);
+                }
+            }
+
             if (shadow.Instance is null)
             {
                 await _activation.ActivateAsync(shadow, cancellationToken);
             }
 
             var started = Stopwatch.GetTimestamp();
+            shadow.RunningCall = recorded;
+            shadow.BackupStateInCall = null;
+            shadow.WroteCheckpointInCall = false;
             try
             {
-                var lifecycle = (IComponentLifecycle)shadow.Instance!;
-                lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline) { CallerRoles = call.CallerRoles ?? [], PackageRoles = call.PackageRoles ?? [] });
-                object? value;
+                object? value = null;
+                InvocationException? failure = null;
                 try
                 {
-                    value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
+                    var lifecycle = (IComponentLifecycle)shadow.Instance!;
+                    lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline) { CallerRoles = call.CallerRoles ?? [], PackageRoles = call.PackageRoles ?? [] });
+                    try
+                    {
+                        value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
+                    }
+                    finally
+                    {
+                        lifecycle.SetCurrentCall(null);
+                    }
                 }
-                finally
+                catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
                 {
-                    lifecycle.SetCurrentCall(null);
+                    if (recorded is { } cancelled && (shadow.BackupStateInCall is not null || shadow.WroteCheckpointInCall))
+                    {
+                        // It wrote state before it stopped: a retry must not apply it again.
+                        await _completions.RecordAsync(shadow, cancelled, StatusCode.Cancelled, $"{op.Name} was cancelled after it had written the instance's state; it is not run again.", null, CancellationToken.None);
+                    }
+
+                    throw;
+                }
+                catch (ComponentFaultException e)
+                {
+                    // A refusal the component chose: the caller's business, not a failure of the component.
+                    shadow.Record(op.Name, message, null, $"{e.Fault}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                    failure = new InvocationException((StatusCode)(int)e.Fault, e.Message);
+                }
+                catch (Exception e)
+                {
+                    shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                    LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name, call.RequestId);
+                    failure = ComponentFailure.Of(shadow.Class.Name, op.Name, shadow.Key, e);
                 }
 
                 shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
-                return (value, Stopwatch.GetElapsedTime(started));
+                if (failure is not null)
+                {
+                    // A failure is an answer too: a retry gets it rather than running the call again.
+                    if (recorded is { } failed)
+                    {
+                        await _completions.RecordAsync(shadow, failed, failure.Code, failure.Message, null, cancellationToken);
+                    }
+
+                    throw failure;
+                }
+
+                // Serialized in the turn: the record holds these very bytes, and a retry waiting for the turn gets them.
+                var elapsed = Stopwatch.GetElapsedTime(started);
+                var reply = Serialize(op, value);
+                if (recorded is { } done)
+                {
+                    await _completions.RecordAsync(shadow, done, StatusCode.OK, null, reply, cancellationToken);
+                }
+
+                shadow.Record(op.Name, message, value, null, elapsed, shadow.Class.Qos.Debug);
+                return reply;
             }
-            catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+            finally
             {
-                throw;
-            }
-            catch (ComponentFaultException e)
-            {
-                // A refusal the component chose: the caller's business, not a failure of the component.
-                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
-                shadow.Record(op.Name, message, null, $"{e.Fault}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
-                throw new InvocationException((StatusCode)(int)e.Fault, e.Message);
-            }
-            catch (Exception e)
-            {
-                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
-                shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
-                LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name, call.RequestId);
-                throw ComponentFailure.Of(shadow.Class.Name, op.Name, shadow.Key, e);
+                shadow.RunningCall = null;
+                shadow.BackupStateInCall = null;
+                shadow.WroteCheckpointInCall = false;
             }
         }
         finally

@@ -29,6 +29,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
     private readonly FactoryMemberships _factories;
     private readonly IsolatedWorkers _isolated;
     private readonly PeerCalls _peers;
+    private readonly CallCompletions _completions;
 
     public ComponentHost(
         ILogger<ComponentHost> logger,
@@ -42,7 +43,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         ActiveReplicas replicas,
         GroupService groups,
         IsolatedWorkers isolated,
-        PeerCalls peers)
+        PeerCalls peers,
+        CallCompletions completions)
     {
         this.logger = logger;
         this.identity = identity;
@@ -56,6 +58,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         _groups = groups;
         _isolated = isolated;
         _peers = peers;
+        _completions = completions;
         _factories = new FactoryMemberships(logger);
     }
 

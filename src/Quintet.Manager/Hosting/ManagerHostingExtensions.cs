@@ -172,6 +172,10 @@ public static class ManagerHostingExtensions
         builder.Services.AddInvocationPipeline();
         builder.Services.AddSingleton<DeployedPackages>();
         builder.Services.AddSingleton<InstanceShadows>();
+        builder.Services.AddOptions<CompletionRecordsOptions>().Bind(builder.Configuration.GetSection(CompletionRecordsOptions.SectionName));
+        builder.Services.AddSingleton<CompletionRecordBook>();
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<CompletionRecordBook>());
+        builder.Services.AddSingleton<CallCompletions>();
         builder.Services.AddSingleton<PrimaryBackups>();
         builder.Services.AddSingleton<InstanceMigration>();
         builder.Services.AddSingleton<InstanceActivation>();
@@ -262,16 +266,38 @@ public static class ManagerHostingExtensions
 
     private static void AddTelemetry(WebApplicationBuilder builder, string nodeName)
     {
-        var otel = builder.Services.AddOpenTelemetry()
-            .ConfigureResource(r => r.AddService("quintet-manager", serviceInstanceId: nodeName))
-            .WithTracing(t => t.AddSource(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation())
-            .WithMetrics(m => m.AddMeter(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation().AddRuntimeInstrumentation());
-        builder.Logging.AddOpenTelemetry(o => o.IncludeScopes = true);
-
-        // Export only where an operator asked for it: the standard OTEL_EXPORTER_OTLP_ENDPOINT variable or setting.
-        if (!string.IsNullOrWhiteSpace(builder.Configuration["OTEL_EXPORTER_OTLP_ENDPOINT"]))
+        // Only where an operator asked for export (the standard OTEL_EXPORTER_OTLP_ENDPOINT variable or setting): without
+        // it, nothing listens to the Quintet sources and meters, so a call makes no span and records no measurement
+        // (dotnet-counters and dotnet-trace still read the meters and sources on demand). docs/observability.md.
+        if (string.IsNullOrWhiteSpace(builder.Configuration["OTEL_EXPORTER_OTLP_ENDPOINT"]))
         {
-            otel.UseOtlpExporter();
+            return;
+        }
+
+        builder.Services.AddOpenTelemetry()
+            .ConfigureResource(r => r.AddService("quintet-manager", serviceInstanceId: nodeName))
+            .WithTracing(t => t
+                .AddSource(QuintetTelemetry.Wildcard)
+                .AddAspNetCoreInstrumentation(o => o.EnrichWithHttpResponse = NameComponentCallSpan)
+
+                // The calls between managers (instance transfer, backups, store replication, package distribution,
+                // admin requests passed on). A forwarded component call is a client span of PeerForwarding's own, named
+                // after the component's method, which suppresses this instrumentation for its call.
+                .AddGrpcClientInstrumentation())
+            .WithMetrics(m => m.AddMeter(QuintetTelemetry.Wildcard).AddAspNetCoreInstrumentation().AddRuntimeInstrumentation())
+            .UseOtlpExporter();
+        builder.Logging.AddOpenTelemetry(o => o.IncludeScopes = true);
+    }
+
+    /// <summary>
+    /// Names a component call's server span after its method (<c>samples.counter.Counter/Add</c>), as the RPC conventions
+    /// want, once ASP.NET Core's instrumentation has named it after the route template as it stops.
+    /// </summary>
+    private static void NameComponentCallSpan(System.Diagnostics.Activity activity, HttpResponse response)
+    {
+        if (activity.GetTagItem("rpc.service") is string service && activity.GetTagItem("rpc.method") is string method)
+        {
+            activity.DisplayName = service + "/" + method;
         }
     }
 }

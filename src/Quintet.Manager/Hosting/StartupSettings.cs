@@ -37,6 +37,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
         var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures, KindSections(kinds));
         var structures = Bind<SharedStructuresOptions>(configuration, SharedStructuresOptions.SectionName, failures);
+        var completions = Bind<CompletionRecordsOptions>(configuration, CompletionRecordsOptions.SectionName, failures);
         var securityOptions = Bind<SecurityOptions>(configuration, SecurityOptions.SectionName, failures);
         var audit = Bind<Quintet.Manager.Security.AuditOptions>(configuration, Quintet.Manager.Security.AuditOptions.SectionName, failures);
         if (audit is { MaxEntries: < 100 })
@@ -68,6 +69,11 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         if (structures is not null)
         {
             failures.AddRange(structures.Validate());
+        }
+
+        if (completions is not null)
+        {
+            failures.AddRange(completions.Validate());
         }
 
         failures.AddRange(securityFailures);

@@ -3,19 +3,22 @@ using System.Diagnostics.Metrics;
 using Grpc.Core;
 using Quintet.Diagnostics;
 using Quintet.Manager.Calls;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Invocation;
 
 /// <summary>
 /// Describes every component call in OpenTelemetry's RPC terms: the request's span (ASP.NET Core's, when traced) gets
-/// the <c>rpc.*</c> attributes, the instance key, where the call came from, which manager served it and its status; the
-/// histogram <c>rpc.server.call.duration</c> (meter <see cref="QuintetTelemetry.Manager"/>) records its duration.
+/// the <c>rpc.*</c> attributes, <c>server.address</c> and <c>server.port</c>, the instance key, where the call came from,
+/// which manager served it and its status (an error status with the detail for anything but <c>OK</c>); the histogram
+/// <c>rpc.server.call.duration</c> (meter <see cref="QuintetTelemetry.Manager"/>) records its duration. The pipeline's
+/// first step, so that a call refused by readiness or roles is described with its status too.
 /// </summary>
 internal sealed class CallTelemetryStep : IInvocationStep
 {
     private static readonly Meter Meter = new(QuintetTelemetry.Manager);
     private static readonly Histogram<double> Duration = Meter.CreateHistogram<double>(
-        "rpc.server.call.duration", "s", "Duration of component calls at this manager, from the pipeline's first step to the reply (forwarded calls included).");
+        QuintetTelemetry.ServerCallDuration, "s", "Duration of component calls at this manager, from the pipeline's first step to the reply (forwarded calls included).");
 
     /// <summary>gRPC's status codes, boxed once: every recorded call tags its duration with one.</summary>
     private static readonly object[] StatusTags = [.. Enumerable.Range(0, 17).Select(code => (object)code)];
@@ -23,7 +26,9 @@ internal sealed class CallTelemetryStep : IInvocationStep
     /// <inheritdoc />
     public Task<InvocationResult> InvokeAsync(ComponentInvocation call, InvocationDelegate next, CancellationToken cancellationToken)
     {
-        var activity = Activity.Current is { IsAllDataRequested: true } current ? current : null;
+        // ASP.NET Core starts an activity for every request while logging is on, recorded or not: only a listener to the
+        // manager's sources (an OpenTelemetry pipeline, dotnet-trace) makes describing it worth its allocations.
+        var activity = ManagerTelemetry.Source.HasListeners() && Activity.Current is { IsAllDataRequested: true } current ? current : null;
         if (activity is null && !Duration.Enabled)
         {
             return next(call, cancellationToken);
@@ -37,6 +42,13 @@ internal sealed class CallTelemetryStep : IInvocationStep
             activity.SetTag("rpc.method", call.Operation);
             activity.SetTag("quintet.instance.key", call.Key);
             activity.SetTag("quintet.call.origin", call.Origin == CallOrigin.Forwarded ? "manager" : "client");
+
+            // ASP.NET Core's instrumentation sets them from the Host header; a span made otherwise gets them here.
+            if (activity.GetTagItem("server.address") is null && call.Http.Request.Host is { HasValue: true } host)
+            {
+                activity.SetTag("server.address", host.Host);
+                activity.SetTag("server.port", host.Port ?? call.Http.Connection.LocalPort);
+            }
         }
 
         return ObserveAsync(call, next, activity, cancellationToken);
@@ -46,6 +58,7 @@ internal sealed class CallTelemetryStep : IInvocationStep
     {
         var started = Stopwatch.GetTimestamp();
         var status = StatusCode.OK;
+        string? detail = null;
         try
         {
             var result = await next(call, cancellationToken);
@@ -58,7 +71,7 @@ internal sealed class CallTelemetryStep : IInvocationStep
         }
         catch (InvocationException e)
         {
-            status = e.Code;
+            (status, detail) = (e.Code, e.Message);
             throw;
         }
         catch (OperationCanceledException)
@@ -66,9 +79,9 @@ internal sealed class CallTelemetryStep : IInvocationStep
             status = call.Info.Deadline is { } deadline && deadline <= DateTimeOffset.UtcNow ? StatusCode.DeadlineExceeded : StatusCode.Cancelled;
             throw;
         }
-        catch
+        catch (Exception e)
         {
-            status = StatusCode.Unknown;
+            (status, detail) = (StatusCode.Unknown, e.Message);
             throw;
         }
         finally
@@ -77,7 +90,7 @@ internal sealed class CallTelemetryStep : IInvocationStep
             activity?.SetTag("rpc.grpc.status_code", statusTag);
             if (status != StatusCode.OK)
             {
-                activity?.SetStatus(ActivityStatusCode.Error);
+                activity?.SetStatus(ActivityStatusCode.Error, detail ?? status.ToString());
             }
 
             if (Duration.Enabled)

@@ -48,7 +48,8 @@ internal static class ComponentCallEndpoint
 
             // Hops and the route epoch steer a call between managers; a client cannot set them.
             var (hops, routeEpoch) = origin == CallOrigin.Forwarded ? PeerForwarding.ReadRouting(call.Headers) : (0, 0L);
-            var info = new CallInfo(requestId, Caller: null, call.Deadline, hops, routeEpoch);
+            // The client's identity for completion records travels unchanged, from a client or from the manager that forwarded the call.
+            var info = new CallInfo(requestId, Caller: null, call.Deadline, hops, routeEpoch, ClientCall: ClientCallId.Read(call.Headers));
             return pipeline.InvokeAsync(new ComponentInvocation(context, origin, service, operation, call.Key, call.Message, info), cancellationToken);
         });
     }

@@ -45,19 +45,19 @@ internal sealed class InvocationPipeline
 internal static class InvocationPipelineServiceCollectionExtensions
 {
     /// <summary>
-    /// Registers the pipeline, its dispatcher and the steps every call passes, in this order: this manager's readiness
-    /// (one that cannot serve answers <c>UNAVAILABLE</c> at once), the caller's identity, its roles in the package (a
-    /// refusal goes no further), then tracing and metrics. A new step (auditing, exactly-once
-    /// records) is registered here, in its place.
+    /// Registers the pipeline, its dispatcher and the steps every call passes, in this order: tracing and metrics (first,
+    /// so that every call is described with its status, refusals included; nothing when nobody listens), this manager's
+    /// readiness (one that cannot serve answers <c>UNAVAILABLE</c> at once), the caller's identity, its roles in the
+    /// package (a refusal goes no further). A new step (auditing, exactly-once records) is registered here, in its place.
     /// </summary>
     public static IServiceCollection AddInvocationPipeline(this IServiceCollection services)
     {
         services.AddSingleton<PeerForwarding>();
         services.AddSingleton<CallDispatcher>();
+        services.AddSingleton<IInvocationStep, CallTelemetryStep>();
         services.AddSingleton<IInvocationStep, ReadinessStep>();
         services.AddSingleton<IInvocationStep, CallerIdentityStep>();
         services.AddSingleton<IInvocationStep, ComponentRolesStep>();
-        services.AddSingleton<IInvocationStep, CallTelemetryStep>();
         services.AddSingleton<InvocationPipeline>();
         return services;
     }

@@ -1,6 +1,8 @@
 using System.Collections.Concurrent;
+using System.Diagnostics;
 using System.Globalization;
 using Grpc.Core;
+using OpenTelemetry;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Peers;
 using Quintet.Protocol;
@@ -10,7 +12,9 @@ namespace Quintet.Manager.Invocation;
 /// <summary>
 /// Passes a component call on to the manager that owns its instance, as the caller's bytes (never decoded here), on the
 /// managers' own route <see cref="RoutePrefix"/><c>/{service}/{operation}</c>: the owner knows the call comes from a
-/// manager, and only such a call carries hops and the route epoch it was routed by.
+/// manager, and only such a call carries hops and the route epoch it was routed by. When traced, the call is a client
+/// span of its own (<c>{service}/{operation}</c>, with the <c>rpc.*</c> attributes and the owner's address), whose
+/// context goes to the owner in <c>traceparent</c>, so that the owner's server span is its child.
 /// </summary>
 internal sealed class PeerForwarding(PeerChannels channels)
 {
@@ -51,25 +55,94 @@ internal sealed class PeerForwarding(PeerChannels channels)
             headers.Add(CallHeaders.Caller, caller);
         }
 
+        if (info.ClientCall is { } clientCall)
+        {
+            // Unchanged, so that the owner finds a retried call's record whichever manager the retry came through.
+            headers.Add(CallHeaders.ClientId, clientCall.ClientId);
+            headers.Add(CallHeaders.CallSequence, clientCall.Sequence.ToString(CultureInfo.InvariantCulture));
+            headers.Add(CallHeaders.AnsweredBelow, clientCall.AnsweredBelow.ToString(CultureInfo.InvariantCulture));
+        }
+
         if (info.CallerRoles is { Count: > 0 } roles)
         {
             headers.Add(CallerRolesHeader, string.Join(',', roles));
         }
 
+        using var activity = StartSpan(endpoint, call, info);
+        if (activity is not null)
+        {
+            // Named here rather than left to HttpClient, which would name an activity of its own that no one records.
+            DistributedContextPropagator.Current.Inject(activity, headers, static (carrier, name, value) => ((Metadata)carrier!).Add(name, value));
+        }
+
         try
         {
-            return await channels.For(endpoint).CreateCallInvoker().AsyncUnaryCall(method, null, new CallOptions(headers, info.Deadline?.UtcDateTime, cancellationToken), call.Request.ToArray());
+            AsyncUnaryCall<byte[]> pending;
+            var invoker = channels.For(endpoint).CreateCallInvoker();
+            var options = new CallOptions(headers, info.Deadline?.UtcDateTime, cancellationToken);
+            if (activity is null)
+            {
+                pending = invoker.AsyncUnaryCall(method, null, options, call.Request.ToArray());
+            }
+            else
+            {
+                // This span is the call's: the gRPC client instrumentation would add a second one, on the internal
+                // route, and send its context instead of this span's. The suppression flows with the call to its end.
+                using (SuppressInstrumentationScope.Begin())
+                {
+                    pending = invoker.AsyncUnaryCall(method, null, options, call.Request.ToArray());
+                }
+            }
+
+            var reply = await pending;
+            activity?.SetTag("rpc.grpc.status_code", (int)StatusCode.OK);
+            return reply;
         }
         catch (RpcException e) when (cancellationToken.IsCancellationRequested)
         {
             // The caller went away or its deadline passed: the same end as a call served here, not a fault of this manager.
+            EndSpan(activity, e.Status);
             throw new OperationCanceledException($"The call forwarded to {endpoint} was cancelled ({e.StatusCode}).", e, cancellationToken);
         }
         catch (RpcException e)
         {
+            EndSpan(activity, e.Status);
             var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{call.Key}' did not answer" : e.Status.Detail;
             throw new InvocationException(e.StatusCode, detail);
         }
+    }
+
+    /// <summary>The forwarded call's client span, a child of the call's server span here; null when nobody records it.</summary>
+    private static Activity? StartSpan(string endpoint, ComponentInvocation call, CallInfo info)
+    {
+        if (!ManagerTelemetry.Source.HasListeners())
+        {
+            return null;
+        }
+
+        var activity = ManagerTelemetry.Source.StartActivity(call.Service + "/" + call.Operation, ActivityKind.Client);
+        if (activity is { IsAllDataRequested: true })
+        {
+            activity.SetTag("rpc.system", "grpc");
+            activity.SetTag("rpc.service", call.Service);
+            activity.SetTag("rpc.method", call.Operation);
+            if (Uri.TryCreate(endpoint, UriKind.Absolute, out var owner))
+            {
+                activity.SetTag("server.address", owner.Host);
+                activity.SetTag("server.port", owner.Port);
+            }
+
+            activity.SetTag("quintet.instance.key", call.Key);
+            activity.SetTag("quintet.call.hops", info.Hops);
+        }
+
+        return activity;
+    }
+
+    private static void EndSpan(Activity? activity, Status status)
+    {
+        activity?.SetTag("rpc.grpc.status_code", (int)status.StatusCode);
+        activity?.SetStatus(ActivityStatusCode.Error, string.IsNullOrEmpty(status.Detail) ? status.StatusCode.ToString() : status.Detail);
     }
 
     /// <summary>Reads the hops and route epoch of a forwarded call (0 where absent or malformed).</summary>

@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Calls;
+using Quintet.Manager.Internal;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Manager.Peers;
@@ -21,9 +22,15 @@ internal sealed partial class InstanceMigration(
     ICheckpointStore checkpoints,
     PeerCalls peers,
     ManagerIdentity identity,
+    CompletionRecordBook book,
     ILogger<InstanceMigration> logger)
 {
     private readonly ConcurrentDictionary<InstanceId, (long Epoch, byte[]? State)> _arrivals = new();
+    private readonly ConcurrentDictionary<InstanceId, (long Epoch, CompletionTable Table)> _arrivedCompletions = new();
+
+    /// <summary>Takes the completion records an instance arrived with at <paramref name="epoch"/>, if not taken yet.</summary>
+    public CompletionTable? TakeArrivedCompletions(InstanceId id, long epoch) =>
+        _arrivedCompletions.TryGetValue(id, out var arrived) && arrived.Epoch == epoch && _arrivedCompletions.TryRemove(new(id, arrived)) ? arrived.Table : null;
 
     /// <summary>Takes what an instance arrived with (at the epoch it arrived at), if it has not been activated since.</summary>
     public bool TryTakeArrival(InstanceId id, out (long Epoch, byte[]? State) arrival) => _arrivals.TryRemove(id, out arrival);
@@ -103,7 +110,13 @@ internal sealed partial class InstanceMigration(
                 var recovery = checkpoints is IClusterCheckpointStore
                     ? new CheckpointRecovery(null, 0, [])
                     : await stream.RecoverAsync(cancellationToken);
-                await peers.AcceptInstanceAsync(target.Endpoint, id, shadow.Epoch + 1, exported, recovery, cancellationToken);
+                // The records go with the state they belong to; ones it arrived with and has not been called since, too.
+                if (TakeArrivedCompletions(id, shadow.Epoch) is { } arrivedWith)
+                {
+                    (shadow.Completions ??= new InstanceCompletions(book)).Merge(arrivedWith);
+                }
+
+                await peers.AcceptInstanceAsync(target.Endpoint, id, shadow.Epoch + 1, exported, recovery, shadow.Completions?.ToMessage(), cancellationToken);
                 var announced = await directory.AnnounceMoveAsync(id, shadow.Epoch, toNode, cancellationToken);
                 if (!announced || (directory.TryRoute(id, out var after) && after.IsLocal))
                 {
@@ -137,11 +150,16 @@ internal sealed partial class InstanceMigration(
     }
 
     /// <summary>Takes in an instance another manager is moving here: its checkpoint stream and migrated state.</summary>
-    public async Task AcceptInstanceAsync(InstanceId id, long epoch, byte[]? state, ReadOnlyMemory<byte>? checkpoint, IReadOnlyList<ReadOnlyMemory<byte>> log, CancellationToken cancellationToken)
+    public async Task AcceptInstanceAsync(InstanceId id, long epoch, byte[]? state, ReadOnlyMemory<byte>? checkpoint, IReadOnlyList<ReadOnlyMemory<byte>> log, CompletionTable? completions, CancellationToken cancellationToken)
     {
         if (packages.FindClass(id.ClassName) is null)
         {
             throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
+        }
+
+        if (completions is not null)
+        {
+            _arrivedCompletions[id] = (epoch, completions);
         }
 
         if (checkpoints is IClusterCheckpointStore)

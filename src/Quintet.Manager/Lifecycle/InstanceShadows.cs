@@ -36,9 +36,24 @@ internal sealed class InstanceShadows
     public bool TryGet(InstanceId id, [MaybeNullWhen(false)] out Shadow shadow) => _shadows.TryGetValue(id, out shadow);
 
     /// <summary>Forgets this shadow of its instance (not a newer one made since).</summary>
-    public void Remove(Shadow shadow) => _shadows.TryRemove(new KeyValuePair<InstanceId, Shadow>(shadow.Id, shadow));
+    public void Remove(Shadow shadow)
+    {
+        if (_shadows.TryRemove(new KeyValuePair<InstanceId, Shadow>(shadow.Id, shadow)))
+        {
+            // Its records went with it (to the new owner, or nowhere): they leave this manager's totals.
+            shadow.Completions?.Clear();
+        }
+    }
 
-    public void Clear() => _shadows.Clear();
+    public void Clear()
+    {
+        foreach (var shadow in _shadows.Values)
+        {
+            shadow.Completions?.Clear();
+        }
+
+        _shadows.Clear();
+    }
 
     /// <summary>An instance moved here: its shadow shows at once (activated on its next call, with what it arrived with).</summary>
     private void OnMovedHere(InstanceId id, long epoch)

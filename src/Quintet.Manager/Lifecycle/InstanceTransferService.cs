@@ -19,6 +19,7 @@ internal sealed class InstanceTransferService(InstanceMigration migration, Prima
                 request.HasMigratedState ? request.MigratedState.ToByteArray() : null,
                 request.HasCheckpoint ? request.Checkpoint.Memory : null,
                 [.. request.Log.Select(r => r.Memory)],
+                request.Completions,
                 context.CancellationToken);
         }
         catch (InvocationException e)
@@ -33,7 +34,7 @@ internal sealed class InstanceTransferService(InstanceMigration migration, Prima
     {
         try
         {
-            await backups.KeepAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), context.CancellationToken);
+            await backups.KeepAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), request.Completions, context.CancellationToken);
         }
         catch (InvocationException e)
         {

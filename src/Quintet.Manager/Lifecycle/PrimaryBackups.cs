@@ -3,6 +3,7 @@ using System.Diagnostics.CodeAnalysis;
 using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Calls;
+using Quintet.Manager.Internal;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 using Quintet.Manager.Peers;
@@ -25,7 +26,8 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
     /// <param name="Epoch">The primary's epoch when it sent the copy.</param>
     /// <param name="Sequence">The update's number in that epoch.</param>
     /// <param name="State">The state.</param>
-    public sealed record BackupCopy(long Epoch, long Sequence, byte[] State);
+    /// <param name="Completions">The instance's completion records as they stood with that state.</param>
+    public sealed record BackupCopy(long Epoch, long Sequence, byte[] State, CompletionTable? Completions = null);
 
     /// <summary>The <see cref="IBackups"/> a primary's context hands it.</summary>
     public IBackups For(Shadow shadow) => new BackupSet(this, shadow);
@@ -33,9 +35,19 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
     /// <summary>Takes the copy kept here of an instance's state, if any, to promote this manager's activation from it.</summary>
     public bool TryTakeCopy(InstanceId id, [MaybeNullWhen(false)] out BackupCopy copy) => _copies.TryRemove(id, out copy);
 
+    /// <summary>The copy kept here of an instance's state, if any, left in place (its completion records are read before activation).</summary>
+    public bool TryPeekCopy(InstanceId id, [MaybeNullWhen(false)] out BackupCopy copy) => _copies.TryGetValue(id, out copy);
+
+    /// <summary>
+    /// Sends the state the running call last sent to the backups again, now with the call's answer in its completion
+    /// records, before the caller gets that answer; nothing when the call sent none.
+    /// </summary>
+    public Task SendAnswerAsync(Shadow shadow, CancellationToken cancellationToken) =>
+        shadow.BackupStateInCall is { } state ? UpdateAsync(shadow, state, cancellationToken) : Task.CompletedTask;
+
     /// <summary>Keeps a primary's state as a backup here; the first copy of an epoch registers this manager as a holder.</summary>
     /// <exception cref="InvocationException"><c>FAILED_PRECONDITION</c>: the class is not deployed here.</exception>
-    public async Task KeepAsync(InstanceId id, long epoch, long sequence, byte[] state, CancellationToken cancellationToken)
+    public async Task KeepAsync(InstanceId id, long epoch, long sequence, byte[] state, CompletionTable? completions, CancellationToken cancellationToken)
     {
         if (packages.FindClass(id.ClassName) is null)
         {
@@ -44,8 +56,8 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
 
         var kept = _copies.AddOrUpdate(
             id,
-            _ => new BackupCopy(epoch, sequence, state),
-            (_, held) => (epoch, sequence).CompareTo((held.Epoch, held.Sequence)) > 0 ? new BackupCopy(epoch, sequence, state) : held);
+            _ => new BackupCopy(epoch, sequence, state, completions),
+            (_, held) => (epoch, sequence).CompareTo((held.Epoch, held.Sequence)) > 0 ? new BackupCopy(epoch, sequence, state, completions) : held);
         if (kept.Epoch == epoch && kept.Sequence == sequence && !directory.HoldsBackup(id))
         {
             await directory.AnnounceBackupAsync(id, identity.NodeName, dropped: false, cancellationToken);
@@ -65,13 +77,23 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
 
         var sequence = ++shadow.BackupSequence;
         var bytes = state.ToArray();
+        if (shadow.RunningCall is not null)
+        {
+            // Sent again with the call's answer once it has one (SendAnswerAsync).
+            shadow.BackupStateInCall = bytes;
+        }
+
+        // The records travel with the state they belong to: a promoted backup answers retries of the calls that state holds.
+        var completions = shadow.RunningCall is { } running
+            ? (shadow.Completions?.ToMessage(running) ?? InstanceCompletions.PendingOnly(running))
+            : shadow.Completions?.ToMessage();
         var results = await Task.WhenAll(targets.Select(async target =>
         {
             try
             {
                 using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
                 bounded.CancelAfter(BackupDeadline);
-                await peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, bounded.Token);
+                await peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, completions, bounded.Token);
                 return (target.NodeName, Kept: true, target.Holds);
             }
             catch (Exception e) when (e is RpcException or OperationCanceledException && !cancellationToken.IsCancellationRequested)

@@ -70,6 +70,18 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// <summary>The managers that acknowledged the last backup update.</summary>
     public IReadOnlyList<string> BackupManagers { get; set; } = [];
 
+    /// <summary>The instance's completion records; null until it has any.</summary>
+    public InstanceCompletions? Completions { get; set; }
+
+    /// <summary>The recorded call running in the turn now: what the state written during it is marked with.</summary>
+    public Calls.ClientCallId? RunningCall { get; set; }
+
+    /// <summary>The state the running recorded call last sent to the backups; sent again with its answer once it has one.</summary>
+    public byte[]? BackupStateInCall { get; set; }
+
+    /// <summary>Whether the running recorded call wrote to the instance's checkpoint stream; its answer is appended after.</summary>
+    public bool WroteCheckpointInCall { get; set; }
+
     public long Calls => Interlocked.Read(ref _calls);
 
     public long Errors => Interlocked.Read(ref _errors);

@@ -39,6 +39,12 @@ internal sealed class ComponentOperation
     /// <summary>Where <see cref="Roles"/> were declared: <c>operation</c>, <c>contract</c> or <c>component</c>; empty when nowhere.</summary>
     public string RolesDeclaredOn { get; init; } = string.Empty;
 
+    /// <summary>
+    /// Whether calls that carry a client identity keep a completion record (so that a retry is answered from it); false
+    /// for an operation marked <see cref="ReadOnlyOperationAttribute"/>.
+    /// </summary>
+    public bool KeepsCompletionRecords { get; init; } = true;
+
     /// <summary>Reads a request; a malformed one throws <see cref="ProtoException"/> or <see cref="EndOfStreamException"/>.</summary>
     public object ReadRequest(ReadOnlySequence<byte> bytes) => _codec.Read(bytes);
 

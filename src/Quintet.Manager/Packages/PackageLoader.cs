@@ -256,6 +256,11 @@ internal static class PackageLoader
         }
 
         var name = method.Name.EndsWith("Async", StringComparison.Ordinal) && method.Name.Length > 5 ? method.Name[..^5] : method.Name;
-        return new ComponentOperation(name, method, requestType, responseType, model) { Roles = roles, RolesDeclaredOn = rolesDeclaredOn };
+        return new ComponentOperation(name, method, requestType, responseType, model)
+        {
+            Roles = roles,
+            RolesDeclaredOn = rolesDeclaredOn,
+            KeepsCompletionRecords = method.GetCustomAttribute<ReadOnlyOperationAttribute>() is null,
+        };
     }
 }

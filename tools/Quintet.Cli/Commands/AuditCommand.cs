@@ -1,6 +1,5 @@
 using System.CommandLine;
 using System.Globalization;
-using Google.Protobuf;
 using Google.Protobuf.WellKnownTypes;
 using Quintet.Cli.Rendering;
 using Quintet.Protocol.Admin;
@@ -12,9 +11,7 @@ namespace Quintet.Cli.Commands;
 internal static class AuditCommand
 {
     private static readonly TimeSpan Deadline = TimeSpan.FromSeconds(30);
-    private static readonly JsonFormatter Json = new(JsonFormatter.Settings.Default.WithFormatDefaultValues(true).WithIndentation());
-
-    public static Command Create(CliContext context)
+        public static Command Create(CliContext context)
     {
         var endpoint = AdminCall.EndpointOption();
         var output = OutputFormats.CreateOption();
@@ -25,7 +22,7 @@ internal static class AuditCommand
         {
             endpoint, output, limit, since, caller,
         };
-        command.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetRequiredValue(endpoint), Deadline, async (channel, deadline) =>
+        command.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), Deadline, async (channel, deadline) =>
         {
             var request = new ListAuditEntriesRequest { Limit = parse.GetValue(limit), Caller = parse.GetValue(caller) ?? "" };
             if (parse.GetValue(since) is { } from)
@@ -36,7 +33,7 @@ internal static class AuditCommand
             var response = await new Audit.AuditClient(channel).ListAuditEntriesAsync(request, deadline: deadline, cancellationToken: token);
             if (parse.GetValue(output) == OutputFormats.Json)
             {
-                context.Console.Profile.Out.Writer.WriteLine(Json.Format(response));
+                OutputFormats.WriteJson(context, response);
                 return ExitCodes.Ok;
             }
 

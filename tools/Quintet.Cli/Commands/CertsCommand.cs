@@ -1,6 +1,7 @@
 using System.CommandLine;
 using System.Security.Cryptography.X509Certificates;
 using Quintet.Security;
+using Quintet.Cli.Rendering;
 using Spectre.Console;
 
 namespace Quintet.Cli.Commands;
@@ -28,18 +29,19 @@ internal static class CertsCommand
         var name = new Option<string>("--name") { Description = "The CA's common name.", DefaultValueFactory = _ => "Quintet cluster CA" };
         var days = DaysOption(CertificateAuthority.DefaultAuthorityValidity);
         var overwrite = OverwriteOption();
+        var output = OutputFormats.CreateOption();
         var command = new Command("create-ca", "Create the cluster's CA: ca.crt (give it to every manager and client) and ca.key (keep it safe; only issuing needs it).")
         {
-            folder, caKey, name, days, overwrite,
+            folder, caKey, name, days, overwrite, output,
         };
-        command.SetAction(parse => Run(context, () =>
+        command.SetAction(parse => Run(context, parse.GetValue(output), report =>
         {
             var directory = Folder(parse.GetRequiredValue(folder));
             var keyPath = parse.GetValue(caKey) ?? Path.Combine(directory, CertificateFiles.AuthorityKey);
             using var authority = CertificateAuthority.Create(parse.GetRequiredValue(name), TimeSpan.FromDays(parse.GetRequiredValue(days)));
             CertificateFiles.Write(authority.Certificate, Path.Combine(directory, CertificateFiles.AuthorityCertificate), keyPath, parse.GetValue(overwrite));
-            Describe(context, "Created the CA", Path.Combine(directory, CertificateFiles.AuthorityCertificate), authority.Certificate);
-            context.Console.MarkupLine($"Its key is in [bold]{Markup.Escape(keyPath)}[/]: anyone with it can issue certificates the cluster trusts.");
+            report.Add("Created the CA", Path.Combine(directory, CertificateFiles.AuthorityCertificate), authority.Certificate, Path.GetFullPath(keyPath));
+            report.Say($"Its key is in {keyPath}: anyone with it can issue certificates the cluster trusts.");
         }));
         return command;
     }
@@ -56,19 +58,21 @@ internal static class CertsCommand
         var name = new Option<string?>("--name") { Description = "The manager's node name; the first host by default." };
         var days = DaysOption(CertificateAuthority.DefaultValidity);
         var overwrite = OverwriteOption();
+        var output = OutputFormats.CreateOption();
         var command = new Command("create-manager", "Issue a manager's certificate (manager.crt, manager.key) with the CA in the folder.")
         {
-            hosts, folder, caKey, name, days, overwrite,
+            hosts, folder, caKey, name, days, overwrite, output,
         };
-        command.SetAction(parse => Run(context, () =>
+        command.SetAction(parse => Run(context, parse.GetValue(output), report =>
         {
             var directory = Folder(parse.GetRequiredValue(folder));
             var addresses = parse.GetRequiredValue(hosts);
             using var authority = LoadAuthority(directory, parse.GetValue(caKey));
             using var issued = authority.IssueManager(parse.GetValue(name) ?? addresses[0], addresses, TimeSpan.FromDays(parse.GetRequiredValue(days)));
             var path = Path.Combine(directory, CertificateFiles.ManagerCertificate);
-            CertificateFiles.Write(issued, path, Path.Combine(directory, CertificateFiles.ManagerKey), parse.GetValue(overwrite));
-            Describe(context, "Issued a manager certificate", path, issued);
+            var keyPath = Path.Combine(directory, CertificateFiles.ManagerKey);
+            CertificateFiles.Write(issued, path, keyPath, parse.GetValue(overwrite));
+            report.Add("Issued a manager certificate", path, issued, Path.GetFullPath(keyPath));
         }));
         return command;
     }
@@ -85,11 +89,12 @@ internal static class CertsCommand
         var caKey = CaKeyOption();
         var days = DaysOption(CertificateAuthority.DefaultValidity);
         var overwrite = OverwriteOption();
+        var output = OutputFormats.CreateOption();
         var command = new Command("create-client", "Issue a client's certificate (client.<user>.crt, client.<user>.key) with the CA in the folder.")
         {
-            user, roles, folder, caKey, days, overwrite,
+            user, roles, folder, caKey, days, overwrite, output,
         };
-        command.SetAction(parse => Run(context, () =>
+        command.SetAction(parse => Run(context, parse.GetValue(output), report =>
         {
             var directory = Folder(parse.GetRequiredValue(folder));
             var name = parse.GetRequiredValue(user);
@@ -101,8 +106,9 @@ internal static class CertsCommand
             using var authority = LoadAuthority(directory, parse.GetValue(caKey));
             using var issued = authority.IssueClient(name, parse.GetValue(roles) ?? [], TimeSpan.FromDays(parse.GetRequiredValue(days)));
             var path = Path.Combine(directory, CertificateFiles.ClientCertificate(name));
-            CertificateFiles.Write(issued, path, Path.Combine(directory, CertificateFiles.ClientKey(name)), parse.GetValue(overwrite));
-            Describe(context, "Issued a client certificate", path, issued);
+            var keyPath = Path.Combine(directory, CertificateFiles.ClientKey(name));
+            CertificateFiles.Write(issued, path, keyPath, parse.GetValue(overwrite));
+            report.Add("Issued a client certificate", path, issued, Path.GetFullPath(keyPath));
         }));
         return command;
     }
@@ -111,11 +117,12 @@ internal static class CertsCommand
     {
         var authority = new Argument<string>("ca-certificate") { Description = "The PEM certificate of another CA (a new CA during a rotation)." };
         var folder = FolderOption();
+        var output = OutputFormats.CreateOption();
         var command = new Command("trust", "Add a CA to the folder's trusted CAs (ca.crt), the first step of a rotation; copy ca.crt to every manager and client.")
         {
-            authority, folder,
+            authority, folder, output,
         };
-        command.SetAction(parse => Run(context, () =>
+        command.SetAction(parse => Run(context, parse.GetValue(output), report =>
         {
             var directory = Folder(parse.GetRequiredValue(folder));
             var bundlePath = Path.Combine(directory, CertificateFiles.AuthorityCertificate);
@@ -124,12 +131,12 @@ internal static class CertsCommand
             {
                 if (trusted.Any(c => c.Thumbprint == added.Thumbprint))
                 {
-                    context.Console.MarkupLine($"Already trusted: {Markup.Escape(added.Subject)}");
+                    report.Add("Already trusted", bundlePath, added, keyFile: null, line: $"Already trusted: {added.Subject}");
                     continue;
                 }
 
                 CertificateFiles.AppendCertificate(added, bundlePath);
-                Describe(context, "Now trusted", bundlePath, added);
+                report.Add("Now trusted", bundlePath, added);
             }
         }));
         return command;
@@ -138,8 +145,9 @@ internal static class CertsCommand
     private static Command List(CliContext context)
     {
         var folder = FolderOption();
-        var command = new Command("list", "List the certificates in the folder: kind, name, roles, names and addresses, expiry, and whether the folder's CAs trust them.") { folder };
-        command.SetAction(parse => Run(context, () =>
+        var output = OutputFormats.CreateOption();
+        var command = new Command("list", "List the certificates in the folder: kind, name, roles, names and addresses, expiry, and whether the folder's CAs trust them.") { folder, output };
+        command.SetAction(parse => Run(context, parse.GetValue(output), report =>
         {
             var directory = Folder(parse.GetRequiredValue(folder));
             var bundlePath = Path.Combine(directory, CertificateFiles.AuthorityCertificate);
@@ -152,6 +160,7 @@ internal static class CertsCommand
                     var identity = CertificateIdentity.Of(certificate);
                     var authority = certificate.Extensions.OfType<X509BasicConstraintsExtension>().FirstOrDefault() is { CertificateAuthority: true };
                     var check = authority || trust is null ? null : trust.Check(certificate, identity.Kind);
+                    report.Add("Listed", file, certificate, keyFile: null, line: null, trusted: check is null ? null : check.IsAccepted, reason: check is { IsAccepted: false } ? check.Reason : null);
                     table.AddRow(
                         Markup.Escape(Path.GetFileName(file)),
                         authority ? "CA" : identity.Kind == CertificateKind.Manager ? "manager" : "client",
@@ -163,7 +172,7 @@ internal static class CertsCommand
                 }
             }
 
-            context.Console.Write(table);
+            report.Table = table;
         }));
         return command;
     }
@@ -198,24 +207,73 @@ internal static class CertsCommand
         certificate.Extensions.OfType<X509SubjectAlternativeNameExtension>().SelectMany(e =>
             e.EnumerateDnsNames().Concat(e.EnumerateIPAddresses().Select(a => a.ToString())));
 
-    private static void Describe(CliContext context, string what, string path, X509Certificate2 certificate)
+    /// <summary>
+    /// Runs a certificates command: <paramref name="work"/> fills the report, which is printed as lines (and a table)
+    /// for people or as one JSON document: <c>{"certificates": [{action, file, keyFile, kind, name, roles, hosts,
+    /// notAfter, thumbprint, trusted, reason}]}</c>.
+    /// </summary>
+    private static int Run(CliContext context, string? format, Action<CertificatesReport> work)
     {
-        var identity = CertificateIdentity.Of(certificate);
-        var roles = identity.Roles.Count > 0 ? $", roles {string.Join(", ", identity.Roles)}" : "";
-        var hosts = string.Join(", ", Hosts(certificate));
-        context.Console.MarkupLine(Markup.Escape($"{what}: {path} ({identity.Name}{roles}{(hosts.Length > 0 ? $", for {hosts}" : "")}; valid until {certificate.NotAfter.ToUniversalTime():yyyy-MM-dd} UTC)"));
-    }
-
-    private static int Run(CliContext context, Action work)
-    {
+        var report = new CertificatesReport();
         try
         {
-            work();
-            return ExitCodes.Ok;
+            work(report);
         }
         catch (Exception e) when (e is CertificateException or IOException or UnauthorizedAccessException or ArgumentException)
         {
             return context.Fail(ExitCodes.Failed, e.Message);
         }
+
+        if (OutputFormats.IsJson(format))
+        {
+            OutputFormats.WriteJson(context, new { certificates = report.Certificates });
+            return ExitCodes.Ok;
+        }
+
+        foreach (var line in report.Lines)
+        {
+            context.Console.MarkupLine(Markup.Escape(line));
+        }
+
+        if (report.Table is not null)
+        {
+            context.Console.Write(report.Table);
+        }
+
+        return ExitCodes.Ok;
     }
+
+    /// <summary>What a certificates command did, certificate by certificate.</summary>
+    private sealed class CertificatesReport
+    {
+        public List<CertificateRecord> Certificates { get; } = [];
+
+        public List<string> Lines { get; } = [];
+
+        public Table? Table { get; set; }
+
+        public void Say(string line) => Lines.Add(line);
+
+        public void Add(string action, string path, X509Certificate2 certificate, string? keyFile = null, string? line = "", bool? trusted = null, string? reason = null)
+        {
+            var identity = CertificateIdentity.Of(certificate);
+            var authority = certificate.Extensions.OfType<X509BasicConstraintsExtension>().FirstOrDefault() is { CertificateAuthority: true };
+            var hosts = Hosts(certificate).ToList();
+            Certificates.Add(new CertificateRecord(
+                action, Path.GetFullPath(path), keyFile, authority ? "ca" : identity.Kind == CertificateKind.Manager ? "manager" : "client", identity.Name, [.. identity.Roles], hosts,
+                certificate.NotAfter.ToUniversalTime(), certificate.Thumbprint, trusted, reason));
+            if (line is null)
+            {
+                return;
+            }
+
+            var roles = identity.Roles.Count > 0 ? $", roles {string.Join(", ", identity.Roles)}" : "";
+            var names = string.Join(", ", hosts);
+            Lines.Add(line.Length > 0 ? line : $"{action}: {path} ({identity.Name}{roles}{(names.Length > 0 ? $", for {names}" : "")}; valid until {certificate.NotAfter.ToUniversalTime():yyyy-MM-dd} UTC)");
+        }
+    }
+
+    /// <summary>One certificate in the JSON output.</summary>
+    private sealed record CertificateRecord(
+        string Action, string File, string? KeyFile, string Kind, string Name, string[] Roles, List<string> Hosts, DateTime NotAfter, string Thumbprint, bool? Trusted, string? Reason);
 }

@@ -2,6 +2,7 @@ using System.CommandLine;
 using System.Security.Authentication;
 using Grpc.Core;
 using Grpc.Net.Client;
+using Quintet.Cli.Configuration;
 using Quintet.Security;
 
 namespace Quintet.Cli.Commands;
@@ -34,11 +35,11 @@ internal sealed class CliConnection
     public string? RefusedServer => _refusedServer;
 
     /// <summary>The global options, each falling back on its environment variable.</summary>
-    public static (Option<string?> Ca, Option<string?> Cert, Option<string?> Key, Option<string?> Token) CreateOptions() =>
-        (Create("--ca", "QUINTET_CA", "The PEM file of the CAs the cluster trusts (ca.crt): connect over TLS, to managers with a certificate from them."),
-         Create("--cert", "QUINTET_CERT", "The client certificate (PEM) to present to a secured cluster; with --key."),
-         Create("--key", "QUINTET_KEY", "The private key (PEM) of --cert."),
-         Create("--token", "QUINTET_TOKEN", "A bearer token (JWT) to present to a secured cluster, in place of a client certificate."));
+    public static (Option<string?> Ca, Option<string?> Cert, Option<string?> Key, Option<string?> Token) CreateOptions(CliEnvironment environment) =>
+        (Create(environment, "--ca", CliEnvironment.Ca, "The PEM file of the CAs the cluster trusts (ca.crt): connect over TLS, to managers with a certificate from them."),
+         Create(environment, "--cert", CliEnvironment.Cert, "The client certificate (PEM) to present to a secured cluster; with --key."),
+         Create(environment, "--key", CliEnvironment.Key, "The private key (PEM) of --cert."),
+         Create(environment, "--token", CliEnvironment.Token, "A bearer token (JWT) to present to a secured cluster, in place of a client certificate."));
 
     /// <summary>Checks the combination of the options with <paramref name="endpoint"/>; null when it is fine, else what is wrong.</summary>
     public string? Check(Uri endpoint)
@@ -117,22 +118,10 @@ internal sealed class CliConnection
         return e?.Message ?? exception.Status.Detail;
     }
 
-    private static Option<string?> Create(string name, string variable, string description) => new(name)
+    private static Option<string?> Create(CliEnvironment environment, string name, string variable, string description) => new(name)
     {
-        Description = $"{description} Default: ${variable}.",
+        Description = $"{description} Default: ${variable}, else the saved context's.",
         Recursive = true,
-        DefaultValueFactory = _ => Environment.GetEnvironmentVariable(variable) is { Length: > 0 } value ? value : null,
-    };
-}
-
-/// <summary>Reads the global connection options of a parse into a <see cref="CliConnection"/>.</summary>
-internal static class CliConnectionParsing
-{
-    public static CliConnection Read(ParseResult parse, (Option<string?> Ca, Option<string?> Cert, Option<string?> Key, Option<string?> Token) options) => new()
-    {
-        CaFile = parse.GetValue(options.Ca),
-        CertFile = parse.GetValue(options.Cert),
-        KeyFile = parse.GetValue(options.Key),
-        Token = parse.GetValue(options.Token),
+        DefaultValueFactory = _ => environment.Get(variable),
     };
 }

@@ -17,12 +17,12 @@ internal static class ClusterCommand
 
         var show = new Command("show", "Print the cluster's managers as one manager sees them.") { endpoint, output };
         show.SetAction((parse, cancellationToken) =>
-            ShowAsync(context, parse.GetRequiredValue(endpoint), parse.GetRequiredValue(output), cancellationToken));
+            ShowAsync(context, parse.GetValue(endpoint), parse.GetRequiredValue(output), cancellationToken));
 
         return new Command("cluster", "Look at a running cluster.") { show };
     }
 
-    private static Task<int> ShowAsync(CliContext context, string endpoint, string output, CancellationToken cancellationToken) =>
+    private static Task<int> ShowAsync(CliContext context, string? endpoint, string output, CancellationToken cancellationToken) =>
         AdminCall.RunAsync(context, endpoint, CallDeadline, async (channel, deadline) =>
         {
             var view = await new ClusterAdmin.ClusterAdminClient(channel).ListManagersAsync(

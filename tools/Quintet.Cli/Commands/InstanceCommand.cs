@@ -18,10 +18,11 @@ internal static class InstanceCommand
     {
         var endpoint = AdminCall.EndpointOption();
         var className = new Option<string?>("--class") { Description = "Only the instances of this component class." };
-        var debug = new Option<bool>("--debug") { Description = "Also print each instance's recent invocations (recorded for classes whose QoS spec sets debug: true)." };
-        var instances = new Command("instances", "List the instances every manager of the cluster hosts, with their statistics.") { className, debug, endpoint };
+        var debug = new Option<bool>("--debug") { Description = "Also print each instance's recent invocations (recorded for classes whose QoS spec sets debug: true); JSON always carries them." };
+        var output = OutputFormats.CreateOption();
+        var instances = new Command("instances", "List the instances every manager of the cluster hosts, with their statistics.") { className, debug, endpoint, output };
         instances.SetAction((parse, token) => ListAsync(
-            context, parse.GetRequiredValue(endpoint), parse.GetValue(className) ?? string.Empty, parse.GetValue(debug), token));
+            context, parse.GetValue(endpoint), parse.GetValue(className) ?? string.Empty, parse.GetValue(debug), OutputFormats.IsJson(parse.GetValue(output)), token));
         return instances;
     }
 
@@ -31,13 +32,23 @@ internal static class InstanceCommand
         var className = new Argument<string>("class") { Description = "The component class, for example Samples.Counter.CounterComponent." };
         var key = new Argument<string>("key") { Description = "The instance's key." };
         var to = new Option<string>("--to") { Description = "The node name of the manager to move the instance to ('quintet cluster show' lists them).", Required = true };
-        var migrate = new Command("migrate", "Move a keyed instance to another manager (its state travels through IMigrateState or its checkpoints); any manager takes the request.") { className, key, to, endpoint };
-        migrate.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetRequiredValue(endpoint), MigrateDeadline, async (channel, deadline) =>
+        var output = OutputFormats.CreateOption();
+        var migrate = new Command("migrate", "Move a keyed instance to another manager (its state travels through IMigrateState or its checkpoints); any manager takes the request.") { className, key, to, endpoint, output };
+        migrate.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), MigrateDeadline, async (channel, deadline) =>
         {
             var response = await new ComponentAdmin.ComponentAdminClient(channel).MigrateInstanceAsync(
                 new MigrateInstanceRequest { ClassName = parse.GetRequiredValue(className), Key = parse.GetRequiredValue(key), ToManager = parse.GetRequiredValue(to) },
                 deadline: deadline,
                 cancellationToken: token);
+            if (OutputFormats.IsJson(parse.GetValue(output)))
+            {
+                var json = OutputFormats.ToNode(response);
+                json["className"] = parse.GetRequiredValue(className);
+                json["key"] = parse.GetRequiredValue(key);
+                OutputFormats.WriteJson(context, json);
+                return ExitCodes.Ok;
+            }
+
             context.Console.MarkupLine(Markup.Escape(
                 $"moved {parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' from {response.FromManager} to {response.ToManager} in {response.ElapsedMs:F1} ms (epoch {response.Epoch})"));
             return ExitCodes.Ok;
@@ -45,20 +56,76 @@ internal static class InstanceCommand
         return migrate;
     }
 
+    /// <summary><c>quintet instance create</c> and <c>destroy</c>: instances of classes whose QoS says <c>instancing: fresh</c>.</summary>
+    public static Command CreateInstance(CliContext context)
+    {
+        var createEndpoint = AdminCall.EndpointOption();
+        var createOutput = OutputFormats.CreateOption();
+        var createContract = ContractArgument();
+        var create = new Command("create", "Create an instance of a class whose QoS spec says instancing: fresh; its class factory picks the key and the manager.") { createContract, createEndpoint, createOutput };
+        create.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(createEndpoint), CallDeadline, async (channel, deadline) =>
+        {
+            var response = await new ComponentInstances.ComponentInstancesClient(channel).CreateInstanceAsync(
+                new CreateInstanceRequest { Contract = parse.GetRequiredValue(createContract) }, deadline: deadline, cancellationToken: token);
+            if (OutputFormats.IsJson(parse.GetValue(createOutput)))
+            {
+                OutputFormats.WriteJson(context, response);
+                return ExitCodes.Ok;
+            }
+
+            context.Console.MarkupLine(Markup.Escape($"created {response.ClassName} '{response.Key}' on {response.Manager} ({response.Endpoint})"));
+            return ExitCodes.Ok;
+        }));
+
+        var destroyEndpoint = AdminCall.EndpointOption();
+        var destroyOutput = OutputFormats.CreateOption();
+        var destroyContract = ContractArgument();
+        var key = new Argument<string>("key") { Description = "The instance's key, as 'quintet instance create' printed it." };
+        var destroy = new Command("destroy", "Destroy a fresh instance: deactivate it, delete its checkpoints and forget it.") { destroyContract, key, destroyEndpoint, destroyOutput };
+        destroy.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(destroyEndpoint), CallDeadline, async (channel, deadline) =>
+        {
+            var (contract, instance) = (parse.GetRequiredValue(destroyContract), parse.GetRequiredValue(key));
+            await new ComponentInstances.ComponentInstancesClient(channel).DestroyInstanceAsync(
+                new DestroyInstanceRequest { Contract = contract, Key = instance }, deadline: deadline, cancellationToken: token);
+            if (OutputFormats.IsJson(parse.GetValue(destroyOutput)))
+            {
+                OutputFormats.WriteJson(context, new { contract, key = instance, destroyed = true });
+                return ExitCodes.Ok;
+            }
+
+            context.Console.MarkupLine(Markup.Escape($"destroyed {contract} '{instance}'"));
+            return ExitCodes.Ok;
+        }));
+
+        return new Command("instance", "Create and destroy instances of classes whose QoS spec says instancing: fresh.") { create, destroy };
+    }
+
+    private static Argument<string> ContractArgument() =>
+        new("contract") { Description = "The contract's service name, for example samples.counter.Counter." };
+
     /// <summary>
-    /// Asks the manager at <paramref name="endpoint"/> for the cluster's managers, then every one of them for the
+    /// Asks the manager the command targets for the cluster's managers, then every one of them for the
     /// instances it hosts, all at once: each manager knows only its own.
     /// </summary>
-    private static Task<int> ListAsync(CliContext context, string endpoint, string className, bool debug, CancellationToken token) =>
-        AdminCall.RunAsync(context, endpoint, CallDeadline, async (channel, deadline) =>
+    private static Task<int> ListAsync(CliContext context, string? endpointFlag, string className, bool debug, bool json, CancellationToken token) =>
+        AdminCall.RunAsync(context, endpointFlag, CallDeadline, async (channel, deadline) =>
         {
+            var endpoint = context.Target!.Endpoint;
             var view = await new ClusterAdmin.ClusterAdminClient(channel).ListManagersAsync(
                 new ListManagersRequest { IncludeReports = true }, deadline: deadline, cancellationToken: token);
             var request = new ListInstancesRequest { ClassName = className };
             var answers = await Task.WhenAll(view.Managers.Select(manager => AskAsync(context.Connection, manager, endpoint, request, token)));
             token.ThrowIfCancellationRequested();
 
-            InstanceView.Write(context.Console, answers, debug);
+            if (json)
+            {
+                OutputFormats.WriteJson(context, InstanceView.ToJson(answers));
+            }
+            else
+            {
+                InstanceView.Write(context.Console, answers, debug);
+            }
+
             if (answers.All(a => a.Response is null))
             {
                 var allUnreachable = answers.All(a => a.Unreachable);

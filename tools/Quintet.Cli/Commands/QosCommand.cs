@@ -1,4 +1,5 @@
 using System.CommandLine;
+using Quintet.Cli.Rendering;
 using Quintet.Protocol.Admin;
 using Spectre.Console;
 
@@ -16,11 +17,18 @@ internal static class QosCommand
     {
         var getEndpoint = AdminCall.EndpointOption();
         var getClass = ClassArgument();
-        var get = new Command("get", "Print a class's QoS spec as YAML, as the manager applies it.") { getClass, getEndpoint };
-        get.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetRequiredValue(getEndpoint), GetDeadline, async (channel, deadline) =>
+        var getOutput = OutputFormats.CreateOption();
+        var get = new Command("get", "Print a class's QoS spec as YAML, as the manager applies it.") { getClass, getEndpoint, getOutput };
+        get.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(getEndpoint), GetDeadline, async (channel, deadline) =>
         {
             var response = await new ComponentAdmin.ComponentAdminClient(channel).GetQosAsync(
                 new GetQosRequest { ClassName = parse.GetRequiredValue(getClass) }, deadline: deadline, cancellationToken: token);
+            if (OutputFormats.IsJson(parse.GetValue(getOutput)))
+            {
+                OutputFormats.WriteJson(context, response);
+                return ExitCodes.Ok;
+            }
+
             WriteSpec(context, response.Spec);
             return ExitCodes.Ok;
         }));
@@ -32,8 +40,9 @@ internal static class QosCommand
             Description = "The whole spec (its fields, not keyed by class), in YAML (.yaml, .yml) or JSON (.json); fields left out take their defaults.",
             Required = true,
         };
-        var set = new Command("set", "Replace a class's QoS spec on every manager; a spec with errors changes nothing.") { setClass, file, setEndpoint };
-        set.SetAction((parse, token) => SetAsync(context, parse.GetRequiredValue(setClass), parse.GetRequiredValue(file), parse.GetRequiredValue(setEndpoint), token));
+        var setOutput = OutputFormats.CreateOption();
+        var set = new Command("set", "Replace a class's QoS spec on every manager; a spec with errors changes nothing.") { setClass, file, setEndpoint, setOutput };
+        set.SetAction((parse, token) => SetAsync(context, parse.GetRequiredValue(setClass), parse.GetRequiredValue(file), parse.GetValue(setEndpoint), OutputFormats.IsJson(parse.GetValue(setOutput)), token));
 
         return new Command("qos", "Read and change the QoS spec of a deployed component class.") { get, set };
     }
@@ -41,7 +50,7 @@ internal static class QosCommand
     private static Argument<string> ClassArgument() =>
         new("class") { Description = "The component class, for example Samples.Counter.CounterComponent." };
 
-    private static async Task<int> SetAsync(CliContext context, string className, string file, string endpoint, CancellationToken token)
+    private static async Task<int> SetAsync(CliContext context, string className, string file, string? endpoint, bool json, CancellationToken token)
     {
         if (!File.Exists(file))
         {
@@ -75,6 +84,14 @@ internal static class QosCommand
         {
             var response = await new ComponentAdmin.ComponentAdminClient(channel).SetQosAsync(
                 new SetQosRequest { ClassName = className, Spec = spec, Format = format }, deadline: deadline, cancellationToken: token);
+            if (json)
+            {
+                var node = OutputFormats.ToNode(response);
+                node["className"] = className;
+                OutputFormats.WriteJson(context, node);
+                return ExitCodes.Ok;
+            }
+
             context.Console.MarkupLine($"Applied the QoS spec of [bold]{Markup.Escape(className)}[/] on {response.Managers} manager(s):");
             WriteSpec(context, response.Spec);
             return ExitCodes.Ok;
@@ -84,7 +101,7 @@ internal static class QosCommand
     /// <summary>Writes the spec as it is: Spectre would read YAML flow sequences (<c>[a, b]</c>) as markup.</summary>
     private static void WriteSpec(CliContext context, string spec)
     {
-        var writer = context.Console.Profile.Out.Writer;
+        var writer = context.Out;
         writer.Write(spec);
         if (!spec.EndsWith('\n'))
         {

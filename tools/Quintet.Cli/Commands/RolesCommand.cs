@@ -1,5 +1,4 @@
 using System.CommandLine;
-using Google.Protobuf;
 using Quintet.Cli.Rendering;
 using Quintet.Protocol.Admin;
 using Spectre.Console;
@@ -17,21 +16,19 @@ internal static class RolesCommand
     // A change is audited before it runs, which may wait up to 15 s for the audit log's store.
     private static readonly TimeSpan ChangeDeadline = TimeSpan.FromSeconds(40);
 
-    private static readonly JsonFormatter Json = new(JsonFormatter.Settings.Default.WithFormatDefaultValues(true).WithIndentation());
-
-    public static Command Create(CliContext context)
+        public static Command Create(CliContext context)
     {
         var listEndpoint = AdminCall.EndpointOption();
         var listOutput = OutputFormats.CreateOption();
         var listPackage = new Option<string?>("--package", "-p") { Description = "Only this package." };
         var list = new Command("list", "List the roles the deployed packages declare and their members.") { listPackage, listEndpoint, listOutput };
-        list.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetRequiredValue(listEndpoint), ListDeadline, async (channel, deadline) =>
+        list.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(listEndpoint), ListDeadline, async (channel, deadline) =>
         {
             var response = await new ComponentRoles.ComponentRolesClient(channel).ListRoleAssignmentsAsync(
                 new ListRoleAssignmentsRequest { Package = parse.GetValue(listPackage) ?? "" }, deadline: deadline, cancellationToken: token);
             if (parse.GetRequiredValue(listOutput) == OutputFormats.Json)
             {
-                context.Console.Profile.Out.Writer.WriteLine(Json.Format(response));
+                OutputFormats.WriteJson(context, response);
                 return ExitCodes.Ok;
             }
 
@@ -81,14 +78,14 @@ internal static class RolesCommand
                 return Task.FromResult(context.Fail(ExitCodes.Usage, $"'{wrong}' is not a member: write user:<name> (a caller's authenticated name) or role:<name> (a role of its certificate or token)."));
             }
 
-            return AdminCall.RunAsync(context, parse.GetRequiredValue(endpoint), ChangeDeadline, async (channel, deadline) =>
+            return AdminCall.RunAsync(context, parse.GetValue(endpoint), ChangeDeadline, async (channel, deadline) =>
             {
                 var request = new RoleMembersRequest { Package = parse.GetRequiredValue(package), Role = parse.GetRequiredValue(role) };
                 request.Members.AddRange(given);
                 var response = await call(new ComponentRoles.ComponentRolesClient(channel), request, deadline, token);
                 if (parse.GetRequiredValue(output) == OutputFormats.Json)
                 {
-                    context.Console.Profile.Out.Writer.WriteLine(Json.Format(response));
+                    OutputFormats.WriteJson(context, response);
                     return ExitCodes.Ok;
                 }
 

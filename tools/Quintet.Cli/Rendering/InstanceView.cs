@@ -1,4 +1,5 @@
 using System.Globalization;
+using System.Text.Json.Nodes;
 using Quintet.Cli.Commands;
 using Quintet.Protocol.Admin;
 using Spectre.Console;
@@ -8,6 +9,33 @@ namespace Quintet.Cli.Rendering;
 /// <summary>Prints the instances the managers host as one table, with what each manager lacking from it said.</summary>
 internal static class InstanceView
 {
+    /// <summary>
+    /// One document for every manager asked: its <c>ListInstancesResponse</c> fields (<c>instances</c>, <c>replicas</c>,
+    /// <c>placedInCluster</c>) beside <c>manager</c>, <c>answered</c>, <c>unreachable</c> and <c>problem</c>.
+    /// </summary>
+    public static JsonObject ToJson(IReadOnlyCollection<ManagerInstances> answers)
+    {
+        var managers = new JsonArray();
+        foreach (var answer in answers.OrderBy(a => a.Manager, StringComparer.Ordinal))
+        {
+            var node = answer.Response is null
+                ? OutputFormats.ToNode(new ListInstancesResponse()).AsObject()
+                : OutputFormats.ToNode(answer.Response).AsObject();
+            node["manager"] = answer.Manager;
+            node["answered"] = answer.Response is not null;
+            node["unreachable"] = answer.Unreachable;
+            node["problem"] = answer.Problem;
+            managers.Add(node);
+        }
+
+        return new JsonObject
+        {
+            ["instances"] = answers.Sum(a => a.Response?.Instances.Count ?? 0),
+            ["managersAnswered"] = answers.Count(a => a.Response is not null),
+            ["managers"] = managers,
+        };
+    }
+
     public static void Write(IAnsiConsole console, IReadOnlyCollection<ManagerInstances> answers, bool debug)
     {
         var hosted = answers

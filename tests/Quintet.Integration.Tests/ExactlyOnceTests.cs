@@ -1,0 +1,166 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using Google.Protobuf;
+using Grpc.Core;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+using Quintet.TestingHost.Checking;
+using Samples.BankAccount;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>
+/// Exactly-once calls through the .NET client: the BankAccount sample under concurrent deposits while the owner's
+/// manager is killed with <c>kill -9</c> in the middle of calls, an account migrates under load, and another retires
+/// and comes back; the history of every deposit (its client id and number, acknowledged or not) and the final balances
+/// go through <see cref="ExactlyOnceChecker"/>.
+/// </summary>
+public class ExactlyOnceTests(ITestOutputHelper output)
+{
+    private const string AccountClass = "Samples.BankAccount.AccountComponent";
+
+    private static DateTime Soon => DateTime.UtcNow.AddSeconds(30);
+
+    private static ComponentAdmin.ComponentAdminClient Admin(ManagerProcess manager) => new(manager.Channel);
+
+    [Fact]
+    public Task Deposits_through_a_kill_of_the_owner_a_migration_and_a_retirement_are_each_applied_once() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+
+            // The package's spec with a 1 s retirement, so that an account left idle between bursts retires.
+            await Admin(cluster.Managers[0]).SetQosAsync(
+                new SetQosRequest { ClassName = AccountClass, Spec = "instancing: keyed\nreplication: primaryBackup\nreplicas: 2\nplacement: spread\nretireAfterIdle: 1s\n" },
+                deadline: Soon);
+
+            string[] busy = ["eo-0", "eo-1", "eo-2"];
+            const string Bursty = "eo-3";
+            var endpoints = cluster.Managers.Select(m => m.GrpcEndpoint).ToArray();
+            var history = new ConcurrentQueue<DepositCall>();
+            var reactivations = 0;
+            var errors = new ConcurrentDictionary<StatusCode, int>();
+            using var stop = new CancellationTokenSource();
+
+            // Each worker has a client of its own and calls one at a time, so its calls are numbered 1, 2, 3, ...
+            async Task DepositAsync(QuintetClient client, string key, long sequence, long amount)
+            {
+                try
+                {
+                    using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+                    var balance = await client.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = amount }, bound.Token);
+                    history.Enqueue(new DepositCall(key, client.ClientId!, sequence, amount, CallOutcome.Acknowledged, balance.Value, balance.Updates));
+                    if (key == Bursty && balance.Activation == "Reactivated")
+                    {
+                        Interlocked.Increment(ref reactivations);
+                    }
+                }
+                catch (Exception e) when (e is RpcException or OperationCanceledException)
+                {
+                    // No answer: the call may or may not have been applied (at most once).
+                    errors.AddOrUpdate(e is RpcException r ? r.StatusCode : StatusCode.Cancelled, 1, (_, n) => n + 1);
+                    history.Enqueue(new DepositCall(key, client.ClientId!, sequence, amount, CallOutcome.Unknown));
+                }
+            }
+
+            QuintetClient Connect() => QuintetClient.Connect(new QuintetClientOptions { Endpoints = endpoints, FailoverBudget = TimeSpan.FromSeconds(30) });
+
+            var workers = Enumerable.Range(0, 4).Select(worker => Task.Run(async () =>
+            {
+                using var client = Connect();
+                for (long sequence = 1; !stop.IsCancellationRequested; sequence++)
+                {
+                    // Amounts vary, so that the checker can tell which unanswered deposits a balance holds.
+                    await DepositAsync(client, busy[(sequence + worker) % busy.Length], sequence, 1 + ((worker * 7919) + (sequence * 31)) % 97);
+                }
+            })).ToList();
+            workers.Add(Task.Run(async () =>
+            {
+                using var client = Connect();
+                for (long sequence = 1; !stop.IsCancellationRequested;)
+                {
+                    for (var i = 0; i < 5; i++, sequence++)
+                    {
+                        await DepositAsync(client, Bursty, sequence, 100 + sequence);
+                    }
+
+                    // Idle past the 1 s retirement: the next burst reactivates the account.
+                    await Task.Delay(2500);
+                }
+            }));
+
+            using var observer = Connect();
+            async Task<ManagerProcess> OwnerOfAsync(string key)
+            {
+                var manager = (await observer.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Manager;
+                return cluster.Managers.Single(m => m.Name == manager);
+            }
+
+            // The kill comes once the load runs at full pace, so that calls are in the middle of running on the owner.
+            var loaded = Stopwatch.StartNew();
+            while (history.Count < 150 && loaded.Elapsed < TimeSpan.FromSeconds(60))
+            {
+                await Task.Delay(100);
+            }
+
+            var victim = await OwnerOfAsync(busy[0]);
+            var killedAt = Stopwatch.StartNew();
+            await cluster.KillAsync(victim);
+            output.WriteLine($"killed {victim.Name}, the owner of {busy[0]}, with {history.Count} calls done");
+            var survivors = cluster.Managers.Where(m => m != victim).ToList();
+            await cluster.WaitForViewAsync(survivors);
+            await Task.Delay(3000);
+            await cluster.RestartAsync(victim);
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            output.WriteLine($"{victim.Name} back after {killedAt.Elapsed.TotalSeconds:F1} s");
+
+            for (var move = 0; move < 2; move++)
+            {
+                // A manager just restarted may refuse the hand-over for a moment (UNAVAILABLE: the instance stays); try again.
+                for (var attempt = 1; ; attempt++)
+                {
+                    var owner = await OwnerOfAsync(busy[1]);
+                    // Not the restarted manager, which the owner's copy of the directory may not list yet.
+                    var target = cluster.Managers.FirstOrDefault(m => m != owner && m != victim) ?? cluster.Managers.First(m => m != owner);
+                    try
+                    {
+                        var moved = await Admin(owner).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = busy[1], ToManager = target.Name }, deadline: Soon);
+                        output.WriteLine($"{busy[1]}: {moved.FromManager} -> {moved.ToManager} in {moved.ElapsedMs:F0} ms");
+                        break;
+                    }
+                    catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || (e.StatusCode == StatusCode.FailedPrecondition && e.Status.Detail.StartsWith("No manager named", StringComparison.Ordinal))) && attempt < 10)
+                    {
+                        output.WriteLine($"{busy[1]}: move to {target.Name} refused ({e.Status.Detail}); again in 1 s");
+                        await Task.Delay(1000);
+                    }
+                }
+
+                await Task.Delay(1000);
+            }
+
+            await Task.Delay(3000);
+            await stop.CancelAsync();
+            await Task.WhenAll(workers).WaitAsync(TimeSpan.FromSeconds(120));
+
+            var finals = new Dictionary<string, AccountState>();
+            foreach (var key in busy.Append(Bursty))
+            {
+                var balance = await observer.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+                finals[key] = new AccountState(balance.Value, balance.Updates);
+                output.WriteLine($"{key}: balance {balance.Value} after {balance.Updates} updates on {balance.Manager} ({balance.Activation})");
+            }
+
+            var records = await Task.WhenAll(cluster.Managers.Select(async m => (m.Name, (await Admin(m).ListInstancesAsync(new ListInstancesRequest { ClassName = AccountClass }, deadline: Soon)).Instances.Sum(i => i.CompletionRecords))));
+            output.WriteLine($"completion records held: {string.Join(", ", records.Select(r => $"{r.Name} {r.Item2}"))}");
+            output.WriteLine($"calls without an answer: {string.Join(", ", errors.Select(e => $"{e.Key} {e.Value}"))}; reactivations seen: {reactivations}");
+            var verdict = ExactlyOnceChecker.Check(history, finals);
+            output.WriteLine(verdict.ToString());
+
+            Assert.True(verdict.IsValid, verdict.ToString());
+            Assert.True(history.Count(c => c.Outcome == CallOutcome.Acknowledged) >= 100, $"too few deposits were acknowledged to say anything: {verdict.Summary}");
+            Assert.True(reactivations > 0, "the bursty account never retired and came back between its bursts");
+        });
+}
