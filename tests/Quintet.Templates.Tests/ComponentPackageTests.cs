@@ -4,7 +4,6 @@ using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
-using Quintet.TestingHost;
 using Quintet.Tests;
 using Samples.BankAccount;
 
@@ -13,20 +12,21 @@ namespace Quintet.Templates.Tests;
 /// <summary>
 /// The package a component project builds for itself: the BankAccount sample, whose manifest is written by its build,
 /// published to its zip, deployed, and serving as it did with its hand-written manifest; and the manifest tool's
-/// refusals. In the templates' collection, so that its publish and their pack never build the same projects at once.
+/// refusals. In the templates' collection, whose cluster it deploys to.
 /// </summary>
 [Collection(PackedTemplatesGroup.Name)]
-public sealed class ComponentPackageTests(ITestOutputHelper output)
+public sealed class ComponentPackageTests(PackedTemplates packed, ITestOutputHelper output)
 {
     private static string Tool => Path.Combine(Repository.Root, "src", "Quintet.Build", "bin", Repository.Configuration, "net10.0", "Quintet.Build.dll");
 
     [Fact]
     public async Task The_published_BankAccount_zip_deploys_and_serves_as_before()
     {
-        var folder = Path.Combine(Path.GetTempPath(), "quintet-bankaccount-" + Guid.NewGuid().ToString("N")[..8]);
+        var folder = Path.Combine(packed.Root, "bankaccount");
         try
         {
-            await PackedTemplates.DotnetAsync(Repository.Root, "publish", "samples/BankAccount/BankAccount.csproj", "-c", Repository.Configuration, "-o", folder, "-nodeReuse:false");
+            // The sample as this test run built it (the tests reference it): publish adds the zip and builds nothing.
+            await packed.DotnetAsync(Repository.Root, null, "publish", "samples/BankAccount/BankAccount.csproj", "--no-build", "-c", Repository.Configuration, "-o", folder, "-nologo", "-v:m");
             var zip = Path.Combine(folder, "BankAccount-1.0.0.zip");
             using (var archive = ZipFile.OpenRead(zip))
             {
@@ -44,8 +44,7 @@ public sealed class ComponentPackageTests(ITestOutputHelper output)
                 Assert.False(component.TryGetProperty("factory", out _));
             }
 
-            await using var cluster = await LocalCluster.StartAsync(new LocalClusterOptions { InitialManagers = 2 });
-            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            var cluster = packed.Cluster;
             var admin = new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel);
             var deployed = await admin.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(await File.ReadAllBytesAsync(zip)) }, deadline: DateTime.UtcNow.AddSeconds(60));
             Assert.Equal("BankAccount", deployed.Package.Name);
@@ -79,7 +78,10 @@ public sealed class ComponentPackageTests(ITestOutputHelper output)
         }
         finally
         {
-            Directory.Delete(folder, recursive: true);
+            if (Directory.Exists(folder))
+            {
+                Directory.Delete(folder, recursive: true);
+            }
         }
     }
 
@@ -88,7 +90,7 @@ public sealed class ComponentPackageTests(ITestOutputHelper output)
     {
         // The tests deploy from the build output (PackageArchive.ForAssembly); it must be the package publish makes.
         var built = Path.Combine(Path.GetDirectoryName(typeof(AccountComponent).Assembly.Location)!, "BankAccount.package", "quintet-package.json");
-        var output = Path.Combine(Path.GetTempPath(), "quintet-manifest-" + Guid.NewGuid().ToString("N")[..8] + ".json");
+        var output = Path.Combine(packed.Root, "manifest-" + Guid.NewGuid().ToString("N")[..8] + ".json");
         try
         {
             await Command.CheckedAsync("dotnet", ["exec", Tool, "manifest", "--assembly", typeof(AccountComponent).Assembly.Location, "--name", "BankAccount", "--version", "1.0.0", "--output", output], PackedTemplates.CommandBound);
@@ -105,7 +107,7 @@ public sealed class ComponentPackageTests(ITestOutputHelper output)
     {
         var noComponents = typeof(Quintet.Security.ClusterTrust).Assembly.Location;
         var (code, printed, error) = await Command.RunAsync(
-            "dotnet", ["exec", Tool, "manifest", "--assembly", noComponents, "--name", "Nothing", "--version", "1.0.0", "--output", Path.Combine(Path.GetTempPath(), "never-written.json")], PackedTemplates.CommandBound);
+            "dotnet", ["exec", Tool, "manifest", "--assembly", noComponents, "--name", "Nothing", "--version", "1.0.0", "--output", Path.Combine(packed.Root, "never-written.json")], PackedTemplates.CommandBound);
         output.WriteLine(printed + error);
         Assert.Equal(1, code);
         Assert.Contains("error QNT0002: Quintet.Security has no component class", error, StringComparison.Ordinal);
