@@ -27,6 +27,12 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
     /// </summary>
     public static readonly TimeSpan CommandBound = TimeSpan.FromMinutes(4);
 
+    /// <summary>
+    /// A bound on the pack, the creation, the build and the publish together (2 minutes on two cores at a load average
+    /// of 25), so that with the generated test's bound a stuck step fails the test within the run's hang timeout.
+    /// </summary>
+    public static readonly TimeSpan BuildBound = TimeSpan.FromMinutes(6);
+
     /// <summary>The components the templates make: each replication choice, and the class factory.</summary>
     public static readonly (string Name, string Replication)[] Components = [("Plain", "none"), ("Backed", "primary-backup"), ("Active", "active")];
 
@@ -81,7 +87,7 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
         try
         {
             Directory.CreateDirectory(Work);
-            _built = Task.Run(() => BuildAsync(_stopping.Token));
+            _built = Task.Run(BuildWithinBoundAsync);
             _cluster = await LocalCluster.StartAsync(new LocalClusterOptions { InitialManagers = 2 }, cancellationToken: _stopping.Token);
             await _cluster.WaitForGroupViewAsync(_cluster.Managers, _stopping.Token);
         }
@@ -101,6 +107,23 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
     public Task<string> DotnetAsync(string workingDirectory, IReadOnlyDictionary<string, string?>? environment, params string[] arguments) =>
         Command.CheckedAsync("dotnet", arguments, CommandBound, workingDirectory, environment, _stopping.Token);
 
+    private static Task<string> RunDotnetAsync(CancellationToken stopping, string workingDirectory, IReadOnlyDictionary<string, string?>? environment, params string[] arguments) =>
+        Command.CheckedAsync("dotnet", arguments, CommandBound, workingDirectory, environment, stopping);
+
+    private async Task<BuiltTemplates> BuildWithinBoundAsync()
+    {
+        using var bound = CancellationTokenSource.CreateLinkedTokenSource(_stopping.Token);
+        bound.CancelAfter(BuildBound);
+        try
+        {
+            return await BuildAsync(bound.Token);
+        }
+        catch (Exception e) when (e is TimeoutException or OperationCanceledException && bound.IsCancellationRequested && !_stopping.IsCancellationRequested)
+        {
+            throw new TimeoutException($"Packing, creating, building and publishing the templates took more than {BuildBound.TotalMinutes:F0} minutes: {e.Message}", e);
+        }
+    }
+
     private async Task<BuiltTemplates> BuildAsync(CancellationToken stopping)
     {
         var times = new List<(string Step, TimeSpan At)>();
@@ -109,7 +132,7 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
         // One pack of every package from this run's build (pack does not build); -restore so the testing host's
         // restore leaves the manager out of its package dependencies (_IsPacking). Staging and nuspecs go to the
         // temporary folder, so that nothing of the pack lands in the repository's obj folders.
-        await DotnetAsync(Repository.Root, null,
+        await RunDotnetAsync(stopping, Repository.Root, null,
             "msbuild", Path.Combine(Repository.Root, "Quintet.Packages.slnf"), "-restore", "-t:Pack", "-nologo", "-v:m",
             "-p:NoBuild=true", "-p:_IsPacking=true", $"-p:Configuration={Repository.Configuration}",
             $"-p:PackageOutputPath={Packages}/", $"-p:NuspecOutputPath={Path.Combine(Root, "nuspec")}/", $"-p:QuintetPackStagingDir={Path.Combine(Root, "staging")}/");
@@ -134,19 +157,19 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
 
         // One restore and build of all the projects (the warm compiler server compiles them), then one publish of
         // the four components from that build: each makes its deployable zip.
-        await DotnetAsync(Work, WorkEnvironment, "build", "All.slnx", "-nologo", "-v:m");
+        await RunDotnetAsync(stopping, Work, WorkEnvironment, "build", "All.slnx", "-nologo", "-v:m");
         times.Add(("built", watch.Elapsed));
-        await DotnetAsync(Work, WorkEnvironment, "publish", "Components.slnx", "--no-build", "-c", "Debug", "-nologo", "-v:m");
+        await RunDotnetAsync(stopping, Work, WorkEnvironment, "publish", "Components.slnx", "--no-build", "-c", "Debug", "-nologo", "-v:m");
         times.Add(("published", watch.Elapsed));
 
         return new BuiltTemplates(version, projects, packages.ToDictionary(name => name, name => Path.Combine(Work, name, "bin", "Debug", "net10.0", "publish", $"{name}-1.0.0.zip")), times);
 
         async Task CreateAsync(string package, string hive, (string Template, string Name, string[] Options)[] lane)
         {
-            await DotnetAsync(Root, null, "new", "install", package, "--debug:custom-hive", hive);
+            await RunDotnetAsync(stopping, Root, null, "new", "install", package, "--debug:custom-hive", hive);
             foreach (var (template, name, options) in lane)
             {
-                await DotnetAsync(Work, null, ["new", template, "-n", name, "-o", Path.Combine(Work, name), "--debug:custom-hive", hive, "--no-update-check", .. options]);
+                await RunDotnetAsync(stopping, Work, null, ["new", template, "-n", name, "-o", Path.Combine(Work, name), "--debug:custom-hive", hive, "--no-update-check", .. options]);
             }
         }
     }
