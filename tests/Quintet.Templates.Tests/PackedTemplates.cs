@@ -107,7 +107,7 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
     public Task<string> DotnetAsync(string workingDirectory, IReadOnlyDictionary<string, string?>? environment, params string[] arguments) =>
         Command.CheckedAsync("dotnet", arguments, CommandBound, workingDirectory, environment, _stopping.Token);
 
-    private static Task<string> RunDotnetAsync(CancellationToken stopping, string workingDirectory, IReadOnlyDictionary<string, string?>? environment, params string[] arguments) =>
+    private static Task<string> RunDotnetAsync(string workingDirectory, IReadOnlyDictionary<string, string?>? environment, string[] arguments, CancellationToken stopping) =>
         Command.CheckedAsync("dotnet", arguments, CommandBound, workingDirectory, environment, stopping);
 
     private async Task<BuiltTemplates> BuildWithinBoundAsync()
@@ -132,10 +132,10 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
         // One pack of every package from this run's build (pack does not build); -restore so the testing host's
         // restore leaves the manager out of its package dependencies (_IsPacking). Staging and nuspecs go to the
         // temporary folder, so that nothing of the pack lands in the repository's obj folders.
-        await RunDotnetAsync(stopping, Repository.Root, null,
-            "msbuild", Path.Combine(Repository.Root, "Quintet.Packages.slnf"), "-restore", "-t:Pack", "-nologo", "-v:m",
+        await RunDotnetAsync(Repository.Root, null,
+            ["msbuild", Path.Combine(Repository.Root, "Quintet.Packages.slnf"), "-restore", "-t:Pack", "-nologo", "-v:m",
             "-p:NoBuild=true", "-p:_IsPacking=true", $"-p:Configuration={Repository.Configuration}",
-            $"-p:PackageOutputPath={Packages}/", $"-p:NuspecOutputPath={Path.Combine(Root, "nuspec")}/", $"-p:QuintetPackStagingDir={Path.Combine(Root, "staging")}/");
+            $"-p:PackageOutputPath={Packages}/", $"-p:NuspecOutputPath={Path.Combine(Root, "nuspec")}/", $"-p:QuintetPackStagingDir={Path.Combine(Root, "staging")}/"], stopping);
         times.Add(("packed", watch.Elapsed));
         var templates = Directory.GetFiles(Packages, "Quintet.Templates.*.nupkg").Single();
         var version = Path.GetFileNameWithoutExtension(templates)["Quintet.Templates.".Length..];
@@ -157,19 +157,19 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
 
         // One restore and build of all the projects (the warm compiler server compiles them), then one publish of
         // the four components from that build: each makes its deployable zip.
-        await RunDotnetAsync(stopping, Work, WorkEnvironment, "build", "All.slnx", "-nologo", "-v:m");
+        await RunDotnetAsync(Work, WorkEnvironment, ["build", "All.slnx", "-nologo", "-v:m"], stopping);
         times.Add(("built", watch.Elapsed));
-        await RunDotnetAsync(stopping, Work, WorkEnvironment, "publish", "Components.slnx", "--no-build", "-c", "Debug", "-nologo", "-v:m");
+        await RunDotnetAsync(Work, WorkEnvironment, ["publish", "Components.slnx", "--no-build", "-c", "Debug", "-nologo", "-v:m"], stopping);
         times.Add(("published", watch.Elapsed));
 
         return new BuiltTemplates(version, projects, packages.ToDictionary(name => name, name => Path.Combine(Work, name, "bin", "Debug", "net10.0", "publish", $"{name}-1.0.0.zip")), times);
 
         async Task CreateAsync(string package, string hive, (string Template, string Name, string[] Options)[] lane)
         {
-            await RunDotnetAsync(stopping, Root, null, "new", "install", package, "--debug:custom-hive", hive);
+            await RunDotnetAsync(Root, null, ["new", "install", package, "--debug:custom-hive", hive], stopping);
             foreach (var (template, name, options) in lane)
             {
-                await RunDotnetAsync(stopping, Work, null, ["new", template, "-n", name, "-o", Path.Combine(Work, name), "--debug:custom-hive", hive, "--no-update-check", .. options]);
+                await RunDotnetAsync(Work, null, ["new", template, "-n", name, "-o", Path.Combine(Work, name), "--debug:custom-hive", hive, "--no-update-check", .. options], stopping);
             }
         }
     }
