@@ -48,8 +48,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 # shellcheck source=../build-output.sh
 source "$repo/installer/build-output.sh"
-version=$(sed -n 's:.*<Version>\(.*\)</Version>.*:\1:p' "$repo/Directory.Build.props" | head -n 1)
-[[ -n "$version" ]] || fail "no <Version> in $repo/Directory.Build.props"
+# The one version of every Quintet assembly and package (Version is $(QuintetVersion)).
+version=$(sed -n 's:.*<QuintetVersion>\(.*\)</QuintetVersion>.*:\1:p' "$repo/Directory.Build.props" | head -n 1)
+[[ "$version" =~ ^[0-9] ]] || fail "no <QuintetVersion> starting with a digit in $repo/Directory.Build.props (found '$version')"
 
 mkdir -p "$output"
 output=$(cd "$output" && pwd)

@@ -13,6 +13,8 @@ internal static class ManagerLocator
             configured,
             Environment.GetEnvironmentVariable(EnvironmentVariable),
             Path.Combine(AppContext.BaseDirectory, FileName),
+            // Where the Quintet.TestingHost NuGet package puts the manager it carries.
+            Path.Combine(AppContext.BaseDirectory, "quintet-manager", FileName),
             Path.Combine(Path.GetDirectoryName(typeof(ManagerLocator).Assembly.Location) ?? string.Empty, FileName),
         };
         foreach (var candidate in candidates)
@@ -24,7 +26,7 @@ internal static class ManagerLocator
         }
 
         throw new FileNotFoundException(
-            $"Cannot find {FileName}. Reference the Quintet.Manager project (or package) so that it is copied beside your tests, " +
+            $"Cannot find {FileName}. Reference the Quintet.TestingHost package (it copies the manager to quintet-manager/ beside your tests) or the Quintet.Manager project, " +
             $"set {nameof(LocalClusterOptions)}.{nameof(LocalClusterOptions.ManagerPath)}, or set {EnvironmentVariable}.");
     }
 
