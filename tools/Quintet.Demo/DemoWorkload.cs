@@ -149,7 +149,7 @@ internal sealed class DemoWorkload : IAsyncDisposable
                 + $"Served by {served}.";
         }
 
-        return $"Every one of the {acknowledged} acknowledged deposits is in its account once, and none more: of the {unanswered} deposits whose answer never came (cut short by the stop, or failed), {unansweredApplied} were applied, each once; served by {served}.";
+        return $"Every one of the {acknowledged} acknowledged deposits is in its account once, and none more. Deposits whose answer never came (cut short by the stop, or failed): {unanswered}, of which {unansweredApplied} applied, each once. Served by {served}.";
     }
 
     /// <summary>Stops the clients (the client stays open for <see cref="VerifyAsync"/> until disposed).</summary>
