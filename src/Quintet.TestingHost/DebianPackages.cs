@@ -8,6 +8,9 @@ namespace Quintet.TestingHost;
 /// </summary>
 public static class DebianPackages
 {
+    // Another test project may be installing at the same moment (each runs in a process of its own): wait for dpkg's
+    // lock rather than fail at once.
+    private const string LockWait = "DPkg::Lock::Timeout=120";
     private static readonly SemaphoreSlim Gate = new(1, 1);
     private static bool _listsRefreshed;
 
@@ -46,11 +49,11 @@ public static class DebianPackages
             if (!_listsRefreshed)
             {
                 // A fresh machine's package lists may be empty.
-                await RunAsync(bounded.Token, "apt-get", "update", "-qq");
+                await RunAsync(bounded.Token, "apt-get", "-o", LockWait, "update", "-qq");
                 _listsRefreshed = true;
             }
 
-            var (installCode, installOutput) = await RunAsync(bounded.Token, ["apt-get", "install", "-y", "-qq", .. missing]);
+            var (installCode, installOutput) = await RunAsync(bounded.Token, ["apt-get", "-o", LockWait, "install", "-y", "-qq", .. missing]);
             if (installCode != 0)
             {
                 throw new InvalidOperationException($"'apt-get install {string.Join(' ', missing)}' failed with exit code {installCode}: {installOutput.Trim()}");

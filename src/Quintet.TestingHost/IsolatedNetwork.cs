@@ -11,6 +11,10 @@ namespace Quintet.TestingHost;
 public sealed class IsolatedNetwork : IAsyncDisposable
 {
     private const string PartitionTable = "quintet_partition";
+
+    // Subnets of networks this process has made and not yet deleted: clusters of tests that run side by side must not
+    // share one, or a bridge would route a manager's packets into another test's cluster.
+    private static readonly HashSet<int> SubnetsInUse = [];
     private readonly string _suffix;
     private readonly int _subnet;
     private readonly int _managers;
@@ -69,7 +73,7 @@ public sealed class IsolatedNetwork : IAsyncDisposable
         ArgumentOutOfRangeException.ThrowIfLessThan(managers, 1);
         ArgumentOutOfRangeException.ThrowIfGreaterThan(managers, 99);
         await EnsureNftablesAsync(cancellationToken);
-        var network = new IsolatedNetwork(Guid.NewGuid().ToString("N")[..6], Random.Shared.Next(1, 250), managers);
+        var network = new IsolatedNetwork(Guid.NewGuid().ToString("N")[..6], await ReserveSubnetAsync(cancellationToken), managers);
         try
         {
             await RunAsync(cancellationToken, "ip", "link", "add", "name", network.Name, "type", "bridge");
@@ -155,6 +159,33 @@ public sealed class IsolatedNetwork : IAsyncDisposable
         }
 
         await TryRunAsync(bounded.Token, "ip", "link", "del", Name);
+        lock (SubnetsInUse)
+        {
+            SubnetsInUse.Remove(_subnet);
+        }
+    }
+
+    /// <summary>
+    /// A subnet 10.231.N.0/24 that no network of this process uses and no interface of the host has an address in
+    /// (another test run on the same host may have made one).
+    /// </summary>
+    private static async Task<int> ReserveSubnetAsync(CancellationToken cancellationToken)
+    {
+        var (_, addresses) = await TryRunAsync(cancellationToken, "ip", "-o", "-4", "addr", "show");
+        lock (SubnetsInUse)
+        {
+            var free = Enumerable.Range(1, 249)
+                .Where(n => !SubnetsInUse.Contains(n) && !addresses.Contains($" 10.231.{n}.", StringComparison.Ordinal))
+                .ToList();
+            if (free.Count == 0)
+            {
+                throw new InvalidOperationException("Every subnet 10.231.1.0/24 to 10.231.249.0/24 is in use on this host; delete stale test bridges (ip link show type bridge).");
+            }
+
+            var subnet = free[Random.Shared.Next(free.Count)];
+            SubnetsInUse.Add(subnet);
+            return subnet;
+        }
     }
 
     private static Task EnsureNftablesAsync(CancellationToken cancellationToken) =>

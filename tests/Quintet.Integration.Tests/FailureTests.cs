@@ -4,6 +4,7 @@ using Quintet.Protocol.Admin;
 
 namespace Quintet.Integration.Tests;
 
+[Collection(FailureTimingGroup.Name)]
 public class FailureTests(ITestOutputHelper output)
 {
     /// <summary>

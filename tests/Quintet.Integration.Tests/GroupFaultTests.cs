@@ -11,6 +11,7 @@ namespace Quintet.Integration.Tests;
 /// The managers group under continuous multicast traffic (atomic and total order) while managers crash, pause and
 /// join; every run ends with the virtual-synchrony checker passing on the traces of every manager.
 /// </summary>
+[Collection(FailureTimingGroup.Name)]
 public class GroupFaultTests(ITestOutputHelper output)
 {
     private static LocalClusterOptions Options(int managers, out string traceDirectory)

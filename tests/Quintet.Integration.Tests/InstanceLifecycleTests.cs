@@ -11,6 +11,7 @@ using Samples.BankAccount;
 namespace Quintet.Integration.Tests;
 
 /// <summary>Keyed instances across managers: retire and reactivate, QoS changes at run time, migration, failover.</summary>
+[Collection(FailureTimingGroup.Name)]
 public class InstanceLifecycleTests(ITestOutputHelper output)
 {
     private const string AccountClass = "Samples.BankAccount.AccountComponent";

@@ -18,6 +18,7 @@ namespace Quintet.Integration.Tests;
 /// serves; one resumed after a pause past failure detection answers at once instead of holding calls to the deadline, and
 /// what it did not do is not reported done. The client fails over on these answers.
 /// </summary>
+[Collection(FailureTimingGroup.Name)]
 public class ReadinessTests(ITestOutputHelper output)
 {
     private static readonly string[] Keys = ["r-1", "r-2", "r-3", "r-4", "r-5", "r-6"];
