@@ -23,16 +23,19 @@ public static partial class SignInEndpoints
     /// <summary>The sign-in page's path.</summary>
     public const string SignInPath = "/signin";
 
+    /// <summary>Where the sign-in form is posted (apart from the page, whose route also takes form posts).</summary>
+    public const string SignInPostPath = "/account/signin";
+
     /// <summary>The path that signs out.</summary>
-    public const string SignOutPath = "/signout";
+    public const string SignOutPath = "/account/signout";
 
     /// <summary>The largest certificate or key file taken.</summary>
     private const int MaxPemBytes = 64 * 1024;
 
-    /// <summary>Maps <c>POST /signin</c> and <c>POST /signout</c>.</summary>
+    /// <summary>Maps <c>POST /account/signin</c> and <c>POST /account/signout</c>.</summary>
     public static void MapSignIn(this IEndpointRouteBuilder endpoints)
     {
-        endpoints.MapPost(SignInPath, SignInAsync).AllowAnonymous().DisableAntiforgery();
+        endpoints.MapPost(SignInPostPath, SignInAsync).AllowAnonymous().DisableAntiforgery();
         endpoints.MapPost(SignOutPath, SignOutAsync).DisableAntiforgery();
     }
 
