@@ -74,6 +74,29 @@ public static class CertificateFiles
         }
     }
 
+    /// <summary>
+    /// A certificate and its private key from PEM text (an upload, say), in a form TLS can use on every platform.
+    /// </summary>
+    /// <exception cref="CertificateException">The text holds no certificate, no key, or a key that is not the certificate's.</exception>
+    public static X509Certificate2 FromPem(string certificatePem, string keyPem)
+    {
+        ArgumentNullException.ThrowIfNull(certificatePem);
+        ArgumentNullException.ThrowIfNull(keyPem);
+        try
+        {
+            using var ephemeral = X509Certificate2.CreateFromPem(certificatePem, keyPem);
+            return X509CertificateLoader.LoadPkcs12(ephemeral.Export(X509ContentType.Pkcs12), password: null);
+        }
+        catch (CryptographicException e)
+        {
+            throw new CertificateException($"Could not read the certificate with its key: {e.Message} (give the PEM certificate, -----BEGIN CERTIFICATE-----, and its PEM private key, -----BEGIN PRIVATE KEY-----, as quintet certs create-client writes them).", e);
+        }
+        catch (ArgumentException e)
+        {
+            throw new CertificateException($"Could not read the certificate with its key: {e.Message} (give the PEM certificate and its PEM private key, as quintet certs create-client writes them).", e);
+        }
+    }
+
     /// <summary>Loads every certificate of a PEM bundle (the trusted CAs).</summary>
     /// <exception cref="CertificateException">The file is missing or holds no certificate.</exception>
     public static X509Certificate2Collection LoadBundle(string path)

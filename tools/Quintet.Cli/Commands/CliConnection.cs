@@ -1,7 +1,7 @@
 using System.CommandLine;
-using System.Security.Authentication;
 using Grpc.Core;
 using Grpc.Net.Client;
+using Quintet.AdminClient;
 using Quintet.Cli.Configuration;
 using Quintet.Security;
 
@@ -14,9 +14,6 @@ namespace Quintet.Cli.Commands;
 /// </summary>
 internal sealed class CliConnection
 {
-    /// <summary>The largest message the CLI sends or takes: a package being deployed.</summary>
-    private const int MaxMessageBytes = 80 * 1024 * 1024;
-
     private string? _refusedServer;
 
     /// <summary>The PEM file of the cluster's CAs; null for a cluster with security off.</summary>
@@ -60,63 +57,24 @@ internal sealed class CliConnection
 
     /// <summary>A channel to <paramref name="endpoint"/> with these settings; the options were checked.</summary>
     /// <exception cref="CertificateException">A certificate file cannot be read.</exception>
-    public GrpcChannel Open(Uri endpoint)
+    public GrpcChannel Open(Uri endpoint) => AdminChannels.Open(endpoint, Credentials(), new AdminChannelSettings(), reason => _refusedServer = reason);
+
+    /// <summary>The credentials these options name, read from their files.</summary>
+    /// <exception cref="CertificateException">A certificate file cannot be read.</exception>
+    public AdminCredentials Credentials() => new()
     {
-        var options = new GrpcChannelOptions { MaxSendMessageSize = MaxMessageBytes, MaxReceiveMessageSize = MaxMessageBytes };
-        if (CaFile is null && CertFile is null && Token is null)
-        {
-            return GrpcChannel.ForAddress(endpoint, options);
-        }
-
-        // Without --ca the platform checks the server, as for a TLS-terminating proxy with a public certificate.
-        var certificate = CertFile is null ? null : CertificateFiles.LoadWithKey(CertFile, KeyFile!);
-        var ssl = CaFile is null
-            ? new System.Net.Security.SslClientAuthenticationOptions { ClientCertificates = certificate is null ? null : [certificate] }
-            : ClusterTls.ClientOptions(ClusterTrust.Load(CaFile), certificate, reason => _refusedServer = reason);
-        options.HttpHandler = new SocketsHttpHandler { SslOptions = ssl, EnableMultipleHttp2Connections = true };
-        options.DisposeHttpClient = true;
-        if (Token is { } token)
-        {
-            var header = "Bearer " + token.Trim();
-            options.Credentials = ChannelCredentials.Create(new SslCredentials(), CallCredentials.FromInterceptor((_, metadata) =>
-            {
-                metadata.Add("authorization", header);
-                return Task.CompletedTask;
-            }));
-        }
-
-        return GrpcChannel.ForAddress(endpoint, options);
-    }
+        Trust = CaFile is null ? null : ClusterTrust.Load(CaFile),
+        Certificate = CertFile is null ? null : CertificateFiles.LoadWithKey(CertFile, KeyFile!),
+        BearerToken = Token,
+    };
 
     /// <summary>Whether <paramref name="exception"/> is a TLS handshake that failed (either side refused).</summary>
-    public static bool IsTlsFailure(RpcException exception)
-    {
-        for (Exception? e = exception.Status.DebugException; e is not null; e = e.InnerException)
-        {
-            if (e is AuthenticationException)
-            {
-                return true;
-            }
-        }
-
-        return false;
-    }
+    public static bool IsTlsFailure(RpcException exception) => AdminChannels.IsTlsFailure(exception);
 
     /// <summary>The message for a failed TLS handshake with the manager at <paramref name="endpoint"/>.</summary>
     public string TlsFailure(string endpoint, RpcException exception) => RefusedServer is { } reason
         ? $"the TLS handshake with {endpoint} failed: the manager was refused, {reason}. Is --ca the cluster's CA certificate?"
-        : $"the TLS handshake with {endpoint} failed ({Innermost(exception)}). Is --ca the cluster's CA certificate, and --cert one of its client certificates?";
-
-    private static string Innermost(RpcException exception)
-    {
-        Exception? e = exception.Status.DebugException;
-        while (e?.InnerException is not null)
-        {
-            e = e.InnerException;
-        }
-
-        return e?.Message ?? exception.Status.Detail;
-    }
+        : $"the TLS handshake with {endpoint} failed ({AdminChannels.InnermostMessage(exception)}). Is --ca the cluster's CA certificate, and --cert one of its client certificates?";
 
     private static Option<string?> Create(CliEnvironment environment, string name, string variable, string description) => new(name)
     {

@@ -1,0 +1,121 @@
+using Grpc.Core;
+using Microsoft.Extensions.Options;
+using Quintet.AdminClient;
+using Quintet.Console.Hosting;
+using Quintet.Console.Sessions;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Console.Admin;
+
+/// <summary>
+/// The admin API over the signed-in user's channels: reads fail over to the next manager on <c>UNAVAILABLE</c>,
+/// actions only when the manager could not be connected to (<see cref="AdminFailover"/>). Every action is logged with
+/// the user's name; the managers' audit log records it too.
+/// </summary>
+public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOptions> options, ILogger<AdminApi> logger) : IAdminApi
+{
+    private readonly ConsoleOptions _options = options.Value;
+
+    /// <inheritdoc />
+    public Task<GetClusterTreeResponse> GetClusterTreeAsync(GetClusterTreeRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ClusterAdmin.ClusterAdminClient(invoker).GetClusterTreeAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListManagersResponse> ListManagersAsync(CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ClusterAdmin.ClusterAdminClient(invoker).ListManagersAsync(new ListManagersRequest { IncludeReports = true }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListGroupsResponse> ListGroupsAsync(ListGroupsRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ClusterAdmin.ClusterAdminClient(invoker).ListGroupsAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListManagerLogResponse> ListManagerLogAsync(ListManagerLogRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ClusterAdmin.ClusterAdminClient(invoker).ListManagerLogAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new SharedStructureAdmin.SharedStructureAdminClient(invoker).ListSharedStructuresAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListCoordinationResponse> ListCoordinationAsync(ListCoordinationRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new CoordinationAdmin.CoordinationAdminClient(invoker).ListCoordinationAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListAuditEntriesResponse> ListAuditEntriesAsync(ListAuditEntriesRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new Audit.AuditClient(invoker).ListAuditEntriesAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListPackagesResponse> ListPackagesAsync(CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).ListPackagesAsync(new ListPackagesRequest(), call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public async Task<ListInstancesResponse> ListInstancesAsync(string? managerEndpoint, ListInstancesRequest request, CancellationToken cancellationToken)
+    {
+        if (string.IsNullOrEmpty(managerEndpoint) || !Uri.TryCreate(managerEndpoint, UriKind.Absolute, out var endpoint))
+        {
+            return await ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).ListInstancesAsync(request, call).ResponseAsync, cancellationToken);
+        }
+
+        var session = await current.GetAsync();
+        return await new ComponentAdmin.ComponentAdminClient(session.Managers.InvokerFor(endpoint)).ListInstancesAsync(request, Options(_options.ReadTimeout, cancellationToken));
+    }
+
+    /// <inheritdoc />
+    public Task<GetQosResponse> GetQosAsync(string className, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetQosAsync(new GetQosRequest { ClassName = className }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<SetQosResponse> SetQosAsync(string className, string spec, CancellationToken cancellationToken) =>
+        ActAsync("set QoS", className, (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).SetQosAsync(new SetQosRequest { ClassName = className, Spec = spec }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<DeployPackageResponse> DeployPackageAsync(byte[] packageZip, CancellationToken cancellationToken) =>
+        ActAsync("deploy", $"a package of {packageZip.Length} bytes", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).DeployPackageAsync(new DeployPackageRequest { PackageZip = Google.Protobuf.ByteString.CopyFrom(packageZip) }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task UndeployPackageAsync(string name, CancellationToken cancellationToken) =>
+        ActAsync("undeploy", name, (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).UndeployPackageAsync(new UndeployPackageRequest { Name = name }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<MigrateInstanceResponse> MigrateInstanceAsync(string className, string key, string toManager, CancellationToken cancellationToken) =>
+        ActAsync("migrate", $"{className}/{key} to {toManager}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = className, Key = key, ToManager = toManager }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
+        ActAsync("set role members", $"{package} {role}", (invoker, call) => new ComponentRoles.ComponentRolesClient(invoker).SetRoleMembersAsync(new RoleMembersRequest { Package = package, Role = role, Members = { members } }, call).ResponseAsync, cancellationToken);
+
+    private static CallOptions Options(TimeSpan timeout, CancellationToken cancellationToken) => new(deadline: DateTime.UtcNow + timeout, cancellationToken: cancellationToken);
+
+    private async Task<T> ReadAsync<T>(Func<CallInvoker, CallOptions, Task<T>> call, CancellationToken cancellationToken)
+    {
+        var session = await current.GetAsync();
+        return await session.Managers.InvokeAsync(invoker => call(invoker, Options(_options.ReadTimeout, cancellationToken)));
+    }
+
+    private async Task<T> ActAsync<T>(string action, string target, Func<CallInvoker, CallOptions, Task<T>> call, CancellationToken cancellationToken)
+    {
+        var session = await current.GetAsync();
+        LogActionStarted(session.User, action, target);
+        try
+        {
+            var result = await session.Managers.InvokeAsync(invoker => call(invoker, Options(_options.ActionTimeout, cancellationToken)), changesSomething: true);
+            LogActionDone(session.User, action, target);
+            return result;
+        }
+        catch (RpcException e)
+        {
+            LogActionFailed(session.User, action, target, AdminProblem.StatusName(e.StatusCode), e.Status.Detail);
+            throw;
+        }
+    }
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "{User}: {Action} {Target}")]
+    private partial void LogActionStarted(string user, string action, string target);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "{User}: {Action} {Target}: done")]
+    private partial void LogActionDone(string user, string action, string target);
+
+    // A refusal or a failed action is the managers' answer, not the console's fault.
+    [LoggerMessage(Level = LogLevel.Information, Message = "{User}: {Action} {Target}: {Status} {Detail}")]
+    private partial void LogActionFailed(string user, string action, string target, string status, string detail);
+}

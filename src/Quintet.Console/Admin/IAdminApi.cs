@@ -1,0 +1,56 @@
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Console.Admin;
+
+/// <summary>
+/// The admin API as the console's pages use it, one method per admin rpc, called with the signed-in user's credential
+/// (the managers decide what the user may do). A refusal or failure is an <see cref="Grpc.Core.RpcException"/> with the
+/// manager's status; <see cref="AdminProblem"/> puts it in words.
+/// </summary>
+public interface IAdminApi
+{
+    /// <summary>ClusterAdmin/GetClusterTree: the managers, packages and classes, and one page of the instances.</summary>
+    Task<GetClusterTreeResponse> GetClusterTreeAsync(GetClusterTreeRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ClusterAdmin/ListManagers, with each manager's report.</summary>
+    Task<ListManagersResponse> ListManagersAsync(CancellationToken cancellationToken);
+
+    /// <summary>ClusterAdmin/ListGroups.</summary>
+    Task<ListGroupsResponse> ListGroupsAsync(ListGroupsRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ClusterAdmin/ListManagerLog: a manager's recent warnings and errors.</summary>
+    Task<ListManagerLogResponse> ListManagerLogAsync(ListManagerLogRequest request, CancellationToken cancellationToken);
+
+    /// <summary>SharedStructureAdmin/ListSharedStructures.</summary>
+    Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken);
+
+    /// <summary>CoordinationAdmin/ListCoordination.</summary>
+    Task<ListCoordinationResponse> ListCoordinationAsync(ListCoordinationRequest request, CancellationToken cancellationToken);
+
+    /// <summary>Audit/ListAuditEntries, newest first.</summary>
+    Task<ListAuditEntriesResponse> ListAuditEntriesAsync(ListAuditEntriesRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/ListPackages: packages, classes, operations and their roles.</summary>
+    Task<ListPackagesResponse> ListPackagesAsync(CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/ListInstances asked of one manager (its gRPC endpoint; null: any): the figures of the instances it hosts.</summary>
+    Task<ListInstancesResponse> ListInstancesAsync(string? managerEndpoint, ListInstancesRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/GetQos: a class's QoS spec as YAML.</summary>
+    Task<GetQosResponse> GetQosAsync(string className, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/SetQos: replaces a class's QoS spec on every manager.</summary>
+    Task<SetQosResponse> SetQosAsync(string className, string spec, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/DeployPackage: deploys a package zip on every manager.</summary>
+    Task<DeployPackageResponse> DeployPackageAsync(byte[] packageZip, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/UndeployPackage.</summary>
+    Task UndeployPackageAsync(string name, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/MigrateInstance: moves a keyed instance to another manager (its node name).</summary>
+    Task<MigrateInstanceResponse> MigrateInstanceAsync(string className, string key, string toManager, CancellationToken cancellationToken);
+
+    /// <summary>ComponentRoles/SetRoleMembers: replaces the members of a role a package declares.</summary>
+    Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken);
+}

@@ -1,0 +1,165 @@
+using Bunit;
+using Grpc.Core;
+using Microsoft.AspNetCore.Components.Web.Virtualization;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.FluentUI.AspNetCore.Components;
+using Quintet.Console.Admin;
+using Quintet.Console.Components.Explorer;
+using Quintet.Console.Components.Pages;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Console.Tests;
+
+/// <summary>The console's pages against a fake admin API: no process, no network.</summary>
+public sealed class ConsoleComponentTests : BunitContext
+{
+    private readonly FakeAdminApi _admin = new();
+
+    public ConsoleComponentTests()
+    {
+        JSInterop.Mode = JSRuntimeMode.Loose;
+        Services.AddFluentUIComponents();
+        Services.AddSingleton<IAdminApi>(_admin);
+    }
+
+    [Fact]
+    public async Task Tree_shows_the_managers_their_packages_the_classes_and_the_tools()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("reader");
+        var tree = await _admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageSize = 1 }, CancellationToken.None);
+
+        var cut = Render<ClusterTree>(p => p.Add(c => c.Tree, tree));
+
+        var nodes = cut.FindAll("span.node").Select(n => n.TextContent).ToList();
+        Assert.Contains("Cluster quintet", nodes);
+        Assert.Contains("manager-2 · up · 7 instances", nodes);
+        Assert.Contains("Bank@1.0.0", nodes);
+        Assert.Contains("Bank 1.0.0", nodes);
+        Assert.Contains("Bank.Account (250)", nodes);
+        Assert.Contains("Groups", nodes);
+        Assert.Contains("Shared structures", nodes);
+        Assert.Contains("Coordination", nodes);
+    }
+
+    [Fact]
+    public async Task Instance_pages_are_fetched_as_they_are_scrolled_to_and_only_a_few_are_kept()
+    {
+        var admin = new FakeAdminApi(instances: 100_000);
+        var pages = new InstancePages(new GetClusterTreeRequest { ClassName = "Bank.Account" }, admin.GetClusterTreeAsync);
+
+        var first = await pages.ProvideAsync(new ItemsProviderRequest(0, 40, CancellationToken.None));
+        Assert.Equal(1, pages.Fetches);
+        Assert.Equal(100_000, first.TotalItemCount);
+        Assert.Equal("acct-00000", first.Items.First().Key);
+
+        // Pages 1 and 2 (keys 190..229) need page 1's token, which page 0 gave, so two more fetches and no more.
+        var later = await pages.ProvideAsync(new ItemsProviderRequest(190, 40, CancellationToken.None));
+        Assert.Equal(3, pages.Fetches);
+        Assert.Equal(["acct-00190", "acct-00229"], [later.Items.First().Key, later.Items.Last().Key]);
+        Assert.All(admin.TreeRequests, r => Assert.Equal(InstancePages.PageSize, r.PageSize));
+        Assert.All(admin.TreeRequests, r => Assert.Equal("Bank.Account", r.ClassName));
+
+        // Scrolling back within the kept pages asks nothing.
+        await pages.ProvideAsync(new ItemsProviderRequest(100, 40, CancellationToken.None));
+        Assert.Equal(3, pages.Fetches);
+    }
+
+    [Fact]
+    public void Instance_list_renders_the_first_page_without_loading_the_rest()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("reader");
+        var admin = new FakeAdminApi(instances: 100_000);
+        Services.AddSingleton<IAdminApi>(admin);
+
+        var cut = Render<InstanceList>(p => p.Add(c => c.ClassName, "Bank.Account"));
+
+        cut.WaitForAssertion(() => Assert.NotEmpty(cut.FindAll("tr[data-key]")));
+        Assert.Equal("acct-00000", cut.FindAll("tr[data-key]")[0].GetAttribute("data-key"));
+        Assert.Contains("100000 instances", cut.Markup);
+        Assert.InRange(admin.TreeRequests.Count, 1, 2);
+    }
+
+    [Fact]
+    public void A_reader_sees_no_action_buttons()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+
+        var instance = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+        var package = Render<PackageDetails>(p => p.Add(c => c.Name, "Bank").Add(c => c.Package, FakeAdminApi.Bank));
+        var qos = Render<QosEditor>(p => p.Add(c => c.ClassName, "Bank.Account"));
+        var explorer = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero));
+
+        instance.WaitForAssertion(() => Assert.Contains("42", instance.Markup));
+        Assert.Empty(instance.FindAll("#migrate"));
+        Assert.Empty(package.FindAll("#undeploy"));
+        qos.WaitForAssertion(() => Assert.Contains("replication: primary-backup", qos.Markup));
+        Assert.Empty(qos.FindAll("#save-qos"));
+        Assert.Empty(qos.FindAll("textarea"));
+        explorer.WaitForAssertion(() => Assert.Contains("Cluster quintet", explorer.Markup));
+        Assert.DoesNotContain("Deploy", explorer.FindAll("fluent-tab").Select(t => t.TextContent.Trim()));
+        Assert.Empty(_admin.Actions);
+    }
+
+    [Fact]
+    public void An_admin_sees_the_actions_a_reader_does_not()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("admin");
+
+        var instance = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+        var package = Render<PackageDetails>(p => p.Add(c => c.Name, "Bank").Add(c => c.Package, FakeAdminApi.Bank));
+        var qos = Render<QosEditor>(p => p.Add(c => c.ClassName, "Bank.Account"));
+        var explorer = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero));
+
+        Assert.NotEmpty(instance.FindAll("#migrate"));
+        Assert.NotEmpty(package.FindAll("#undeploy"));
+        qos.WaitForAssertion(() => Assert.NotEmpty(qos.FindAll("#save-qos")));
+        explorer.WaitForAssertion(() => Assert.Contains("Deploy", explorer.FindAll("fluent-tab").Select(t => t.GetAttribute("id") == "tab-deploy" ? "Deploy" : "")));
+    }
+
+    [Fact]
+    public void A_refused_action_shows_the_status_and_the_managers_message()
+    {
+        AddAuthorization().SetAuthorized("olga").SetRoles("operator");
+        _admin.ActionFailure = new RpcException(new Status(StatusCode.PermissionDenied, "'olga' may not call MigrateInstance: it needs the role operator or admin"));
+        var cut = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+
+        cut.Find("#migrate").Click();
+
+        cut.WaitForAssertion(() => Assert.Contains("PERMISSION_DENIED: 'olga' may not call MigrateInstance", cut.Find(".call-error").TextContent));
+        Assert.Equal(["migrate acct-00001 manager-1"], _admin.Actions);
+    }
+
+    [Fact]
+    public void A_deployed_package_asks_for_its_roles_members()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("admin");
+        var cut = Render<DeployPanel>();
+
+        cut.InvokeAsync(() => cut.Instance.DeployAsync("Bank.zip", [1, 2, 3]));
+
+        cut.WaitForAssertion(() => Assert.Single(cut.FindAll("input.role-members")));
+        Assert.Contains("Deployed Bank 1.0.0", cut.Markup);
+        Assert.Equal(["deploy"], _admin.Actions);
+    }
+
+    [Fact]
+    public void An_unreachable_cluster_shows_why_in_the_explorer()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("admin");
+        _admin.TreeFailure = new RpcException(new Status(StatusCode.Unavailable, "Error connecting to subchannel."));
+
+        var cut = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero));
+
+        cut.WaitForAssertion(() => Assert.Contains("Reading the cluster failed: UNAVAILABLE: no manager answered (Error connecting to subchannel.)", cut.Find(".call-error").TextContent));
+    }
+
+    [Fact]
+    public void The_audit_page_lists_entries()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("admin");
+
+        var cut = Render<AuditLog>();
+
+        cut.WaitForAssertion(() => Assert.Contains("/quintet.admin.v1.ComponentAdmin/DeployPackage", cut.Markup));
+    }
+}

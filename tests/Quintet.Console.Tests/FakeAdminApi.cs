@@ -1,0 +1,117 @@
+using Grpc.Core;
+using Quintet.Console.Admin;
+using Quintet.Protocol.Admin;
+
+namespace Quintet.Console.Tests;
+
+/// <summary>An admin API in memory: a cluster of three managers, one package, and as many instances as a test asks for.</summary>
+internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
+{
+    public List<GetClusterTreeRequest> TreeRequests { get; } = [];
+
+    public RpcException? TreeFailure { get; set; }
+
+    public RpcException? ActionFailure { get; set; }
+
+    public List<string> Actions { get; } = [];
+
+    public static IReadOnlyList<string> ManagerNames { get; } = ["manager-1", "manager-2", "manager-3"];
+
+    public static TreeManager Manager(string name) => new()
+    {
+        OwnedInstances = 7,
+        Manager = new ManagerInfo
+        {
+            NodeName = name,
+            Address = $"akka.tcp://quintet@127.0.0.1:{4000 + name[^1]}",
+            State = ManagerState.Up,
+            Reachable = true,
+            InManagersGroup = true,
+            Report = new ManagerReport { NodeName = name, Ready = true, GrpcEndpoint = $"https://127.0.0.1:{5000 + name[^1]}", Packages = { "Bank@1.0.0" } },
+        },
+    };
+
+    public static TreePackage Bank { get; } = new()
+    {
+        Name = "Bank",
+        Version = "1.0.0",
+        Classes = { new TreeClass { ClassName = "Bank.Account", Contracts = { "acme.bank.Teller" }, Instances = 250, QosSummary = "replication: primary-backup (1 backup)" } },
+    };
+
+    public static TreeInstance Instance(int i) => new()
+    {
+        ClassName = "Bank.Account",
+        Key = $"acct-{i:D5}",
+        Owner = ManagerNames[i % 3],
+        OwnerInView = true,
+        Epoch = 1,
+        State = "active",
+        Holders = { new InstanceHolder { Manager = ManagerNames[i % 3], Role = "primary", State = "active" } },
+    };
+
+    public Task<GetClusterTreeResponse> GetClusterTreeAsync(GetClusterTreeRequest request, CancellationToken cancellationToken)
+    {
+        TreeRequests.Add(request.Clone());
+        if (TreeFailure is not null)
+        {
+            throw TreeFailure;
+        }
+
+        var size = request.PageSize == 0 ? 100 : request.PageSize;
+        var start = request.PageToken.Length == 0 ? 0 : int.Parse(request.PageToken, System.Globalization.CultureInfo.InvariantCulture);
+        var response = new GetClusterTreeResponse { ClusterName = "quintet", AnsweredBy = "manager-1", MatchingInstances = instances, Packages = { Bank } };
+        response.Managers.AddRange(ManagerNames.Select(Manager));
+        for (var i = start; i < Math.Min(instances, start + size); i++)
+        {
+            response.Instances.Add(Instance(i));
+        }
+
+        response.NextPageToken = start + size < instances ? (start + size).ToString(System.Globalization.CultureInfo.InvariantCulture) : "";
+        return Task.FromResult(response);
+    }
+
+    public Task<ListManagersResponse> ListManagersAsync(CancellationToken cancellationToken) =>
+        Task.FromResult(new ListManagersResponse { Managers = { ManagerNames.Select(n => Manager(n).Manager) } });
+
+    public Task<ListGroupsResponse> ListGroupsAsync(ListGroupsRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListGroupsResponse { Manager = "manager-1", Groups = { new GroupInfo { Name = "quintet.managers", Kind = "managers", ViewId = 3, MemberCount = 3 } } });
+
+    public Task<ListManagerLogResponse> ListManagerLogAsync(ListManagerLogRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListManagerLogResponse { Manager = request.Manager, Capacity = 500, Entries = { new ManagerLogEntry { Level = "warning", Category = "Quintet.Test", Message = "a warning" } } });
+
+    public Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListSharedStructuresResponse { Manager = "manager-1" });
+
+    public Task<ListCoordinationResponse> ListCoordinationAsync(ListCoordinationRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListCoordinationResponse { Manager = "manager-1" });
+
+    public Task<ListAuditEntriesResponse> ListAuditEntriesAsync(ListAuditEntriesRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListAuditEntriesResponse { Entries = { new AuditEntry { Caller = "alice", Action = "/quintet.admin.v1.ComponentAdmin/DeployPackage", Result = "OK", Manager = "manager-1" } } });
+
+    public Task<ListPackagesResponse> ListPackagesAsync(CancellationToken cancellationToken) => Task.FromResult(new ListPackagesResponse());
+
+    public Task<ListInstancesResponse> ListInstancesAsync(string? managerEndpoint, ListInstancesRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListInstancesResponse { Instances = { new InstanceInfo { ClassName = request.ClassName, Key = request.Keys.FirstOrDefault() ?? "", Calls = 42, Errors = 1, P50Ms = 0.4, P99Ms = 2.5 } } });
+
+    public Task<GetQosResponse> GetQosAsync(string className, CancellationToken cancellationToken) =>
+        Task.FromResult(new GetQosResponse { ClassName = className, Spec = "replication: primary-backup\n" });
+
+    public Task<SetQosResponse> SetQosAsync(string className, string spec, CancellationToken cancellationToken) => Act("set-qos", new SetQosResponse { Spec = spec, Managers = 3 });
+
+    public Task<DeployPackageResponse> DeployPackageAsync(byte[] packageZip, CancellationToken cancellationToken) =>
+        Act("deploy", new DeployPackageResponse { Package = new PackageInfo { Name = "Bank", Version = "1.0.0", Roles = { "teller" } } });
+
+    public Task UndeployPackageAsync(string name, CancellationToken cancellationToken) => Act("undeploy", true);
+
+    public Task<MigrateInstanceResponse> MigrateInstanceAsync(string className, string key, string toManager, CancellationToken cancellationToken) =>
+        Act($"migrate {key} {toManager}", new MigrateInstanceResponse { FromManager = "manager-1", ToManager = toManager, Epoch = 2, ElapsedMs = 12 });
+
+    public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
+        Act($"roles {role}", new RoleMembersResponse());
+
+    private Task<T> Act<T>(string action, T result)
+    {
+        Actions.Add(action);
+        return ActionFailure is not null ? Task.FromException<T>(ActionFailure) : Task.FromResult(result);
+    }
+}
