@@ -1,5 +1,6 @@
 // Figures of Quintet, each beside a peer measured in the same run:
-//   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5]
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5 --sizes 3,5,9,16]
+//   (--sizes: the figures at each cluster size, the peer's at the first)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N --tls]
 //   (--rate: messages per second per manager; the default is as fast as the group accepts them)
 //   (--tls: the managers secured with certificates, so the cluster port and the group port use mutual TLS)
@@ -67,13 +68,20 @@ if (args.Length > 0 && args[0] == "multicast")
 
 var runs = Arguments.Int(args, "--runs", 10);
 var peerRuns = Arguments.Int(args, "--peer-runs", 5);
+var sizes = Arguments.Ints(args, "--sizes", [3]);
 
-Console.WriteLine($"Quintet cluster figures: {runs} runs with Quintet's defaults, {peerRuns} with Akka.NET's failure-detector and split-brain defaults.");
+Console.WriteLine($"Quintet cluster figures: {runs} runs at each size ({string.Join(", ", sizes)} managers) with Quintet's defaults, {peerRuns} at {sizes[0]} with Akka.NET's failure-detector and split-brain defaults.");
 Console.WriteLine($"Machine: {Environment.ProcessorCount} cores, .NET {Environment.Version}, {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC.");
 Console.WriteLine();
 
-var quintet = await ClusterFigures.MeasureAsync("quintet defaults", runs, new Dictionary<string, string>());
-var akka = await ClusterFigures.MeasureAsync("akka.net defaults", peerRuns, new Dictionary<string, string>
+var bySize = new List<(int Size, Figures Figures)>();
+foreach (var size in sizes)
+{
+    bySize.Add((size, await ClusterFigures.MeasureAsync("quintet defaults", size, runs, new Dictionary<string, string>())));
+}
+
+var quintet = bySize[0].Figures;
+var akka = await ClusterFigures.MeasureAsync("akka.net defaults", sizes[0], peerRuns, new Dictionary<string, string>
 {
     // Akka.NET's reference.conf: 1 s heartbeats, 3 s acceptable pause, split-brain resolver stable-after 20 s.
     ["Quintet:Cluster:FailureDetector:HeartbeatInterval"] = "00:00:01",
@@ -82,14 +90,34 @@ var akka = await ClusterFigures.MeasureAsync("akka.net defaults", peerRuns, new 
 });
 
 const double MscsDetectAndRegroupMs = 7200 + 3000;
+const double MscsRegroupMs = 3000;
 Console.WriteLine();
+Console.WriteLine($"At {sizes[0]} managers:");
 Console.WriteLine($"{"figure",-50} {"quintet",12} {"akka.net",12} {"ratio",8}");
 Row("kill -9 to removal, median (ms)", quintet.RemovalMs.Median(), akka.RemovalMs.Median());
 Row("kill -9 to removal, max (ms)", quintet.RemovalMs.Max(), akka.RemovalMs.Max());
+Row("kill -9 to unreachable everywhere, median (ms)", quintet.DetectionMs.Median(), akka.DetectionMs.Median());
+Row("unreachable to removal (view change), median (ms)", quintet.RegroupMs.Median(), akka.RegroupMs.Median());
 Row("new manager: start to Up everywhere, median (ms)", quintet.JoinMs.Median(), akka.JoinMs.Median());
 Row("idle manager working set, median (MB)", quintet.WorkingSetMb.Median(), akka.WorkingSetMb.Median());
 Row("idle manager managed heap, median (MB)", quintet.HeapMb.Median(), akka.HeapMb.Median());
 Console.WriteLine($"{"MSCS detection + regroup (published, ms)",-50} {MscsDetectAndRegroupMs,12:F0} {"",12} {quintet.RemovalMs.Median() / MscsDetectAndRegroupMs,8:F2}");
+
+if (bySize.Count > 1)
+{
+    // The reference design's clusters went up to 16 nodes: how views, joins and memory change with the size.
+    Console.WriteLine();
+    Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+        $"{"managers",8} {"removal p50",12} {"removal max",12} {"detect p50",11} {"regroup p50",12} {"regroup max",12} {"join p50",9} {"join max",9} {"WS MB p50",10} {"heap MB p50",12}"));
+    foreach (var (size, f) in bySize)
+    {
+        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+            $"{size,8} {f.RemovalMs.Median(),12:F0} {f.RemovalMs.Max(),12:F0} {f.DetectionMs.Median(),11:F0} {f.RegroupMs.Median(),12:F0} {f.RegroupMs.Max(),12:F0} {f.JoinMs.Median(),9:F0} {f.JoinMs.Max(),9:F0} {f.WorkingSetMb.Median(),10:F0} {f.HeapMb.Median(),12:F0}"));
+    }
+
+    Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+        $"targets: view change after detection <= 500 ms (MSCS regroup {MscsRegroupMs:F0} ms); join to serving <= 2000 ms (MSCS 2000-4000 ms unloaded)"));
+}
 
 static void Row(string name, double ours, double peer) =>
     Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{name,-50} {ours,12:F0} {peer,12:F0} {ours / peer,8:F2}"));
@@ -135,22 +163,24 @@ namespace Quintet.Benchmarks
         }
     }
 
-    internal sealed record Figures(List<double> RemovalMs, List<double> JoinMs, List<double> WorkingSetMb, List<double> HeapMb);
+    internal sealed record Figures(List<double> RemovalMs, List<double> DetectionMs, List<double> RegroupMs, List<double> JoinMs, List<double> WorkingSetMb, List<double> HeapMb);
 
     internal static class ClusterFigures
     {
         private static readonly TimeSpan IdleSettle = TimeSpan.FromSeconds(5);
 
         /// <summary>
-        /// Each run: a 3-manager cluster; after it idles, the managers' memory; a 4th manager's join (process start to Up
-        /// in all four views); then kill -9 of one manager and the time until all survivors' views drop it.
+        /// Each run: a cluster of <paramref name="size"/> managers; after it idles, the managers' memory; one more
+        /// manager's join (process start to Up in every view); then kill -9 of one manager (the newest in odd runs, the
+        /// oldest, which leads the cluster and orders the managers group, in even ones) and, watched every 20 ms, the time
+        /// until every survivor sees it unreachable (detection) and until every survivor's view drops it (removal).
         /// </summary>
-        public static async Task<Figures> MeasureAsync(string label, int runs, IDictionary<string, string> settings)
+        public static async Task<Figures> MeasureAsync(string label, int size, int runs, IDictionary<string, string> settings)
         {
-            var figures = new Figures([], [], [], []);
+            var figures = new Figures([], [], [], [], [], []);
             for (var run = 1; run <= runs; run++)
             {
-                var options = new Quintet.TestingHost.LocalClusterOptions { InitialManagers = 3, Timeout = TimeSpan.FromSeconds(90) };
+                var options = new Quintet.TestingHost.LocalClusterOptions { InitialManagers = size, Timeout = TimeSpan.FromSeconds(90 + (10 * size)) };
                 foreach (var (key, value) in settings)
                 {
                     options.Settings[key] = value;
@@ -167,18 +197,49 @@ namespace Quintet.Benchmarks
                 await cluster.WaitForViewAsync(cluster.Managers);
                 figures.JoinMs.Add(joining.Elapsed.TotalMilliseconds);
 
-                var victim = cluster.Managers[^1];
+                var victim = run % 2 == 1 ? cluster.Managers[^1] : cluster.Managers[0];
                 var survivors = cluster.Managers.Where(m => m != victim).ToList();
-                var removal = Stopwatch.StartNew();
-                await cluster.KillAsync(victim);
-                await cluster.WaitForViewAsync(survivors);
-                figures.RemovalMs.Add(removal.Elapsed.TotalMilliseconds);
+                var (detection, removal) = await KillAndWatchAsync(cluster, victim, survivors, options.Timeout);
+                figures.DetectionMs.Add(detection.TotalMilliseconds);
+                figures.RemovalMs.Add(removal.TotalMilliseconds);
+                figures.RegroupMs.Add((removal - detection).TotalMilliseconds);
 
                 Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                    $"{label} run {run}/{runs}: removal {figures.RemovalMs[^1],6:F0} ms, join {figures.JoinMs[^1],6:F0} ms, working set {view.Managers.Average(m => m.Report.WorkingSetBytes) / 1048576.0,5:F0} MB"));
+                    $"{label}, {size} managers, run {run}/{runs}: kill -9 of the {(victim == cluster.Managers[0] ? "oldest" : "newest")}: unreachable everywhere {detection.TotalMilliseconds,6:F0} ms, removed {removal.TotalMilliseconds,6:F0} ms; join {figures.JoinMs[^1],6:F0} ms, working set {view.Managers.Average(m => m.Report.WorkingSetBytes) / 1048576.0,5:F0} MB"));
             }
 
             return figures;
+        }
+
+        private static async Task<(TimeSpan Detection, TimeSpan Removal)> KillAndWatchAsync(
+            Quintet.TestingHost.LocalCluster cluster,
+            Quintet.TestingHost.ManagerProcess victim,
+            List<Quintet.TestingHost.ManagerProcess> survivors,
+            TimeSpan timeout)
+        {
+            var address = victim.ClusterAddress;
+            var since = Stopwatch.StartNew();
+            await cluster.KillAsync(victim);
+            TimeSpan? detection = null;
+            while (since.Elapsed < timeout)
+            {
+                var views = await Task.WhenAll(survivors.Select(s => cluster.ViewOfAsync(s)));
+                var at = since.Elapsed;
+                var seen = views.Select(v => v.Managers.FirstOrDefault(m => m.Address == address)).ToList();
+                if (detection is null && seen.All(m => m is null || !m.Reachable))
+                {
+                    detection = at;
+                }
+
+                if (seen.All(m => m is null) && views.All(v => v.Managers.Count == survivors.Count))
+                {
+                    return (detection ?? at, at);
+                }
+
+                await Task.Delay(20);
+            }
+
+            throw new TimeoutException($"The survivors did not drop {victim.Name} within {timeout}.");
         }
     }
 }
