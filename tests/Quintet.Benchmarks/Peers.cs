@@ -14,24 +14,33 @@ internal sealed class RedisPeer : IAsyncDisposable
 {
     private readonly PeerProcess _process;
 
-    private RedisPeer(PeerProcess process, ConnectionMultiplexer connection)
+    private RedisPeer(PeerProcess process, ConnectionMultiplexer connection, int port)
     {
         _process = process;
         Connection = connection;
+        Port = port;
     }
 
     public ConnectionMultiplexer Connection { get; }
 
     public int ProcessId => _process.ProcessId;
 
-    public static async Task<RedisPeer> StartAsync(string folder, TimeSpan timeout)
+    public int Port { get; }
+
+    /// <summary>Starts a node; with <paramref name="replicaOf"/>, a replica of the node on that port.</summary>
+    public static async Task<RedisPeer> StartAsync(string folder, TimeSpan timeout, int? replicaOf = null)
     {
         Directory.CreateDirectory(folder);
         var port = PeerProcess.FreePort();
-        var process = PeerProcess.Start("redis", "redis-server",
+        List<string> arguments =
             ["--port", port.ToString(CultureInfo.InvariantCulture), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", folder, "--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning"],
-            Path.Combine(folder, "redis.log"));
+             "--dir", folder, "--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning"];
+        if (replicaOf is { } primary)
+        {
+            arguments.AddRange(["--replicaof", "127.0.0.1", primary.ToString(CultureInfo.InvariantCulture)]);
+        }
+
+        var process = PeerProcess.Start("redis", "redis-server", arguments, Path.Combine(folder, "redis.log"));
         var waited = Stopwatch.StartNew();
         while (true)
         {
@@ -39,7 +48,7 @@ internal sealed class RedisPeer : IAsyncDisposable
             {
                 var connection = await ConnectionMultiplexer.ConnectAsync($"127.0.0.1:{port},abortConnect=true,connectTimeout=2000");
                 await connection.GetDatabase().PingAsync();
-                return new RedisPeer(process, connection);
+                return new RedisPeer(process, connection, port);
             }
             catch (RedisConnectionException) when (waited.Elapsed < timeout && !process.HasExited)
             {
@@ -57,6 +66,117 @@ internal sealed class RedisPeer : IAsyncDisposable
     {
         await Connection.DisposeAsync();
         await _process.DisposeAsync();
+    }
+}
+
+/// <summary>
+/// A redis-server primary with two replicas on loopback, persistence off, and a connection of its own for each writer:
+/// a write is SET then <c>WAIT 1</c>, acknowledged once a replica besides the primary holds it in memory, so that two of
+/// the three nodes have it: the guarantee of the in-memory shared dictionary, whose write is acknowledged once a majority
+/// of its replicas hold it. Each writer needs its own connection because WAIT holds the connection it is sent on.
+/// </summary>
+internal sealed class RedisReplicatedPeer : IAsyncDisposable
+{
+    private readonly List<RedisPeer> _nodes;
+    private readonly List<ConnectionMultiplexer> _writers;
+
+    private RedisReplicatedPeer(List<RedisPeer> nodes, List<ConnectionMultiplexer> writers)
+    {
+        _nodes = nodes;
+        _writers = writers;
+    }
+
+    public IReadOnlyList<int> ProcessIds => [.. _nodes.Select(n => n.ProcessId)];
+
+    public string Version => _nodes[0].Connection.GetServers()[0].Version.ToString();
+
+    public static async Task<RedisReplicatedPeer> StartAsync(string folder, int writers, TimeSpan timeout)
+    {
+        var nodes = new List<RedisPeer>();
+        var connections = new List<ConnectionMultiplexer>();
+        try
+        {
+            var primary = await RedisPeer.StartAsync(Path.Combine(folder, "primary"), timeout);
+            nodes.Add(primary);
+            for (var i = 1; i <= 2; i++)
+            {
+                nodes.Add(await RedisPeer.StartAsync(Path.Combine(folder, $"replica-{i}"), timeout, replicaOf: primary.Port));
+            }
+
+            await WaitForReplicasAsync(primary, 2, timeout);
+            for (var i = 0; i < writers; i++)
+            {
+                connections.Add(await ConnectionMultiplexer.ConnectAsync($"127.0.0.1:{primary.Port},abortConnect=true,connectTimeout=2000"));
+            }
+
+            return new RedisReplicatedPeer(nodes, connections);
+        }
+        catch
+        {
+            foreach (var connection in connections)
+            {
+                await connection.DisposeAsync();
+            }
+
+            foreach (var node in nodes)
+            {
+                await node.DisposeAsync();
+            }
+
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// SET, then WAIT for one replica, pipelined on the writer's connection (one round trip): a WAIT that times out with
+    /// no replica is a failed write.
+    /// </summary>
+    public async Task SetAsync(int writer, string key, byte[] value)
+    {
+        var db = _writers[writer].GetDatabase();
+        var set = db.StringSetAsync(key, value);
+        var wait = db.ExecuteAsync("WAIT", 1, 5000);
+        await set;
+        var replicas = (long)await wait;
+        if (replicas < 1)
+        {
+            throw new InvalidOperationException($"WAIT 1 returned {replicas}: no replica acknowledged the write within 5 s");
+        }
+    }
+
+    private static async Task WaitForReplicasAsync(RedisPeer primary, int replicas, TimeSpan timeout)
+    {
+        // INFO is an admin command to StackExchange.Redis: asked on a connection of its own that allows it.
+        await using var admin = await ConnectionMultiplexer.ConnectAsync($"127.0.0.1:{primary.Port},allowAdmin=true,abortConnect=true,connectTimeout=2000");
+        var server = admin.GetServers()[0];
+        var waited = Stopwatch.StartNew();
+        var info = "";
+        while (waited.Elapsed < timeout)
+        {
+            info = await server.InfoRawAsync("replication") ?? "";
+            var online = info.Split('\n').Count(l => l.StartsWith("slave", StringComparison.Ordinal) && l.Contains("state=online", StringComparison.Ordinal));
+            if (online >= replicas)
+            {
+                return;
+            }
+
+            await Task.Delay(100);
+        }
+
+        throw new InvalidOperationException($"The redis primary (port {primary.Port}) did not have {replicas} replicas online within {timeout.TotalSeconds:F0} s:\n{info}");
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        foreach (var connection in _writers)
+        {
+            await connection.DisposeAsync();
+        }
+
+        foreach (var node in _nodes)
+        {
+            await node.DisposeAsync();
+        }
     }
 }
 

@@ -49,11 +49,12 @@ internal static class ToolsBenchmark
 
             var peersInstalled = peers ? await PeerPackagesAsync() : null;
             var redis = peersInstalled is null ? null : await MeasureRedisAsync(Path.Combine(work, "redis"), concurrencies, window, value);
+            var redisWait = peersInstalled is null ? null : await MeasureRedisWaitAsync(Path.Combine(work, "redis-replicated"), concurrencies, window, value);
             var etcd = peersInstalled is null ? null : await MeasureEtcdAsync(Path.Combine(work, "etcd"), concurrencies, window, value);
             var quintet = await MeasureQuintetAsync(Path.Combine(work, "cluster"), managers, concurrencies, window, value);
             Progress($"fdatasync floor again (load average {LoadAverage()})");
             var floorAfter = FsyncFloor.Measure(work, window);
-            Report([floorBefore, floorAfter], redis, etcd, quintet, logCommits, concurrencies, managers, window, peersInstalled is null);
+            Report([floorBefore, floorAfter], redis, redisWait, etcd, quintet, logCommits, concurrencies, managers, window, peersInstalled is null);
         }
         catch (Exception e) when (e is InvalidOperationException or TimeoutException or Grpc.Core.RpcException or IOException or HttpRequestException)
         {
@@ -105,6 +106,22 @@ internal static class ToolsBenchmark
         }
 
         return new PeerFigures($"redis-server {version}", figures, []);
+    }
+
+    private static async Task<PeerFigures> MeasureRedisWaitAsync(string folder, int[] concurrencies, TimeSpan window, byte[] value)
+    {
+        Progress("redis-server: starting a primary and two replicas, persistence off");
+        await using var redis = await RedisReplicatedPeer.StartAsync(folder, concurrencies.Max(), StartTimeout);
+        var figures = new Dictionary<int, LoadFigures>();
+        foreach (var writers in concurrencies)
+        {
+            Progress($"redis-server primary and replicas (pids {string.Join(", ", redis.ProcessIds)}): SET + WAIT 1 with {writers} writers");
+            Func<int, long, Task> set = (worker, n) => redis.SetAsync(worker, Key(worker, n), value);
+            await LoadRun.MeasureAsync(writers, Warmup, set);
+            figures[writers] = await ProcessCpu.ChargeAsync([.. redis.ProcessIds], () => LoadRun.MeasureAsync(writers, window, set));
+        }
+
+        return new PeerFigures($"redis-server {redis.Version} (primary + 2 replicas, WAIT 1)", figures, []);
     }
 
     private static async Task<PeerFigures> MeasureEtcdAsync(string folder, int[] concurrencies, TimeSpan window, byte[] value)
@@ -305,7 +322,7 @@ internal static class ToolsBenchmark
 
     private static string Key(int worker, long n) => string.Create(CultureInfo.InvariantCulture, $"w{worker}-{n % 1024}");
 
-    private static void Report(LoadFigures[] floors, PeerFigures? redis, PeerFigures? etcd, QuintetFigures quintet, Dictionary<int, (LoadFigures Figures, long Writes, long Commits)> logCommits, int[] concurrencies, int managers, TimeSpan window, bool peersMissing)
+    private static void Report(LoadFigures[] floors, PeerFigures? redis, PeerFigures? redisWait, PeerFigures? etcd, QuintetFigures quintet, Dictionary<int, (LoadFigures Figures, long Writes, long Commits)> logCommits, int[] concurrencies, int managers, TimeSpan window, bool peersMissing)
     {
         var floor = new LoadFigures(floors.Average(f => f.Rate), floors.Average(f => f.P50), floors.Average(f => f.P99), floors.Sum(f => f.Calls), 0, null);
         Console.WriteLine();
@@ -318,6 +335,14 @@ internal static class ToolsBenchmark
         foreach (var writers in concurrencies)
         {
             Row(writers, "set", quintet.Set[writers], redis?.Figures[writers]);
+        }
+
+        Console.WriteLine($"1a. The same sets beside {redisWait?.Name ?? "redis-server with replicas (not run)"}: a SET acknowledged once two of three");
+        Console.WriteLine("   nodes hold it in memory, the in-memory shared dictionary's own guarantee. Target: rate ratio ≥ 1, p50 ratio ≤ 1 at 1 writer.");
+        Header("quintet", "redis+WAIT");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "set", quintet.Set[writers], redisWait?.Figures[writers]);
         }
 
         Console.WriteLine("   Where the time goes: the dictionary alone (the same writers inside one instance, no client call), and the");
