@@ -91,6 +91,7 @@ public sealed class ConsoleComponentTests : BunitContext
 
         instance.WaitForAssertion(() => Assert.Contains("42", instance.Markup));
         Assert.Empty(instance.FindAll("#migrate"));
+        Assert.Empty(instance.FindAll("#retire"));
         Assert.Empty(package.FindAll("#undeploy"));
         qos.WaitForAssertion(() => Assert.Contains("replication: primary-backup", qos.Markup));
         Assert.Empty(qos.FindAll("#save-qos"));
@@ -111,9 +112,26 @@ public sealed class ConsoleComponentTests : BunitContext
         var explorer = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero));
 
         Assert.NotEmpty(instance.FindAll("#migrate"));
+        Assert.NotEmpty(instance.FindAll("#retire"));
         Assert.NotEmpty(package.FindAll("#undeploy"));
         qos.WaitForAssertion(() => Assert.NotEmpty(qos.FindAll("#save-qos")));
         explorer.WaitForAssertion(() => Assert.Contains("Deploy", explorer.FindAll("fluent-tab").Select(t => t.GetAttribute("id") == "tab-deploy" ? "Deploy" : "")));
+    }
+
+    [Fact]
+    public void An_operator_retires_an_instance_and_drains_a_manager_after_confirming()
+    {
+        AddAuthorization().SetAuthorized("olga").SetRoles("operator");
+        var instance = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+        var drain = Render<DrainPanel>(p => p.Add(c => c.Manager, "manager-2").Add(c => c.Owned, 3));
+
+        instance.Find("#retire").Click();
+        instance.WaitForAssertion(() => Assert.Contains("Retired on manager-1", instance.Markup));
+        drain.Find("#drain").Click();
+        Assert.Equal(["retire acct-00001"], _admin.Actions);
+        drain.Find("#drain-confirm").Click();
+        drain.WaitForAssertion(() => Assert.Contains("Drained manager-2: 3 of 3 instances moved", drain.Find(".call-done").TextContent));
+        Assert.Equal(["retire acct-00001", "drain manager-2"], _admin.Actions);
     }
 
     [Fact]

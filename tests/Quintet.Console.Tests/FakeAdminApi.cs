@@ -106,6 +106,15 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     public Task<MigrateInstanceResponse> MigrateInstanceAsync(string className, string key, string toManager, CancellationToken cancellationToken) =>
         Act($"migrate {key} {toManager}", new MigrateInstanceResponse { FromManager = "manager-1", ToManager = toManager, Epoch = 2, ElapsedMs = 12 });
 
+    public Task<RetireInstanceResponse> RetireInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
+        Act($"retire {key}", new RetireInstanceResponse { Manager = "manager-1", WasActive = true, Epoch = 1 });
+
+    public Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken) =>
+        Act($"drain {manager}", new DrainManagerResponse { Progress = new DrainProgress { Manager = manager, Total = 3, Moved = 3, ElapsedMs = 40 } });
+
+    public Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken) =>
+        Task.FromResult(new DrainProgress { Manager = manager, Running = true, Total = 3, Moved = 1 });
+
     public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
         Act($"roles {role}", new RoleMembersResponse());
 

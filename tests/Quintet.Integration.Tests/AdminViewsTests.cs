@@ -199,6 +199,68 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         await Refused(StatusCode.NotFound, "No manager named 'manager-9'", () => admin.ListManagerLogAsync(new ListManagerLogRequest { Manager = "manager-9" }, deadline: Soon).ResponseAsync);
     }
 
+    [Fact]
+    public async Task An_operator_retires_an_instance_and_drains_a_manager_and_a_reader_may_do_neither()
+    {
+        using var client = QuintetClient.Over(First.Channel);
+        var keys = Enumerable.Range(0, 8).Select(i => $"drain-{i}").ToList();
+        var owners = new Dictionary<string, string>();
+        foreach (var key in keys)
+        {
+            owners[key] = (await ClusterTest.Eventually(() => client.GetComponent<IProbe>(key).WhereAsync(new ProbeRequest(), CancellationToken.None))).Manager;
+        }
+
+        using var operatorChannel = fixture.Certificates.CreateChannel(First.GrpcEndpoint, fixture.Certificates.IssueClientCertificate("otto", "operator"));
+        var admin = new ComponentAdmin.ComponentAdminClient(operatorChannel);
+
+        // Retiring: the owner deactivates it (asked through any manager), and its next call reactivates it where it was.
+        var retired = await admin.RetireInstanceAsync(new RetireInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon);
+        Assert.True(retired.WasActive);
+        Assert.Equal(owners[keys[0]], retired.Manager);
+        var owner = fixture.Cluster.Managers.Single(m => m.Name == retired.Manager);
+        Assert.Equal("retired", await StateOnAsync(owner, keys[0]));
+        Assert.False((await admin.RetireInstanceAsync(new RetireInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon)).WasActive);
+        Assert.Equal(retired.Manager, (await client.GetComponent<IProbe>(keys[0]).WhereAsync(new ProbeRequest(), CancellationToken.None)).Manager);
+        Assert.Equal("active", await StateOnAsync(owner, keys[0]));
+
+        // Draining the second manager (asked of the first): every instance it owned moves to the first, none left behind.
+        var second = fixture.Cluster.Managers[1].Name;
+        var drained = (await admin.DrainManagerAsync(new DrainManagerRequest { Manager = second }, deadline: DateTime.UtcNow.AddSeconds(90))).Progress;
+        output.WriteLine($"drained {second}: {drained}");
+        Assert.Equal(second, drained.Manager);
+        Assert.False(drained.Running);
+        Assert.True(drained.Total >= owners.Values.Count(o => o == second), drained.ToString());
+        Assert.Equal(drained.Total, drained.Moved);
+        Assert.Empty(drained.Skipped);
+        using var reader = Reader("rory");
+        var tree = new ClusterAdmin.ClusterAdminClient(reader);
+        await Quintet.Tests.Eventually.ValueAsync(
+            async () => (await tree.GetClusterTreeAsync(new GetClusterTreeRequest { Manager = second, PageSize = 1 }, deadline: Soon)).MatchingInstances,
+            left => left == 0, TimeSpan.FromSeconds(20), $"{second} to own no instance after its drain");
+        foreach (var key in keys)
+        {
+            Assert.Equal(First.Name, (await client.GetComponent<IProbe>(key).WhereAsync(new ProbeRequest(), CancellationToken.None)).Manager);
+        }
+
+        var progress = await new ComponentAdmin.ComponentAdminClient(reader).GetDrainProgressAsync(new GetDrainProgressRequest { Manager = second }, deadline: Soon);
+        Assert.Equal(drained.Moved, progress.Moved);
+        await Refused(StatusCode.NotFound, "No manager named 'manager-9'", () => admin.DrainManagerAsync(new DrainManagerRequest { Manager = "manager-9" }, deadline: Soon).ResponseAsync);
+
+        // A reader may follow a drain but not start one, nor retire an instance.
+        var asReader = new ComponentAdmin.ComponentAdminClient(reader);
+        await Refused(StatusCode.PermissionDenied, "DrainManager", () => asReader.DrainManagerAsync(new DrainManagerRequest { Manager = second }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.PermissionDenied, "RetireInstance", () => asReader.RetireInstanceAsync(new RetireInstanceRequest { ClassName = ProbeClass, Key = keys[1] }, deadline: Soon).ResponseAsync);
+
+        // Both actions are in the audit log under the operator's name.
+        var audit = await new Audit.AuditClient(First.Channel).ListAuditEntriesAsync(new ListAuditEntriesRequest { Caller = "otto", Limit = 50 }, deadline: Soon);
+        Assert.Contains(audit.Entries, e => e.Action.EndsWith("/DrainManager", StringComparison.Ordinal) && e.Result == "OK");
+        Assert.Contains(audit.Entries, e => e.Action.EndsWith("/RetireInstance", StringComparison.Ordinal) && e.Result == "OK");
+    }
+
+    private static async Task<string> StateOnAsync(ManagerProcess manager, string key) =>
+        (await new ComponentAdmin.ComponentAdminClient(manager.Channel).ListInstancesAsync(new ListInstancesRequest { ClassName = ProbeClass, Keys = { key } }, deadline: Soon))
+            .Instances.Single(i => i.Key == key).State;
+
     private GrpcChannel Reader(string user) =>
         fixture.Certificates.CreateChannel(First.GrpcEndpoint, fixture.Certificates.IssueClientCertificate(user, "reader"));
 

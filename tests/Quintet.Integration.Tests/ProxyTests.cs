@@ -264,9 +264,9 @@ public class ProxyConfigurationTests
     [Fact]
     public async Task The_executable_exits_with_a_configuration_error_for_a_public_address()
     {
-        var error = Console.Error;
+        var error = System.Console.Error;
         using var captured = new StringWriter();
-        Console.SetError(captured);
+        System.Console.SetError(captured);
         int code;
         try
         {
@@ -274,7 +274,7 @@ public class ProxyConfigurationTests
         }
         finally
         {
-            Console.SetError(error);
+            System.Console.SetError(error);
         }
 
         Assert.Equal(ProxyExitCode.ConfigurationError, code);

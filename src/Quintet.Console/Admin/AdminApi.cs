@@ -81,6 +81,18 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         ActAsync("migrate", $"{className}/{key} to {toManager}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = className, Key = key, ToManager = toManager }, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
+    public Task<RetireInstanceResponse> RetireInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
+        ActAsync("retire", $"{className}/{key}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).RetireInstanceAsync(new RetireInstanceRequest { ClassName = className, Key = key }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken) =>
+        ActAsync("drain", manager, (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).DrainManagerAsync(new DrainManagerRequest { Manager = manager }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetDrainProgressAsync(new GetDrainProgressRequest { Manager = manager }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
     public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
         ActAsync("set role members", $"{package} {role}", (invoker, call) => new ComponentRoles.ComponentRolesClient(invoker).SetRoleMembersAsync(new RoleMembersRequest { Package = package, Role = role, Members = { members } }, call).ResponseAsync, cancellationToken);
 

@@ -6,7 +6,7 @@ namespace Quintet.Console.Admin;
 /// </summary>
 public static class ConsoleRoles
 {
-    /// <summary>Running the cluster: migrating instances (<c>AuthorizeView Roles</c> form).</summary>
+    /// <summary>Running the cluster: migrating and retiring instances, draining managers (<c>AuthorizeView Roles</c> form).</summary>
     public const string Operate = "admin,operator";
 
     /// <summary>Deploying, undeploying, QoS, role members, the audit log.</summary>

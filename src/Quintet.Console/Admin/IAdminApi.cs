@@ -51,6 +51,15 @@ public interface IAdminApi
     /// <summary>ComponentAdmin/MigrateInstance: moves a keyed instance to another manager (its node name).</summary>
     Task<MigrateInstanceResponse> MigrateInstanceAsync(string className, string key, string toManager, CancellationToken cancellationToken);
 
+    /// <summary>ComponentAdmin/RetireInstance: deactivates a keyed instance now (its next call reactivates it).</summary>
+    Task<RetireInstanceResponse> RetireInstanceAsync(string className, string key, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/DrainManager: moves every instance a manager (its node name) owns to the others; answers when done.</summary>
+    Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/GetDrainProgress: how far a manager's running (or last) drain got.</summary>
+    Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken);
+
     /// <summary>ComponentRoles/SetRoleMembers: replaces the members of a role a package declares.</summary>
     Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken);
 }

@@ -16,6 +16,7 @@ internal sealed class ComponentAdminService(
     DeployedPackages deployed,
     InstanceShadows shadows,
     InstanceMigration migration,
+    ManagerDrain drain,
     InstanceDirectory directory,
     InstanceListing listing,
     PackageReplicator replicator,
@@ -113,6 +114,78 @@ internal sealed class ComponentAdminService(
         {
             throw new RpcException(new Status(e.Code, e.Message));
         }
+    }
+
+    public override async Task<RetireInstanceResponse> RetireInstance(RetireInstanceRequest request, ServerCallContext context)
+    {
+        var componentClass = deployed.FindClass(request.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        if (componentClass.Qos.Replication == ReplicationStyle.Active)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, $"{componentClass.Name} is actively replicated: its replicas stay live on their managers and are not retired."));
+        }
+
+        var id = new InstanceId(componentClass.Name, request.Key);
+        if (!directory.TryRoute(id, out var route))
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
+        }
+
+        if (!route.IsLocal)
+        {
+            // The owner retires it; pass the request on to it.
+            return await new ComponentAdmin.ComponentAdminClient(channels.For(route.Endpoint!)).RetireInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+        }
+
+        var wasActive = false;
+        if (shadows.TryGet(id, out var shadow))
+        {
+            try
+            {
+                wasActive = await InstanceRetirement.RetireAsync(shadow, context.CancellationToken);
+            }
+            catch (Exception e) when (e is not OperationCanceledException)
+            {
+                throw new RpcException(new Status(StatusCode.Internal, $"{id} could not save its state and stays active: {e.Message}"));
+            }
+        }
+
+        return new RetireInstanceResponse { Manager = identity.NodeName, WasActive = wasActive, Epoch = route.Epoch };
+    }
+
+    public override async Task<DrainManagerResponse> DrainManager(DrainManagerRequest request, ServerCallContext context)
+    {
+        if (PeerEndpoint(request.Manager) is { } endpoint)
+        {
+            return await new ComponentAdmin.ComponentAdminClient(channels.For(endpoint)).DrainManagerAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+        }
+
+        try
+        {
+            return new DrainManagerResponse { Progress = await drain.DrainAsync(context.CancellationToken) };
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+    }
+
+    public override async Task<DrainProgress> GetDrainProgress(GetDrainProgressRequest request, ServerCallContext context) =>
+        PeerEndpoint(request.Manager) is { } endpoint
+            ? await new ComponentAdmin.ComponentAdminClient(channels.For(endpoint)).GetDrainProgressAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken)
+            : drain.Progress;
+
+    /// <summary>The gRPC endpoint of the manager named <paramref name="node"/>; null for this manager (or no name).</summary>
+    private string? PeerEndpoint(string node)
+    {
+        if (string.IsNullOrEmpty(node) || node == identity.NodeName)
+        {
+            return null;
+        }
+
+        var peers = directory.Peers();
+        return peers.FirstOrDefault(p => p.NodeName == node).Endpoint
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No manager named '{node}' is in the cluster; managers: {string.Join(", ", peers.Select(p => p.NodeName).Order(StringComparer.Ordinal))}."));
     }
 
     public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context) =>

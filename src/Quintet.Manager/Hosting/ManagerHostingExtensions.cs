@@ -198,6 +198,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<CallCompletions>();
         builder.Services.AddSingleton<PrimaryBackups>();
         builder.Services.AddSingleton<InstanceMigration>();
+        builder.Services.AddSingleton<ManagerDrain>();
         builder.Services.AddSingleton<InstanceActivation>();
         builder.Services.AddSingleton<InstanceDeactivation>();
         builder.Services.AddSingleton<FreshInstances>();

@@ -26,23 +26,16 @@ internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogge
 
             try
             {
-                if (shadow.Instance is { } instance && shadow.State == ShadowState.Active)
+                if (await RetireInTurnAsync(shadow, cancellationToken))
                 {
-                    try
-                    {
-                        await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Retired, cancellationToken);
-                        shadow.Instance = null;
-                        await InstanceDeactivation.LeaveGroupsAsync(shadow);
-                        shadow.State = ShadowState.Retired;
-                        retired++;
-                    }
-                    catch (Exception e) when (e is not OperationCanceledException)
-                    {
-                        // It could not save its state: keep it active rather than lose what it holds.
-                        LogRetireFailed(logger, e, shadow.Class.Name, shadow.Key);
-                        shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
-                    }
+                    retired++;
                 }
+            }
+            catch (Exception e) when (e is not OperationCanceledException)
+            {
+                // It could not save its state: it stays active rather than lose what it holds; the next sweep tries again.
+                LogRetireFailed(logger, e, shadow.Class.Name, shadow.Key);
+                shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
             }
             finally
             {
@@ -51,6 +44,38 @@ internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogge
         }
 
         return retired;
+    }
+
+    /// <summary>
+    /// Retires one instance now, as an idle one is retired, once its running call (if any) finished.
+    /// </summary>
+    /// <returns>Whether it was live; false when it was already retired or not activated since it was placed.</returns>
+    /// <exception cref="Exception">It could not save its state; it stays active.</exception>
+    public static async Task<bool> RetireAsync(Shadow shadow, CancellationToken cancellationToken)
+    {
+        await shadow.Turn.WaitAsync(cancellationToken);
+        try
+        {
+            return await RetireInTurnAsync(shadow, cancellationToken);
+        }
+        finally
+        {
+            shadow.Turn.Release();
+        }
+    }
+
+    private static async Task<bool> RetireInTurnAsync(Shadow shadow, CancellationToken cancellationToken)
+    {
+        if (shadow.Instance is not { } instance || shadow.State != ShadowState.Active)
+        {
+            return false;
+        }
+
+        await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Retired, cancellationToken);
+        shadow.Instance = null;
+        await InstanceDeactivation.LeaveGroupsAsync(shadow);
+        shadow.State = ShadowState.Retired;
+        return true;
     }
 
     protected override async Task ExecuteAsync(CancellationToken stoppingToken)

@@ -25,6 +25,8 @@ internal static class ClusterCommand
             ClusterViewsCommands.Tree(context),
             ClusterViewsCommands.Groups(context),
             ClusterViewsCommands.Log(context),
+            DrainCommand.CreateDrain(context),
+            DrainCommand.CreateStatus(context),
         };
     }
 

@@ -56,6 +56,34 @@ internal static class InstanceCommand
         return migrate;
     }
 
+    public static Command CreateRetire(CliContext context)
+    {
+        var endpoint = AdminCall.EndpointOption();
+        var className = new Argument<string>("class") { Description = "The component class, for example Samples.Counter.CounterComponent." };
+        var key = new Argument<string>("key") { Description = "The instance's key." };
+        var output = OutputFormats.CreateOption();
+        var retire = new Command("retire", "Retire a keyed instance now, as retire-after-idle does: it checkpoints and is deactivated; its next call reactivates it.") { className, key, endpoint, output };
+        retire.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), MigrateDeadline, async (channel, deadline) =>
+        {
+            var response = await new ComponentAdmin.ComponentAdminClient(channel).RetireInstanceAsync(
+                new RetireInstanceRequest { ClassName = parse.GetRequiredValue(className), Key = parse.GetRequiredValue(key) }, deadline: deadline, cancellationToken: token);
+            if (OutputFormats.IsJson(parse.GetValue(output)))
+            {
+                var json = OutputFormats.ToNode(response);
+                json["className"] = parse.GetRequiredValue(className);
+                json["key"] = parse.GetRequiredValue(key);
+                OutputFormats.WriteJson(context, json);
+                return ExitCodes.Ok;
+            }
+
+            context.Console.MarkupLine(Markup.Escape(response.WasActive
+                ? $"retired {parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' on {response.Manager}; its next call reactivates it"
+                : $"{parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' was not live on {response.Manager} (already retired, or not called since it was placed)"));
+            return ExitCodes.Ok;
+        }));
+        return retire;
+    }
+
     /// <summary><c>quintet instance create</c> and <c>destroy</c>: instances of classes whose QoS says <c>instancing: fresh</c>.</summary>
     public static Command CreateInstance(CliContext context)
     {
