@@ -32,6 +32,58 @@ public class FailureTests(ITestOutputHelper output)
             }
         });
 
+    /// <summary>
+    /// The first level of detection: a killed manager's kernel closes its connections and refuses new ones at its ports,
+    /// and the survivors down it on that evidence. The heartbeats here cannot suspect anyone within 8 s (1 s heartbeats,
+    /// an 8 s acceptable pause), so a removal within <see cref="ProcessDeathBound"/> can only come from the evidence. A
+    /// manager paused for 3 s keeps its connections open and its ports answering: it stays in every view.
+    /// </summary>
+    [Fact]
+    public Task Killed_manager_is_removed_at_once_on_the_evidence_of_its_refused_port_and_a_paused_one_stays() =>
+        ClusterTest.RunAsync(output, SlowHeartbeats(), async cluster =>
+        {
+            var (a, b, victim) = (cluster.Managers[0], cluster.Managers[1], cluster.Managers[2]);
+            await cluster.WaitForGroupViewAsync([a, b, victim]);
+
+            await cluster.PauseAsync(victim);
+            await Task.Delay(TimeSpan.FromSeconds(3));
+            foreach (var survivor in new[] { a, b })
+            {
+                var view = await cluster.ViewOfAsync(survivor);
+                Assert.Contains(view.Managers, m => m.Address == victim.ClusterAddress && m.Uid == victim.Uid && m.State == ManagerState.Up);
+                var group = await cluster.GroupStatusAsync(survivor);
+                Assert.Equal(3, group.Members.Count);
+            }
+
+            await cluster.ResumeAsync(victim);
+            await cluster.WaitForViewAsync([a, b, victim]);
+            await cluster.WaitForGroupViewAsync([a, b, victim]);
+
+            var clock = Stopwatch.StartNew();
+            await cluster.KillAsync(victim);
+            await cluster.WaitForGroupViewAsync([a, b]);
+            var groupView = clock.Elapsed;
+            await cluster.WaitForViewAsync([a, b]);
+            var removal = clock.Elapsed;
+
+            output.WriteLine($"kill -9 to the survivors' group view without it: {groupView.TotalMilliseconds:F0} ms; to its removal from the cluster: {removal.TotalMilliseconds:F0} ms");
+            Assert.True(groupView < ProcessDeathBound, $"The group view without the killed manager took {groupView}, over {ProcessDeathBound}: the evidence of its death was not acted on.");
+            Assert.True(removal < ProcessDeathBound, $"Removal took {removal}, over {ProcessDeathBound}: the evidence of its death was not acted on.");
+            Assert.Equal(2, (await cluster.ViewOfAsync(a)).Managers.Count);
+            Assert.True(a.IsRunning && b.IsRunning, "A survivor ended.");
+        });
+
+    /// <summary>Far below the slow heartbeats' 8 s, with room for a loaded machine (measured in docs/configuration.md).</summary>
+    private static readonly TimeSpan ProcessDeathBound = TimeSpan.FromSeconds(2);
+
+    private static Quintet.TestingHost.LocalClusterOptions SlowHeartbeats()
+    {
+        var options = ClusterTest.Options(3);
+        options.Settings["Quintet:Cluster:FailureDetector:HeartbeatInterval"] = "00:00:01";
+        options.Settings["Quintet:Cluster:FailureDetector:AcceptableHeartbeatPause"] = "00:00:08";
+        return options;
+    }
+
     [Fact]
     public Task Manager_paused_past_the_failure_budget_is_removed_and_rejoins_only_as_a_new_incarnation() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>

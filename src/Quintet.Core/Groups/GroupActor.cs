@@ -92,6 +92,11 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         Receive<ClusterEvent.CurrentClusterState>(OnClusterState);
         Receive<ClusterEvent.MemberUp>(_ => OnMembershipChanged());
         Receive<ClusterEvent.MemberRemoved>(e => Suspect(e.Member));
+
+        // Down is final (the member is removed next and never comes back), whoever downed it: the split-brain resolver,
+        // an operator, or the evidence of its process's death (ProcessDeathDetector), which comes before any heartbeat
+        // is missed. Suspecting it now spares the gossip rounds to its removal.
+        Receive<ClusterEvent.MemberDowned>(e => Suspect(e.Member));
         Receive<ClusterEvent.IClusterDomainEvent>(_ => { });
     }
 
