@@ -27,7 +27,7 @@ internal sealed partial class ProcessDeathDetector(Akka.Cluster.Cluster cluster,
             return;
         }
 
-        if (trusted == ProcessDeathEvidence.SameHost && !IsThisHost(endpoint.Address))
+        if (!Trusts(trusted, endpoint.Address))
         {
             LogNotTrusted(logger, node, uid, endpoint.ToString());
             return;
@@ -54,6 +54,14 @@ internal sealed partial class ProcessDeathDetector(Akka.Cluster.Cluster cluster,
         ((IRemoteActorRefProvider)((ExtendedActorSystem)cluster.System).Provider).Quarantine(member.Address, member.UniqueAddress.Uid);
         cluster.Down(member.Address);
     }
+
+    /// <summary>Whether a refusal from <paramref name="address"/> is evidence under <paramref name="trusted"/>.</summary>
+    internal static bool Trusts(ProcessDeathEvidence trusted, IPAddress address) => trusted switch
+    {
+        ProcessDeathEvidence.AnyHost => true,
+        ProcessDeathEvidence.SameHost => IsThisHost(address),
+        _ => false,
+    };
 
     private static bool IsThisHost(IPAddress address)
     {
