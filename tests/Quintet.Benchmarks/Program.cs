@@ -16,6 +16,9 @@
 //   (log: the local log's commit alone beside the fdatasync floor, in a few seconds, without a cluster)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- capture [--entries 1000000 --value-bytes 64 --rounds 5]
 //   (capture: how long a large shared dictionary's capture holds its replica's commands, beside the capture it replaced)
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- failover [--rounds 5 --managers 3]
+//   (failover: client-visible outage per key after kill -9 of an owner (the oldest every other round) and SIGSTOP of
+//   another, beside the same rounds with Akka.NET's failure-detector and downing defaults)
 using System.Diagnostics;
 using System.Globalization;
 using Quintet.Benchmarks;
@@ -52,6 +55,12 @@ if (args.Length > 0 && args[0] == "log")
 if (args.Length > 0 && args[0] == "capture")
 {
     CaptureBenchmark.Run(Arguments.Int(args, "--entries", 1_000_000), Arguments.Int(args, "--value-bytes", 64), Arguments.Int(args, "--rounds", 5));
+    return;
+}
+
+if (args.Length > 0 && args[0] == "failover")
+{
+    Environment.ExitCode = await FailoverBenchmark.RunAsync(Arguments.Int(args, "--rounds", 5), Arguments.Int(args, "--managers", 3), FailoverBenchmark.AkkaDefaults);
     return;
 }
 

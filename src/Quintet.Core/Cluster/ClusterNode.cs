@@ -140,7 +140,13 @@ public sealed partial class ClusterNode : IAsyncDisposable
 
         _cluster = Akka.Cluster.Cluster.Get(_system);
         var cluster = _cluster;
-        _groupTransport?.Start(cluster.SelfAddress.ToString(), cluster.SelfUniqueAddress.Uid, (node, uid) => DirectGroupTransport.RouteIn(cluster, node, uid));
+        if (_groupTransport is not null)
+        {
+            var deaths = new ProcessDeathDetector(cluster, _options.FailureDetector.ProcessDeathEvidence, _loggerFactory.CreateLogger<ProcessDeathDetector>());
+            _groupTransport.OnRefusedAfterClose(deaths.OnRefusedAfterClose);
+            _groupTransport.Start(cluster.SelfAddress.ToString(), cluster.SelfUniqueAddress.Uid, (node, uid) => DirectGroupTransport.RouteIn(cluster, node, uid));
+        }
+
         _system.ActorOf(Props.Create(() => new MembershipEventsActor(_loggerFactory.CreateLogger<MembershipEventsActor>())), "quintet-membership-events");
         ClusterMetrics.Observe(this);
 

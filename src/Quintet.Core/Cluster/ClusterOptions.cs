@@ -91,6 +91,34 @@ public sealed class FailureDetectorOptions
     /// <value>Default: 8.</value>
     /// </summary>
     public double Threshold { get; set; } = 8.0;
+
+    /// <summary>
+    /// Whose refused connections prove a manager's process dead, so that it is downed at once instead of after the
+    /// heartbeats' detection. The evidence: this manager's group connection to that incarnation closed, and the
+    /// reconnect to its group port was actively refused (a TCP reset, never a timeout), while the cluster still lists
+    /// it Up. See docs/configuration.md for when a refusal can mislead.
+    /// <value>Default: <see cref="Cluster.ProcessDeathEvidence.SameHost"/>.</value>
+    /// </summary>
+    public ProcessDeathEvidence ProcessDeathEvidence { get; set; } = ProcessDeathEvidence.SameHost;
+}
+
+/// <summary>Which refused connections prove a manager's process dead (<see cref="FailureDetectorOptions.ProcessDeathEvidence"/>).</summary>
+public enum ProcessDeathEvidence
+{
+    /// <summary>None: a crashed manager is found by missed heartbeats alone.</summary>
+    Off,
+
+    /// <summary>
+    /// Refusals of managers on this host (a loopback address or one of this host's own): only this host's kernel can
+    /// have answered, and it answers so only when no process listens at the port.
+    /// </summary>
+    SameHost,
+
+    /// <summary>
+    /// Refusals of any manager: only where nothing between the hosts rejects connections with a forged reset (a
+    /// firewall's REJECT with tcp-reset would make a partition look like a crash).
+    /// </summary>
+    AnyHost,
 }
 
 /// <summary>

@@ -70,6 +70,11 @@ public sealed class ClusterOptionsValidator(ClusterSecurity? security = null) : 
             failures.Add($"{S}:FailureDetector:Threshold: {fd.Threshold} must be a positive number (default 8).");
         }
 
+        if (!Enum.IsDefined(fd.ProcessDeathEvidence))
+        {
+            failures.Add($"{S}:FailureDetector:ProcessDeathEvidence: '{fd.ProcessDeathEvidence}' is not a choice; use SameHost, AnyHost or Off.");
+        }
+
         if (options.Downing.StableAfter <= TimeSpan.Zero)
         {
             failures.Add($"{S}:Downing:StableAfter: must be positive (for example 00:00:03).");

@@ -92,6 +92,21 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         Receive<ClusterEvent.CurrentClusterState>(OnClusterState);
         Receive<ClusterEvent.MemberUp>(_ => OnMembershipChanged());
         Receive<ClusterEvent.MemberRemoved>(e => Suspect(e.Member));
+
+        // Down is final (the member is removed next and never comes back), whoever downed it: the split-brain resolver,
+        // an operator, or the evidence of its process's death (ProcessDeathDetector), which comes before any heartbeat
+        // is missed. Suspecting it now spares the gossip rounds to its removal.
+        Receive<ClusterEvent.MemberDowned>(e =>
+        {
+            if (_handle.View is { } view && view.Members.Any(m => m.Node == e.Member.Address.ToString() && m.Uid == e.Member.UniqueAddress.Uid)
+                && _handle.FirstSuspicionTimestamp == 0)
+            {
+                // A suspicion like the failure detector's, and reported the same way (diagnostics time view changes from it).
+                _handle.FirstSuspicionTimestamp = Stopwatch.GetTimestamp();
+            }
+
+            Suspect(e.Member);
+        });
         Receive<ClusterEvent.IClusterDomainEvent>(_ => { });
     }
 

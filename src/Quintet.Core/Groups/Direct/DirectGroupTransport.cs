@@ -55,6 +55,7 @@ internal sealed partial class DirectGroupTransport : IDisposable
     private readonly Lock _acceptedGate = new();
     private readonly CancellationTokenSource _stopping = new();
     private Func<string, long, PeerRoute?> _routeOf = (_, _) => null;
+    private Action<string, long, IPEndPoint>? _refusedAfterClose;
     private string _selfNode = string.Empty;
     private long _selfUid;
 
@@ -104,6 +105,13 @@ internal sealed partial class DirectGroupTransport : IDisposable
         _routeOf = routeOf;
         _ = AcceptLoopAsync();
     }
+
+    /// <summary>
+    /// Called (on a thread-pool thread) when a manager incarnation this transport had a connection to closed it and then
+    /// actively refused a new one (the connect was answered with a reset, not timed out): nothing listens at its group
+    /// port any more. Whether that proves the incarnation dead is the caller's decision (see <c>ProcessDeathEvidence</c>).
+    /// </summary>
+    public void OnRefusedAfterClose(Action<string, long, IPEndPoint> report) => _refusedAfterClose = report;
 
     /// <summary>Routes envelopes of <paramref name="group"/> that arrive here to <paramref name="actor"/>.</summary>
     public void Register(string group, IActorRef actor) => _locals[group] = actor;
@@ -191,6 +199,14 @@ internal sealed partial class DirectGroupTransport : IDisposable
                 other.Close();
                 Forget(other);
             }
+        }
+    }
+
+    private void ReportRefusedAfterClose(string node, long uid, IPEndPoint endpoint)
+    {
+        if (_refusedAfterClose is { } report && !_stopping.IsCancellationRequested)
+        {
+            _ = Task.Run(() => report(node, uid, endpoint));
         }
     }
 

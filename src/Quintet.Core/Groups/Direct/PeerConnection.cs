@@ -46,6 +46,8 @@ internal sealed partial class DirectGroupTransport
         private bool _writing;
         private bool _closed;
         private bool _remoting;
+        private bool _established;
+        private IPEndPoint? _endpoint;
         private long _retryAt;
         private TimeSpan _backoff = FirstRetry;
 
@@ -98,6 +100,7 @@ internal sealed partial class DirectGroupTransport
                     }
 
                     _connecting = true;
+                    _endpoint = route.Endpoint;
                     _ = ConnectAsync(route.Endpoint);
                 }
 
@@ -376,6 +379,12 @@ internal sealed partial class DirectGroupTransport
                     };
                     LogConnectFailed(owner._logger, Node, endpoint.ToString(), reason, retryMs);
                     DropQueue();
+                    if (_established && !_closed && e is SocketException { SocketErrorCode: SocketError.ConnectionRefused })
+                    {
+                        // This incarnation's listener was there and is gone: evidence for the level that decides
+                        // whether to trust it (the peer's host, the settings).
+                        owner.ReportRefusedAfterClose(Node, Uid, endpoint);
+                    }
                 }
 
                 return;
@@ -392,7 +401,9 @@ internal sealed partial class DirectGroupTransport
                 }
 
                 _socket = socket;
+                _established = true;
                 _backoff = FirstRetry;
+                _ = WatchForCloseAsync(socket);
                 if (tls is null)
                 {
                     StartWriting();
@@ -418,6 +429,50 @@ internal sealed partial class DirectGroupTransport
                     }
 
                     WriteTls(waiting[i], waiting[i].Length);
+                }
+            }
+        }
+
+        /// <summary>
+        /// Notices at once when the peer closes the connection (its process ended, and its kernel sent FIN or RST), rather
+        /// than at the next write, and reconnects at once: a refused reconnect is the evidence of the process's death
+        /// (see <see cref="ReportRefusedAfterClose"/>). The peer never sends on this connection (TLS may send a session
+        /// ticket after the handshake, which nothing here needs), so whatever arrives is read and discarded.
+        /// </summary>
+        private async Task WatchForCloseAsync(Socket socket)
+        {
+            var sink = new byte[512];
+            string reason;
+            try
+            {
+                while (await socket.ReceiveAsync(sink, SocketFlags.None, owner._stopping.Token) > 0)
+                {
+                }
+
+                reason = "closed by the peer";
+            }
+            catch (SocketException e)
+            {
+                reason = e.SocketErrorCode.ToString();
+            }
+            catch (Exception e) when (e is ObjectDisposedException or OperationCanceledException)
+            {
+                return;
+            }
+
+            lock (_gate)
+            {
+                if (_socket != socket || _closed)
+                {
+                    return;
+                }
+
+                Fail(reason);
+                if (_endpoint is { } endpoint && !_connecting)
+                {
+                    _retryAt = 0;
+                    _connecting = true;
+                    _ = ConnectAsync(endpoint);
                 }
             }
         }
