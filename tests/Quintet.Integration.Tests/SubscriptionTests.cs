@@ -32,6 +32,11 @@ public class SubscriptionTests(ITestOutputHelper output)
             await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
             await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
 
+            // Any gRPC client subscribes from the exported .proto, which declares the stream and the events' position.
+            var proto = (await Admin(cluster.Managers[0]).ExportProtoAsync(new ExportProtoRequest { Contract = "samples.bank.Account" }, deadline: Soon)).Content;
+            Assert.Contains("rpc Events (EventsRequest) returns (stream AccountEvent);", proto, StringComparison.Ordinal);
+            Assert.Contains("uint64 quintet_position = 536870911;", proto, StringComparison.Ordinal);
+
             var endpoints = cluster.Managers.Select(m => m.GrpcEndpoint).ToArray();
             using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = endpoints, FailoverBudget = TimeSpan.FromSeconds(20) });
             var account = client.GetComponent<IAccount>(Key);
@@ -88,8 +93,11 @@ public class SubscriptionTests(ITestOutputHelper output)
                 }
             }
 
-            async Task<ManagerProcess> OwnerAsync() =>
-                cluster.Managers.Single(m => m.Name == (account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None).GetAwaiter().GetResult()).Manager);
+            async Task<ManagerProcess> OwnerAsync()
+            {
+                var owner = (await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Manager;
+                return cluster.Managers.Single(m => m.Name == owner);
+            }
 
             await WaitForEventsAsync(20);
             var victim = await OwnerAsync();
