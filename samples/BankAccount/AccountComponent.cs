@@ -5,8 +5,9 @@ namespace Samples.BankAccount;
 
 /// <summary>
 /// A keyed account, primary/backup (its QoS spec asks for two replicas): before it answers an update it appends the new
-/// balance to its checkpoint stream and sends it to its backup, so an acknowledged deposit survives retirement,
-/// migration, a restart of its manager and the loss of its manager (the backup takes over with it). On retirement it
+/// balance to its checkpoint stream, publishes the update as an event and sends the balance to its backup (which gets
+/// the event with it), so an acknowledged deposit survives retirement, migration, a restart of its manager and the loss
+/// of its manager (the backup takes over with it), and its subscribers see each update once. On retirement it
 /// writes a checkpoint and truncates the log; on activation it reads them back, unless it arrived with its state.
 /// </summary>
 public sealed class AccountComponent : Component, IAccount, IMigrateState
@@ -84,13 +85,20 @@ public sealed class AccountComponent : Component, IAccount, IMigrateState
     /// <inheritdoc />
     public Task<Balance> GetBalanceAsync(BalanceRequest request, CancellationToken cancellationToken) => Task.FromResult(Current());
 
+    /// <inheritdoc />
+    public IAsyncEnumerable<AccountEvent> EventsAsync(EventsRequest request, CancellationToken cancellationToken) => Subscriptions.ServedByManager<AccountEvent>();
+
     private async Task<Balance> ApplyAsync(long delta, CancellationToken cancellationToken)
     {
         var balance = checked(_balance + delta);
         var state = Encode(balance, _updates + 1);
         await Context.Checkpoints.AppendAsync(state, cancellationToken);
-        await Context.Backups.UpdateAsync(state, cancellationToken);
+
+        // Applied here with its event, then sent: the event goes to the backups with the state it describes, and a
+        // call stopped while the backups are updated leaves the account and its events agreeing (the update is in both).
+        Context.Events.Publish(new AccountEvent { Update = _updates + 1, Change = delta, Balance = balance, Manager = Context.Manager });
         (_balance, _updates) = (balance, _updates + 1);
+        await Context.Backups.UpdateAsync(state, cancellationToken);
         return Current();
     }
 

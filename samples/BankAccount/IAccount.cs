@@ -16,6 +16,40 @@ public interface IAccount
     /// <summary>Returns the balance; a read, so its calls keep no completion record (a retry reads again).</summary>
     [ReadOnlyOperation]
     Task<Balance> GetBalanceAsync(BalanceRequest request, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// The account's updates as they happen, one <see cref="AccountEvent"/> per deposit or withdrawal, from the oldest
+    /// the account retains: a subscription the manager serves from the instance's event log, resumed by the client
+    /// across failover and migration with none lost or repeated.
+    /// </summary>
+    IAsyncEnumerable<AccountEvent> EventsAsync(EventsRequest request, CancellationToken cancellationToken);
+}
+
+/// <summary>Asks for the account's events.</summary>
+[ProtoContract]
+public sealed class EventsRequest
+{
+}
+
+/// <summary>One update of an account, published as it is applied.</summary>
+[ProtoContract]
+public sealed class AccountEvent
+{
+    /// <summary>The update's number since the account was opened (1, 2, 3, ...): its event's position too.</summary>
+    [ProtoMember(1)]
+    public long Update { get; set; }
+
+    /// <summary>Cents added (above zero) or taken out (below zero).</summary>
+    [ProtoMember(2)]
+    public long Change { get; set; }
+
+    /// <summary>The balance after the update, in cents.</summary>
+    [ProtoMember(3)]
+    public long Balance { get; set; }
+
+    /// <summary>The manager that applied it.</summary>
+    [ProtoMember(4)]
+    public string Manager { get; set; } = string.Empty;
 }
 
 /// <summary>An amount of money, in cents.</summary>

@@ -5,8 +5,9 @@ namespace Quintet.Client;
 
 /// <summary>
 /// The call invoker behind one proxy: every call is for the instance with one key, routed and failed over by the
-/// client's <see cref="ClusterConnection"/>. Component operations are unary, so streaming calls are refused here
-/// with the status the manager would give them. <paramref name="keepCallerIdentity"/>: a call that carries its own
+/// client's <see cref="ClusterConnection"/>. A server-streaming call is a subscription to the instance's events, resumed
+/// on failover (<see cref="ResumedSubscription{TRequest, TResponse}"/>); client and duplex streaming are refused here with
+/// the status the manager would give them. <paramref name="keepCallerIdentity"/>: a call that carries its own
 /// <c>quintet-call</c> keeps it (an invoker handed out by
 /// <see cref="QuintetClient.CreateCallInvoker"/>, whose callers may number their calls themselves).
 /// </summary>
@@ -25,7 +26,7 @@ internal sealed class KeyedCallInvoker(ClusterConnection connection, string key,
     }
 
     public override AsyncServerStreamingCall<TResponse> AsyncServerStreamingCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options, TRequest request) =>
-        throw NotUnary(method);
+        ResumedSubscription<TRequest, TResponse>.Start(connection, method, host, options, request, key);
 
     public override AsyncClientStreamingCall<TRequest, TResponse> AsyncClientStreamingCall<TRequest, TResponse>(Method<TRequest, TResponse> method, string? host, CallOptions options) =>
         throw NotUnary(method);
@@ -34,5 +35,5 @@ internal sealed class KeyedCallInvoker(ClusterConnection connection, string key,
         throw NotUnary(method);
 
     private static RpcException NotUnary(IMethod method) =>
-        new(new Status(StatusCode.Unimplemented, $"{method.FullName} is a {method.Type} method; component operations are unary (Task<TResponse> NameAsync(TRequest, CancellationToken))."));
+        new(new Status(StatusCode.Unimplemented, $"{method.FullName} is a {method.Type} method; component operations are unary (Task<TResponse> NameAsync(TRequest, CancellationToken)) or subscriptions (IAsyncEnumerable<TEvent> NameAsync(TRequest, CancellationToken))."));
 }

@@ -38,4 +38,28 @@ public static class CallHeaders
     /// instance, for example <c>http://127.0.0.1:5054</c>.
     /// </summary>
     public const string ServedBy = "quintet-served-by";
+
+    /// <summary>
+    /// The request header of a server-streaming operation (a subscription to an instance's events) that names the last
+    /// event position the caller has seen, in decimal: the stream starts with the event after it. Absent: from the
+    /// oldest event the instance retains. A caller that resumes sends it with <see cref="EventLog"/>.
+    /// </summary>
+    public const string EventsAfter = "quintet-events-after";
+
+    /// <summary>
+    /// The header that names an instance's event log: the owner sends it in the response headers of every
+    /// subscription, and a caller that resumes sends the value it got, so that a log started anew (its events lost with
+    /// a manager that held no backup) is told from the one the caller followed (<c>DATA_LOSS</c> then, never a silent gap).
+    /// </summary>
+    public const string EventLog = "quintet-events-log";
+
+    /// <summary>
+    /// The trailer, with the value <c>server-streaming</c>, of the refusal (<c>FAILED_PRECONDITION</c>) a manager gives a
+    /// call numbered for completion records (<see cref="Call"/>) on a server-streaming operation: the local proxy, which
+    /// cannot tell a unary call from a subscription on the wire, learns from it to open the operation as a stream.
+    /// </summary>
+    public const string OperationKind = "quintet-operation-kind";
+
+    /// <summary>The value of <see cref="OperationKind"/> for a server-streaming operation.</summary>
+    public const string ServerStreaming = "server-streaming";
 }

@@ -138,6 +138,43 @@ public class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) : IClass
         """;
 
     [Fact]
+    public async Task A_subscription_passes_through_the_proxy_undecoded_with_each_events_position_and_its_log()
+    {
+        var account = QuintetClient.Over(fixture.Channel).GetComponent<IAccount>("proxy-events");
+        for (var i = 0; i < 3; i++)
+        {
+            await account.DepositAsync(new Amount { Value = 10 }, CancellationToken.None);
+        }
+
+        // Typed, as a plain gRPC stub does: the proxy learns the path is a subscription and opens it as one.
+        using var bounded = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+        var typed = new List<long>();
+        await foreach (var update in account.EventsAsync(new EventsRequest(), bounded.Token))
+        {
+            typed.Add(update.Update);
+            if (typed.Count == 3)
+            {
+                await account.DepositAsync(new Amount { Value = 10 }, CancellationToken.None);
+            }
+
+            if (typed.Count == 4)
+            {
+                break;
+            }
+        }
+
+        Assert.Equal([1, 2, 3, 4], typed);
+
+        // As bytes: each event begins with its position, and the headers name the log to resume in.
+        var method = new Method<byte[], byte[]>(MethodType.ServerStreaming, "samples.bank.Account", "Events", Bytes, Bytes);
+        using var stream = fixture.Channel.CreateCallInvoker().AsyncServerStreamingCall(method, null, Options("proxy-events", ("quintet-events-after", "2")), []);
+        Assert.True(await stream.ResponseStream.MoveNext(bounded.Token));
+        Assert.Equal(3, Protocol.EventFrames.ReadPosition(new System.Buffers.ReadOnlySequence<byte>(stream.ResponseStream.Current)));
+        Assert.Equal(3, Decode<AccountEvent>(stream.ResponseStream.Current).Update);
+        Assert.False(string.IsNullOrEmpty((await stream.ResponseHeadersAsync).GetValue("quintet-events-log")));
+    }
+
+    [Fact]
     public async Task Python_calls_a_component_through_the_proxy_over_tcp_and_the_unix_socket()
     {
         await DebianPackages.EnsureAsync(["python3-grpcio", "python3-grpc-tools"]);

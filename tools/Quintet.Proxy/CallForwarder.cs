@@ -5,11 +5,13 @@ using Quintet.Protocol;
 namespace Quintet.Proxy;
 
 /// <summary>
-/// Forwards one unary call as it came, its payload never decoded: the request's bytes go to the managers through the
+/// Forwards one call as it came, its payload never decoded: the request's bytes go to the managers through the
 /// proxy's <see cref="QuintetClient"/> with a <c>Method&lt;byte[], byte[]&gt;</c> for the path that was called, so the
 /// call is routed to its instance's owner, failed over within the failover budget and numbered for the owner's
-/// completion records exactly as a .NET client's call. The application's metadata goes on (Quintet's reserved headers
-/// and its credentials do not), with the call's deadline and cancellation; the managers' status comes back unchanged.
+/// completion records exactly as a .NET client's call. A subscription (a server-streaming operation) goes through the
+/// client's resumed subscription instead: its events' bytes come back one by one, and a failover resumes after the last
+/// one passed on. The application's metadata goes on (Quintet's reserved headers and its credentials do not), with the
+/// call's deadline and cancellation; the managers' status comes back unchanged.
 /// </summary>
 internal sealed class CallForwarder(QuintetClient client, ILogger<CallForwarder> logger)
 {
@@ -18,41 +20,97 @@ internal sealed class CallForwarder(QuintetClient client, ILogger<CallForwarder>
 
     /// <summary>
     /// The catch-all method grpc-dotnet serves: its full name is the route pattern <c>/{service}/{method}</c>, so that
-    /// every unary call to a path the proxy serves nothing else on reaches <see cref="ForwardAsync"/>.
+    /// every call to a path the proxy serves nothing else on reaches <see cref="ForwardAsync"/>. Server-streaming, since
+    /// gRPC frames a unary reply as a stream of one message: the one method serves unary calls and subscriptions alike.
     /// </summary>
-    public static readonly Method<byte[], byte[]> AnyUnaryMethod = new(MethodType.Unary, "{service}", "{method}", PassThrough, PassThrough);
+    public static readonly Method<byte[], byte[]> AnyMethod = new(MethodType.ServerStreaming, "{service}", "{method}", PassThrough, PassThrough);
 
     /// <summary>Distinct methods kept; past it a method is made per call (any path may be called, the cache must not grow without end).</summary>
     private const int MaxMethods = 10_000;
 
     private readonly System.Collections.Concurrent.ConcurrentDictionary<string, Method<byte[], byte[]>> _methods = new(StringComparer.Ordinal);
 
-    public async Task<byte[]> ForwardAsync(byte[] request, ServerCallContext context)
+    /// <summary>The paths the managers said are subscriptions: opened as streams from then on.</summary>
+    private readonly System.Collections.Concurrent.ConcurrentDictionary<string, bool> _subscriptions = new(StringComparer.Ordinal);
+
+    /// <summary>
+    /// Forwards a call: as a unary call, unless its path is a subscription. The proxy cannot tell them apart on the wire;
+    /// the managers refuse a numbered call on a subscription (<c>FAILED_PRECONDITION</c> with the trailer
+    /// <c>quintet-operation-kind: server-streaming</c>), and the proxy then opens it as one, and every later call on that path.
+    /// </summary>
+    public async Task ForwardAsync(byte[] request, IServerStreamWriter<byte[]> replies, ServerCallContext context)
     {
         var method = MethodOf(context.Method);
         var key = context.RequestHeaders.GetValue(CallHeaders.Key) ?? string.Empty;
+        if (_subscriptions.ContainsKey(context.Method))
+        {
+            await SubscribeAsync(method, key, request, replies, context).ConfigureAwait(false);
+            return;
+        }
+
         var deadline = context.Deadline == DateTime.MaxValue ? (DateTime?)null : context.Deadline;
         var options = new CallOptions(PassedOn(context.RequestHeaders), deadline, context.CancellationToken);
         using var call = client.CreateCallInvoker(key).AsyncUnaryCall(method, null, options, request);
+        byte[] response;
         try
         {
-            var response = await call.ResponseAsync.ConfigureAwait(false);
+            response = await call.ResponseAsync.ConfigureAwait(false);
+        }
+        catch (RpcException e) when (e.StatusCode == StatusCode.FailedPrecondition && e.Trailers.GetValue(CallHeaders.OperationKind) == CallHeaders.ServerStreaming)
+        {
+            if (_subscriptions.Count < MaxMethods)
+            {
+                _subscriptions[context.Method] = true;
+            }
+
+            await SubscribeAsync(method, key, request, replies, context).ConfigureAwait(false);
+            return;
+        }
+        catch (RpcException e)
+        {
+            // Rethrown as it is: grpc-dotnet answers its status, detail and trailers.
+            ProxyLog.CallEnded(logger, method.FullName, key, e.StatusCode, e.Status.Detail);
+            throw;
+        }
+
+        var headers = Returned(await call.ResponseHeadersAsync.ConfigureAwait(false));
+        if (headers.Count > 0)
+        {
+            await context.WriteResponseHeadersAsync(headers).ConfigureAwait(false);
+        }
+
+        foreach (var trailer in Returned(call.GetTrailers()))
+        {
+            context.ResponseTrailers.Add(trailer);
+        }
+
+        await replies.WriteAsync(response).ConfigureAwait(false);
+    }
+
+    /// <summary>Passes a subscription's events on as they come, through the client's resumed subscription.</summary>
+    private async Task SubscribeAsync(Method<byte[], byte[]> method, string key, byte[] request, IServerStreamWriter<byte[]> replies, ServerCallContext context)
+    {
+        var deadline = context.Deadline == DateTime.MaxValue ? (DateTime?)null : context.Deadline;
+        var options = new CallOptions(PassedOn(context.RequestHeaders), deadline, context.CancellationToken);
+        using var call = client.CreateCallInvoker(key).AsyncServerStreamingCall(method, null, options, request);
+        try
+        {
+            // The first read opens the stream; its headers (the event log's id) go out before the first event.
+            var moving = call.ResponseStream.MoveNext(context.CancellationToken);
             var headers = Returned(await call.ResponseHeadersAsync.ConfigureAwait(false));
             if (headers.Count > 0)
             {
                 await context.WriteResponseHeadersAsync(headers).ConfigureAwait(false);
             }
 
-            foreach (var trailer in Returned(call.GetTrailers()))
+            while (await moving.ConfigureAwait(false))
             {
-                context.ResponseTrailers.Add(trailer);
+                await replies.WriteAsync(call.ResponseStream.Current).ConfigureAwait(false);
+                moving = call.ResponseStream.MoveNext(context.CancellationToken);
             }
-
-            return response;
         }
         catch (RpcException e)
         {
-            // Rethrown as it is: grpc-dotnet answers its status, detail and trailers.
             ProxyLog.CallEnded(logger, method.FullName, key, e.StatusCode, e.Status.Detail);
             throw;
         }
@@ -67,7 +125,7 @@ internal sealed class CallForwarder(QuintetClient client, ILogger<CallForwarder>
 
         // The route matched /{service}/{method}: two non-empty segments.
         var slash = path.IndexOf('/', 1);
-        var method = new Method<byte[], byte[]>(MethodType.Unary, path[1..slash], path[(slash + 1)..], PassThrough, PassThrough);
+        var method = new Method<byte[], byte[]>(MethodType.ServerStreaming, path[1..slash], path[(slash + 1)..], PassThrough, PassThrough);
         return _methods.Count < MaxMethods ? _methods.GetOrAdd(path, method) : method;
     }
 
@@ -113,6 +171,8 @@ internal sealed class CallForwarder(QuintetClient client, ILogger<CallForwarder>
 
     private static bool IsPassedQuintetHeader(string name) =>
         string.Equals(name, CallHeaders.RequestId, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.EventsAfter, StringComparison.OrdinalIgnoreCase)
+        || string.Equals(name, CallHeaders.EventLog, StringComparison.OrdinalIgnoreCase)
         || string.Equals(name, CallHeaders.Call, StringComparison.OrdinalIgnoreCase);
 
     private static bool IsTransportHeader(string name) =>

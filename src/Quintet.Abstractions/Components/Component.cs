@@ -186,6 +186,22 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
     /// <summary>The shared data structures (dictionaries, sets, queues and counters shared by name across instances and managers).</summary>
     public ISharedStructures Shared { get; init; } = NoShared.Instance;
 
+    /// <summary>
+    /// The instance's events, numbered and kept in its event log, which its server-streaming operations stream to
+    /// subscribers (<see cref="IComponentEvents"/>).
+    /// </summary>
+    public IComponentEvents Events { get; init; } = NoEvents.Instance;
+
+    private sealed class NoEvents : IComponentEvents
+    {
+        public static readonly NoEvents Instance = new();
+
+        public long LastPosition => 0;
+
+        public long Publish<TEvent>(TEvent message) where TEvent : class =>
+            throw new InvalidOperationException("Events are not available to this activation (it runs outside a manager, as an active replica, or in an isolated worker).");
+    }
+
     /// <summary>The coordination tools: voting, leader election, barriers, locks with fencing tokens, two-phase commit.</summary>
     public ICoordination Coordination { get; init; } = NoCoordination.Instance;
 

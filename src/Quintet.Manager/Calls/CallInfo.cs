@@ -1,7 +1,10 @@
 namespace Quintet.Manager.Calls;
 
 /// <summary>The answer to a component call: the serialized reply, and the endpoint of the manager that served it when another one did.</summary>
-internal readonly record struct InvocationResult(byte[] Reply, string? ServedBy);
+/// <param name="Reply">The reply's bytes; empty for a stream, whose messages went out as they came.</param>
+/// <param name="ServedBy">The owner's endpoint when another manager served the call.</param>
+/// <param name="Streamed">Whether the call was a stream whose messages and headers were written already.</param>
+internal readonly record struct InvocationResult(byte[] Reply, string? ServedBy, bool Streamed = false);
 
 /// <summary>What travels with a component call besides its message.</summary>
 /// <param name="RequestId">The id the first manager gave the call, kept across hops.</param>
@@ -12,4 +15,6 @@ internal readonly record struct InvocationResult(byte[] Reply, string? ServedBy)
 /// <param name="CallerRoles">The authenticated caller's roles; null when none (security off).</param>
 /// <param name="PackageRoles">The roles of the called package the caller is a member of by the administrators' assignments; null when none (security off).</param>
 /// <param name="ClientCall">Which call of which client this is, for completion records; null when the client sent no identity.</param>
-internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0, IReadOnlyList<string>? CallerRoles = null, IReadOnlyList<string>? PackageRoles = null, ClientCallId? ClientCall = null);
+/// <param name="EventsAfter">For a subscription: the last event position the subscriber saw (it resumes after it); null: from the oldest retained.</param>
+/// <param name="EventLog">For a subscription: the event log the subscriber followed, when it resumes.</param>
+internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0, IReadOnlyList<string>? CallerRoles = null, IReadOnlyList<string>? PackageRoles = null, ClientCallId? ClientCall = null, long? EventsAfter = null, string? EventLog = null);

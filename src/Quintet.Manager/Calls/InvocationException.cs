@@ -7,4 +7,7 @@ internal sealed class InvocationException(StatusCode code, string message) : Exc
 {
     /// <summary>The gRPC status the caller receives.</summary>
     public StatusCode Code { get; } = code;
+
+    /// <summary>Trailers sent with the status, for a caller that acts on the refusal (see <c>CallHeaders.OperationKind</c>).</summary>
+    public IReadOnlyList<KeyValuePair<string, string>> Trailers { get; init; } = [];
 }

@@ -7,8 +7,57 @@ using Quintet.Protocol;
 
 namespace Quintet.Manager.Calls;
 
-/// <summary>One unary call as the framing read it: the instance key, the undecoded message, the deadline and the headers.</summary>
-internal readonly record struct UnaryCall(string Key, byte[] Message, DateTimeOffset? Deadline, IHeaderDictionary Headers);
+/// <summary>
+/// One call as the framing read it: the instance key, the undecoded message, the deadline and the headers, and where a
+/// server-streaming call writes its messages.
+/// </summary>
+internal readonly record struct UnaryCall(string Key, byte[] Message, DateTimeOffset? Deadline, IHeaderDictionary Headers, ReplyStream Replies);
+
+/// <summary>
+/// The messages of a server-streaming call (a subscription), written and flushed one by one as they come: gRPC frames
+/// them exactly as a unary reply, only more of them, so the one framing serves both.
+/// </summary>
+internal sealed class ReplyStream(HttpResponse response)
+{
+    /// <summary>Whether the response headers went out.</summary>
+    public bool Started { get; private set; }
+
+    /// <summary>Sends the response headers: the owner's endpoint when another manager serves the stream, and its event log.</summary>
+    public async Task StartAsync(string? servedBy, string? eventLog, CancellationToken cancellationToken)
+    {
+        if (Started)
+        {
+            return;
+        }
+
+        if (servedBy is not null)
+        {
+            response.Headers[CallHeaders.ServedBy] = servedBy;
+        }
+
+        if (eventLog is not null)
+        {
+            response.Headers[CallHeaders.EventLog] = eventLog;
+        }
+
+        Started = true;
+        await response.StartAsync(cancellationToken);
+        await response.BodyWriter.FlushAsync(cancellationToken);
+    }
+
+    /// <summary>Writes one message, length-prefixed, and flushes it: a subscriber receives each event as it comes.</summary>
+    public async Task WriteAsync(ReadOnlyMemory<byte> message, CancellationToken cancellationToken)
+    {
+        await StartAsync(null, null, cancellationToken);
+        var writer = response.BodyWriter;
+        var prefix = writer.GetSpan(5);
+        prefix[0] = 0;
+        BinaryPrimitives.WriteUInt32BigEndian(prefix[1..5], (uint)message.Length);
+        writer.Advance(5);
+        writer.Write(message.Span);
+        await writer.FlushAsync(cancellationToken);
+    }
+}
 
 /// <summary>Answers a unary call: the reply, and the endpoint of the manager that served it when another one did.</summary>
 internal delegate Task<InvocationResult> UnaryHandler(UnaryCall call, CancellationToken cancellationToken);
@@ -61,7 +110,14 @@ internal static class UnaryFraming
         {
             var message = await ReadMessageAsync(request.BodyReader, cancellationToken);
             var key = request.Headers.First(CallHeaders.Key) ?? string.Empty;
-            var (reply, servedBy) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), cancellationToken);
+            var (reply, servedBy, streamed) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers, new ReplyStream(response)), cancellationToken);
+            if (streamed)
+            {
+                // Its headers and messages went out as they came.
+                await FinishAsync(response, StatusCode.OK, null);
+                return;
+            }
+
             if (servedBy is not null)
             {
                 // The instance lives on another manager: a client that reads this calls it there directly next time.
@@ -75,6 +131,11 @@ internal static class UnaryFraming
         }
         catch (InvocationException e)
         {
+            foreach (var (name, value) in e.Trailers)
+            {
+                response.AppendTrailer(name, value);
+            }
+
             await FinishAsync(response, e.Code, e.Message);
         }
         catch (OperationCanceledException) when (deadline is { IsCancellationRequested: true } && !context.RequestAborted.IsCancellationRequested)

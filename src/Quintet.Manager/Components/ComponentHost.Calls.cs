@@ -205,12 +205,14 @@ internal sealed partial class ComponentHost
                 {
                     var lifecycle = (IComponentLifecycle)shadow.Instance!;
                     lifecycle.SetCurrentCall(new ComponentCall(op.Name, call.RequestId, call.Caller, call.Deadline) { CallerRoles = call.CallerRoles ?? [], PackageRoles = call.PackageRoles ?? [] });
+                    shadow.InCall = true;
                     try
                     {
                         value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
                     }
                     finally
                     {
+                        shadow.InCall = false;
                         lifecycle.SetCurrentCall(null);
                     }
                 }
@@ -265,6 +267,10 @@ internal sealed partial class ComponentHost
                 shadow.RunningCall = null;
                 shadow.BackupStateInCall = null;
                 shadow.WroteCheckpointInCall = false;
+
+                // What the call published reaches its subscribers now, after its backups (whatever its outcome: a
+                // published event is in the log). Not cancelled with the call: the events are appended already.
+                await _events.FinishCallAsync(shadow, CancellationToken.None);
             }
         }
         finally

@@ -30,6 +30,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
     private readonly IsolatedWorkers _isolated;
     private readonly PeerCalls _peers;
     private readonly CallCompletions _completions;
+    private readonly InstanceEvents _events;
 
     public ComponentHost(
         ILogger<ComponentHost> logger,
@@ -44,7 +45,8 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         GroupService groups,
         IsolatedWorkers isolated,
         PeerCalls peers,
-        CallCompletions completions)
+        CallCompletions completions,
+        InstanceEvents events)
     {
         this.logger = logger;
         this.identity = identity;
@@ -59,6 +61,7 @@ internal sealed partial class ComponentHost : IAsyncDisposable, IPackageDeployer
         _isolated = isolated;
         _peers = peers;
         _completions = completions;
+        _events = events;
         _factories = new FactoryMemberships(logger);
     }
 

@@ -193,6 +193,8 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<DeployedPackages>();
         builder.Services.AddSingleton<InstanceShadows>();
         builder.Services.AddOptions<CompletionRecordsOptions>().Bind(builder.Configuration.GetSection(CompletionRecordsOptions.SectionName));
+        builder.Services.AddOptions<EventLogOptions>().Bind(builder.Configuration.GetSection(EventLogOptions.SectionName));
+        builder.Services.AddSingleton<InstanceEvents>();
         builder.Services.AddSingleton<CompletionRecordBook>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<CompletionRecordBook>());
         builder.Services.AddSingleton<CallCompletions>();

@@ -38,6 +38,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures, KindSections(kinds));
         var structures = Bind<SharedStructuresOptions>(configuration, SharedStructuresOptions.SectionName, failures);
         var completions = Bind<CompletionRecordsOptions>(configuration, CompletionRecordsOptions.SectionName, failures);
+        var events = Bind<EventLogOptions>(configuration, EventLogOptions.SectionName, failures);
         var securityOptions = Bind<SecurityOptions>(configuration, SecurityOptions.SectionName, failures);
         var audit = Bind<Quintet.Manager.Security.AuditOptions>(configuration, Quintet.Manager.Security.AuditOptions.SectionName, failures);
         if (audit is { MaxEntries: < 100 })
@@ -74,6 +75,11 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         if (completions is not null)
         {
             failures.AddRange(completions.Validate());
+        }
+
+        if (events is not null)
+        {
+            failures.AddRange(events.Validate());
         }
 
         failures.AddRange(securityFailures);

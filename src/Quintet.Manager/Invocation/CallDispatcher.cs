@@ -3,6 +3,7 @@ using Quintet.Components;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Components;
 using Quintet.Manager.Ownership;
+using Quintet.Manager.Packages;
 
 namespace Quintet.Manager.Invocation;
 
@@ -41,9 +42,14 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
             throw new InvocationException(StatusCode.NotFound, $"{componentClass.Name} makes fresh instances: create one with CreateInstance and call it by the key it returns; '{call.Key}' was never created, or was destroyed.");
         }
 
+        if (op.IsStream)
+        {
+            RefuseUnservableStream(call, componentClass);
+        }
+
         // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs
         // every call in the one total order anyway), rather than passing it to the owner.
-        if (host.TryCallLocalReplica(id, componentClass.Qos, op, call.Service, call.Request, cancellationToken) is { } replicated)
+        if (!op.IsStream && host.TryCallLocalReplica(id, componentClass.Qos, op, call.Service, call.Request, cancellationToken) is { } replicated)
         {
             return new InvocationResult(await replicated, null);
         }
@@ -81,11 +87,25 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                     throw new InvocationException(StatusCode.Unavailable, $"{id} is owned by manager {route.OwnerNode}, whose endpoint this manager does not know yet; retry.");
                 }
 
-                var reply = await forwarding.ForwardAsync(route.Endpoint, call, call.Info with { Hops = call.Info.Hops + 1, RouteEpoch = route.Epoch }, cancellationToken);
+                var forwarded = call.Info with { Hops = call.Info.Hops + 1, RouteEpoch = route.Epoch };
+                if (op.IsStream)
+                {
+                    await forwarding.ForwardStreamAsync(route.Endpoint, call, forwarded, cancellationToken);
+                    return new InvocationResult([], route.Endpoint, Streamed: true);
+                }
+
+                var reply = await forwarding.ForwardAsync(route.Endpoint, call, forwarded, cancellationToken);
                 return new InvocationResult(reply, route.Endpoint);
             }
 
-            if (await host.ServeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, cancellationToken) is { } served)
+            if (op.IsStream)
+            {
+                if (await host.SubscribeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, call.Replies!, cancellationToken))
+                {
+                    return new InvocationResult([], null, Streamed: true);
+                }
+            }
+            else if (await host.ServeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, cancellationToken) is { } served)
             {
                 return new InvocationResult(served, null);
             }
@@ -95,6 +115,30 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
             {
                 throw new InvocationException(StatusCode.Unavailable, $"{id} kept moving while the call waited; retry.");
             }
+        }
+    }
+
+    /// <summary>Refuses, before anything is placed, a subscription this manager cannot serve, saying why.</summary>
+    /// <exception cref="InvocationException">Numbered for completion records (<c>FAILED_PRECONDITION</c>, with the
+    /// trailer that tells the local proxy to open it as a stream), or on a class whose instances publish no events.</exception>
+    private static void RefuseUnservableStream(ComponentInvocation call, ComponentClass componentClass)
+    {
+        if (call.Info.ClientCall is not null && call.Origin == CallOrigin.Client)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"{call.Service}/{call.Operation} is a server-streaming operation (a subscription to the instance's events): open it as a server-streaming call, without {Quintet.Protocol.CallHeaders.Call}; a subscription keeps no completion record, it resumes with {Quintet.Protocol.CallHeaders.EventsAfter}.")
+            {
+                Trailers = [new(Quintet.Protocol.CallHeaders.OperationKind, Quintet.Protocol.CallHeaders.ServerStreaming)],
+            };
+        }
+
+        if (componentClass.Qos.Replication == ReplicationStyle.Active || componentClass.Qos.Isolation == IsolationMode.Process)
+        {
+            throw new InvocationException(StatusCode.FailedPrecondition, $"{componentClass.Name} is {(componentClass.Qos.Replication == ReplicationStyle.Active ? "actively replicated" : "isolated in a worker process")}: its instances publish no events yet, so {call.Service}/{call.Operation} has nothing to stream.");
+        }
+
+        if (call.Replies is null)
+        {
+            throw new InvocationException(StatusCode.Internal, $"{call.Service}/{call.Operation} is a subscription, but this call has no stream to write its events to.");
         }
     }
 }

@@ -49,8 +49,22 @@ internal static class ComponentCallEndpoint
             // Hops and the route epoch steer a call between managers; a client cannot set them.
             var (hops, routeEpoch) = origin == CallOrigin.Forwarded ? PeerForwarding.ReadRouting(call.Headers) : (0, 0L);
             // The client's identity for completion records travels unchanged, from a client or from the manager that forwarded the call.
-            var info = new CallInfo(requestId, Caller: null, call.Deadline, hops, routeEpoch, ClientCall: ClientCallId.Read(call.Headers));
-            return pipeline.InvokeAsync(new ComponentInvocation(context, origin, service, operation, call.Key, call.Message, info), cancellationToken);
+            var info = new CallInfo(requestId, Caller: null, call.Deadline, hops, routeEpoch, ClientCall: ClientCallId.Read(call.Headers), EventsAfter: ReadEventsAfter(call.Headers), EventLog: call.Headers.First(CallHeaders.EventLog));
+            return pipeline.InvokeAsync(new ComponentInvocation(context, origin, service, operation, call.Key, call.Message, info) { Replies = call.Replies }, cancellationToken);
         });
+    }
+
+    /// <summary>The last event position a subscriber saw (<c>quintet-events-after</c>), null when it sent none.</summary>
+    /// <exception cref="InvocationException"><c>INVALID_ARGUMENT</c>: not a position.</exception>
+    private static long? ReadEventsAfter(IHeaderDictionary headers)
+    {
+        if (headers.First(CallHeaders.EventsAfter) is not { } value)
+        {
+            return null;
+        }
+
+        return long.TryParse(value, NumberStyles.None, CultureInfo.InvariantCulture, out var after)
+            ? after
+            : throw new InvocationException(Grpc.Core.StatusCode.InvalidArgument, $"{CallHeaders.EventsAfter} '{value}' is not an event position: send the decimal position of the last event seen (0 for none).");
     }
 }

@@ -39,6 +39,9 @@ internal sealed class ComponentInvocation(HttpContext http, CallOrigin origin, s
     /// <summary>The request message as the caller serialized it.</summary>
     public ReadOnlyMemory<byte> Request { get; } = request;
 
+    /// <summary>Where a server-streaming call (a subscription) writes its messages as they come.</summary>
+    public ReplyStream? Replies { get; init; }
+
     /// <summary>What travels with the call to the instance (and on to the owner when forwarded); steps may refine it.</summary>
     public CallInfo Info { get; set; } = info;
 }

@@ -32,6 +32,7 @@ internal sealed class PeerForwarding(PeerChannels channels)
 
     private static readonly Marshaller<byte[]> Bytes = Marshallers.Create(b => b, b => b);
     private readonly ConcurrentDictionary<(string Service, string Operation), Method<byte[], byte[]>> _methods = new();
+    private readonly ConcurrentDictionary<(string Service, string Operation), Method<byte[], byte[]>> _streamMethods = new();
 
     /// <summary>
     /// Passes a call on to the manager at <paramref name="endpoint"/>; its status comes back as it was. A call the caller
@@ -43,29 +44,7 @@ internal sealed class PeerForwarding(PeerChannels channels)
     {
         // gRPC builds the path "/" + service + "/" + name: the forwarded route's three segments.
         var method = _methods.GetOrAdd((call.Service, call.Operation), m => new Method<byte[], byte[]>(MethodType.Unary, RoutePrefix[1..], m.Service + "/" + m.Operation, Bytes, Bytes));
-        var headers = new Metadata
-        {
-            { CallHeaders.Key, call.Key },
-            { HopsHeader, info.Hops.ToString(CultureInfo.InvariantCulture) },
-            { RouteEpochHeader, info.RouteEpoch.ToString(CultureInfo.InvariantCulture) },
-            { CallHeaders.RequestId, info.RequestId },
-        };
-        if (info.Caller is { } caller)
-        {
-            headers.Add(CallHeaders.Caller, caller);
-        }
-
-        if (info.ClientCall is { } clientCall)
-        {
-            // Unchanged, so that the owner finds a retried call's record whichever manager the retry came through.
-            headers.Add(CallHeaders.Call, CallHeaders.FormatCall(clientCall.ClientId, clientCall.Sequence, clientCall.AnsweredBelow));
-        }
-
-        if (info.CallerRoles is { Count: > 0 } roles)
-        {
-            headers.Add(CallerRolesHeader, string.Join(',', roles));
-        }
-
+        var headers = Headers(call, info);
         using var activity = StartSpan(endpoint, call, info);
         if (activity is not null)
         {
@@ -105,9 +84,95 @@ internal sealed class PeerForwarding(PeerChannels channels)
         catch (RpcException e)
         {
             EndSpan(activity, e.Status);
-            var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{call.Key}' did not answer" : e.Status.Detail;
-            throw new InvocationException(e.StatusCode, detail);
+            throw Failure(endpoint, call, e);
         }
+    }
+
+    /// <summary>
+    /// Passes a subscription on to the owner at <paramref name="endpoint"/> and copies its messages to the caller as they
+    /// come, undecoded, its event log named in the headers as the owner named it; the owner's status ends it as it was.
+    /// </summary>
+    /// <exception cref="InvocationException">The owner ended the stream with an error, or could not be reached.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> fired.</exception>
+    public async Task ForwardStreamAsync(string endpoint, ComponentInvocation call, CallInfo info, CancellationToken cancellationToken)
+    {
+        var method = _streamMethods.GetOrAdd((call.Service, call.Operation), m => new Method<byte[], byte[]>(MethodType.ServerStreaming, RoutePrefix[1..], m.Service + "/" + m.Operation, Bytes, Bytes));
+        var headers = Headers(call, info);
+        using var activity = StartSpan(endpoint, call, info);
+        if (activity is not null)
+        {
+            DistributedContextPropagator.Current.Inject(activity, headers, static (carrier, name, value) => ((Metadata)carrier!).Add(name, value));
+        }
+
+        var replies = call.Replies!;
+        try
+        {
+            var options = new CallOptions(headers, info.Deadline?.UtcDateTime, cancellationToken);
+            using var stream = channels.For(endpoint).CreateCallInvoker().AsyncServerStreamingCall(method, null, options, call.Request.ToArray());
+            var ownerHeaders = await stream.ResponseHeadersAsync;
+            await replies.StartAsync(endpoint, ownerHeaders.GetValue(CallHeaders.EventLog), cancellationToken);
+            while (await stream.ResponseStream.MoveNext(cancellationToken))
+            {
+                await replies.WriteAsync(stream.ResponseStream.Current, cancellationToken);
+            }
+
+            activity?.SetTag("rpc.grpc.status_code", (int)StatusCode.OK);
+        }
+        catch (RpcException e) when (cancellationToken.IsCancellationRequested)
+        {
+            EndSpan(activity, e.Status);
+            throw new OperationCanceledException($"The subscription forwarded to {endpoint} was cancelled ({e.StatusCode}).", e, cancellationToken);
+        }
+        catch (RpcException e)
+        {
+            EndSpan(activity, e.Status);
+            throw Failure(endpoint, call, e);
+        }
+    }
+
+    private static InvocationException Failure(string endpoint, ComponentInvocation call, RpcException e)
+    {
+        var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{call.Key}' did not answer" : e.Status.Detail;
+        return new InvocationException(e.StatusCode, detail);
+    }
+
+    /// <summary>The headers a forwarded call carries: its key, routing, request id, caller, identity and resume point.</summary>
+    private static Metadata Headers(ComponentInvocation call, CallInfo info)
+    {
+        var headers = new Metadata
+        {
+            { CallHeaders.Key, call.Key },
+            { HopsHeader, info.Hops.ToString(CultureInfo.InvariantCulture) },
+            { RouteEpochHeader, info.RouteEpoch.ToString(CultureInfo.InvariantCulture) },
+            { CallHeaders.RequestId, info.RequestId },
+        };
+        if (info.Caller is { } caller)
+        {
+            headers.Add(CallHeaders.Caller, caller);
+        }
+
+        if (info.ClientCall is { } clientCall)
+        {
+            // Unchanged, so that the owner finds a retried call's record whichever manager the retry came through.
+            headers.Add(CallHeaders.Call, CallHeaders.FormatCall(clientCall.ClientId, clientCall.Sequence, clientCall.AnsweredBelow));
+        }
+
+        if (info.CallerRoles is { Count: > 0 } roles)
+        {
+            headers.Add(CallerRolesHeader, string.Join(',', roles));
+        }
+
+        if (info.EventsAfter is { } after)
+        {
+            headers.Add(CallHeaders.EventsAfter, after.ToString(CultureInfo.InvariantCulture));
+        }
+
+        if (info.EventLog is { } log)
+        {
+            headers.Add(CallHeaders.EventLog, log);
+        }
+
+        return headers;
     }
 
     /// <summary>The forwarded call's client span, a child of the call's server span here; null when nobody records it.</summary>

@@ -21,9 +21,14 @@ internal static class ComponentContexts
     /// </summary>
     public static ComponentContext ForOwner(
         ComponentClass componentClass, string key, string manager, ICheckpointLog checkpoints, IBackups backups,
-        InstanceGroups? groups, ISharedStructures? shared, ICoordination? coordination)
+        InstanceGroups? groups, ISharedStructures? shared, ICoordination? coordination, IComponentEvents? events = null)
     {
         var context = Base(componentClass, key, manager, checkpoints) with { Backups = backups };
+        if (events is not null)
+        {
+            context = context with { Events = events };
+        }
+
         if (groups is not null)
         {
             context = context with { Groups = groups, States = groups };

@@ -26,6 +26,7 @@ internal sealed partial class InstanceActivation(
     GroupService groups,
     SharedStructures shared,
     CoordinationService coordination,
+    InstanceEvents events,
     ILogger<InstanceActivation> logger)
 {
     /// <summary>Refuses to serve an instance while this manager is cut off from the majority (its lease may have run out).</summary>
@@ -52,10 +53,20 @@ internal sealed partial class InstanceActivation(
 
         var arrived = migration.TryTakeArrival(shadow.Id, out var arrival) && arrival.Epoch == shadow.Epoch;
         var reason = arrived ? ActivationReason.Migrated : shadow.WasActivated ? ActivationReason.Reactivated : ActivationReason.Created;
+        if (arrived && migration.TakeArrivedEvents(shadow.Id, shadow.Epoch) is { } arrivedEvents)
+        {
+            // Its subscribers resume here after the last event they saw there.
+            events.TakeIn(shadow, arrivedEvents);
+        }
+
         if (!arrived && !shadow.WasActivated && backups.TryTakeCopy(shadow.Id, out var copy) && copy.Epoch < shadow.Epoch)
         {
             // This manager held the failed primary's backup and was chosen to take over: start from that state.
             (arrived, arrival, reason) = (true, (shadow.Epoch, copy.State), ActivationReason.Promoted);
+            if (copy.Events is { } keptEvents)
+            {
+                InstanceEvents.TakeIn(shadow, keptEvents);
+            }
         }
 
         Component instance;
@@ -72,7 +83,7 @@ internal sealed partial class InstanceActivation(
         shadow.Groups = new InstanceGroups(groups, shadow, instance);
         shadow.Coordination = coordination.ForInstance(shadow.Key);
         var context = ComponentContexts.ForOwner(
-            shadow.Class, shadow.Key, identity.NodeName, checkpoints.Open(ComponentContexts.StreamOf(shadow.Id)), backups.For(shadow), shadow.Groups, shared, shadow.Coordination);
+            shadow.Class, shadow.Key, identity.NodeName, checkpoints.Open(ComponentContexts.StreamOf(shadow.Id)), backups.For(shadow), shadow.Groups, shared, shadow.Coordination, events.For(shadow));
 
         try
         {

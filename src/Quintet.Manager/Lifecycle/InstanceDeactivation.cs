@@ -60,6 +60,7 @@ internal sealed partial class InstanceDeactivation
             shadow.Instance = null;
             await LeaveGroupsAsync(shadow);
             shadow.State = ShadowState.Gone;
+            shadow.Events?.Close();
             _shadows.Remove(shadow);
         }
         finally

@@ -27,6 +27,11 @@ internal sealed partial class InstanceMigration(
 {
     private readonly ConcurrentDictionary<InstanceId, (long Epoch, byte[]? State)> _arrivals = new();
     private readonly ConcurrentDictionary<InstanceId, (long Epoch, CompletionTable Table)> _arrivedCompletions = new();
+    private readonly ConcurrentDictionary<InstanceId, (long Epoch, EventLog Log)> _arrivedEvents = new();
+
+    /// <summary>Takes the event log an instance arrived with at <paramref name="epoch"/>, if not taken yet.</summary>
+    public EventLog? TakeArrivedEvents(InstanceId id, long epoch) =>
+        _arrivedEvents.TryGetValue(id, out var arrived) && arrived.Epoch == epoch && _arrivedEvents.TryRemove(new(id, arrived)) ? arrived.Log : null;
 
     /// <summary>Takes the completion records an instance arrived with at <paramref name="epoch"/>, if not taken yet.</summary>
     public CompletionTable? TakeArrivedCompletions(InstanceId id, long epoch) =>
@@ -116,7 +121,9 @@ internal sealed partial class InstanceMigration(
                     (shadow.Completions ??= new InstanceCompletions(book)).Merge(arrivedWith);
                 }
 
-                await peers.AcceptInstanceAsync(target.Endpoint, id, shadow.Epoch + 1, exported, recovery, shadow.Completions?.ToMessage(), cancellationToken);
+                // The events too, and ones it arrived with when it moves on before its first call.
+                var events = shadow.Events?.ToMessage() ?? (_arrivedEvents.TryGetValue(id, out var arrivedEvents) && arrivedEvents.Epoch == shadow.Epoch ? arrivedEvents.Log : null);
+                await peers.AcceptInstanceAsync(target.Endpoint, id, shadow.Epoch + 1, exported, recovery, shadow.Completions?.ToMessage(), events, cancellationToken);
                 var announced = await directory.AnnounceMoveAsync(id, shadow.Epoch, toNode, cancellationToken);
                 if (!announced || (directory.TryRoute(id, out var after) && after.IsLocal))
                 {
@@ -132,6 +139,7 @@ internal sealed partial class InstanceMigration(
             }
 
             shadow.State = ShadowState.Gone;
+            shadow.Events?.Close();
             shadows.Remove(shadow);
             _arrivals.TryRemove(id, out _);
             if (checkpoints is not IClusterCheckpointStore)
@@ -150,11 +158,16 @@ internal sealed partial class InstanceMigration(
     }
 
     /// <summary>Takes in an instance another manager is moving here: its checkpoint stream and migrated state.</summary>
-    public async Task AcceptInstanceAsync(InstanceId id, long epoch, byte[]? state, ReadOnlyMemory<byte>? checkpoint, IReadOnlyList<ReadOnlyMemory<byte>> log, CompletionTable? completions, CancellationToken cancellationToken)
+    public async Task AcceptInstanceAsync(InstanceId id, long epoch, byte[]? state, ReadOnlyMemory<byte>? checkpoint, IReadOnlyList<ReadOnlyMemory<byte>> log, CompletionTable? completions, EventLog? events, CancellationToken cancellationToken)
     {
         if (packages.FindClass(id.ClassName) is null)
         {
             throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
+        }
+
+        if (events is not null)
+        {
+            _arrivedEvents[id] = (epoch, events);
         }
 
         if (completions is not null)

@@ -20,6 +20,7 @@ internal sealed class InstanceTransferService(InstanceMigration migration, Prima
                 request.HasCheckpoint ? request.Checkpoint.Memory : null,
                 [.. request.Log.Select(r => r.Memory)],
                 request.Completions,
+                request.Events,
                 context.CancellationToken);
         }
         catch (InvocationException e)
@@ -34,7 +35,7 @@ internal sealed class InstanceTransferService(InstanceMigration migration, Prima
     {
         try
         {
-            await backups.KeepAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), request.Completions, context.CancellationToken);
+            await backups.KeepAsync(new InstanceId(request.Instance.ClassName, request.Instance.Key), request.Epoch, request.Sequence, request.State.ToByteArray(), request.Completions, request.Events, request.EventsOnly, context.CancellationToken);
         }
         catch (InvocationException e)
         {

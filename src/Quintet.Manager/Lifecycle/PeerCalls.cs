@@ -15,7 +15,7 @@ internal sealed class PeerCalls(PeerChannels channels)
     private static readonly TimeSpan TransferDeadline = TimeSpan.FromSeconds(60);
 
     /// <summary>Hands an instance's state to the manager at <paramref name="endpoint"/>.</summary>
-    public async Task AcceptInstanceAsync(string endpoint, InstanceId id, long epoch, byte[]? state, CheckpointRecovery recovery, CompletionTable? completions, CancellationToken cancellationToken)
+    public async Task AcceptInstanceAsync(string endpoint, InstanceId id, long epoch, byte[]? state, CheckpointRecovery recovery, CompletionTable? completions, EventLog? events, CancellationToken cancellationToken)
     {
         var request = new AcceptInstanceRequest
         {
@@ -26,15 +26,16 @@ internal sealed class PeerCalls(PeerChannels channels)
             HasCheckpoint = recovery.Checkpoint is not null,
             Checkpoint = recovery.Checkpoint is { } checkpoint ? ByteString.CopyFrom(checkpoint.Span) : ByteString.Empty,
             Completions = completions,
+            Events = events,
         };
         request.Log.AddRange(recovery.Log.Select(r => ByteString.CopyFrom(r.Data.Span)));
         await new InstanceTransfer.InstanceTransferClient(channels.For(endpoint)).AcceptInstanceAsync(request, deadline: DateTime.UtcNow + TransferDeadline, cancellationToken: cancellationToken);
     }
 
     /// <summary>Sends a primary's state to the manager at <paramref name="endpoint"/> to keep as a backup.</summary>
-    public async Task PushBackupAsync(string endpoint, InstanceId id, long epoch, long sequence, byte[] state, CompletionTable? completions, CancellationToken cancellationToken) =>
+    public async Task PushBackupAsync(string endpoint, InstanceId id, long epoch, long sequence, byte[] state, CompletionTable? completions, EventLog? events, bool eventsOnly, CancellationToken cancellationToken) =>
         await new InstanceTransfer.InstanceTransferClient(channels.For(endpoint)).PushBackupAsync(
-            new PushBackupRequest { Instance = new InstanceRef { ClassName = id.ClassName, Key = id.Key }, Epoch = epoch, Sequence = sequence, State = ByteString.CopyFrom(state), Completions = completions },
+            new PushBackupRequest { Instance = new InstanceRef { ClassName = id.ClassName, Key = id.Key }, Epoch = epoch, Sequence = sequence, State = ByteString.CopyFrom(state), Completions = completions, Events = events, EventsOnly = eventsOnly },
             cancellationToken: cancellationToken);
 
     /// <summary>Asks the manager at <paramref name="endpoint"/> to host a replica of an actively replicated instance.</summary>

@@ -1,7 +1,9 @@
 using System.Collections.Concurrent;
 using System.Diagnostics.CodeAnalysis;
 using Grpc.Core;
+using Microsoft.Extensions.Options;
 using Quintet.Components;
+using Quintet.Manager.Configuration;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Internal;
 using Quintet.Manager.Ownership;
@@ -17,8 +19,11 @@ namespace Quintet.Manager.Lifecycle;
 /// from the copy it kept (<see cref="ActivationReason.Promoted"/>). A holder that missed an update is unregistered before
 /// the update is acknowledged, so a promoted backup never lacks an acknowledged update.
 /// </summary>
-internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCalls peers, DeployedPackages packages, ManagerIdentity identity, ILogger<PrimaryBackups> logger)
+internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCalls peers, DeployedPackages packages, ManagerIdentity identity, IOptions<EventLogOptions> eventOptions, ILogger<PrimaryBackups> logger)
 {
+    /// <summary>How a backup's refusal of an event delta begins: the primary then sends the whole log.</summary>
+    private const string EventsGap = "events: ";
+
     private static readonly TimeSpan BackupDeadline = TimeSpan.FromSeconds(5);
     private readonly ConcurrentDictionary<InstanceId, BackupCopy> _copies = new();
 
@@ -27,7 +32,8 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
     /// <param name="Sequence">The update's number in that epoch.</param>
     /// <param name="State">The state.</param>
     /// <param name="Completions">The instance's completion records as they stood with that state.</param>
-    public sealed record BackupCopy(long Epoch, long Sequence, byte[] State, CompletionTable? Completions = null);
+    /// <param name="Events">The instance's event log as the primary sent it (every event committed here).</param>
+    public sealed record BackupCopy(long Epoch, long Sequence, byte[] State, CompletionTable? Completions = null, InstanceEventLog? Events = null);
 
     /// <summary>The <see cref="IBackups"/> a primary's context hands it.</summary>
     public IBackups For(Shadow shadow) => new BackupSet(this, shadow);
@@ -45,31 +51,88 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
     public Task SendAnswerAsync(Shadow shadow, CancellationToken cancellationToken) =>
         shadow.BackupStateInCall is { } state ? UpdateAsync(shadow, state, cancellationToken) : Task.CompletedTask;
 
-    /// <summary>Keeps a primary's state as a backup here; the first copy of an epoch registers this manager as a holder.</summary>
-    /// <exception cref="InvocationException"><c>FAILED_PRECONDITION</c>: the class is not deployed here.</exception>
-    public async Task KeepAsync(InstanceId id, long epoch, long sequence, byte[] state, CompletionTable? completions, CancellationToken cancellationToken)
+    /// <summary>
+    /// Keeps a primary's state as a backup here, with its events (extending the events kept, or replacing them when the
+    /// primary sent its whole log); the first copy of an epoch registers this manager as a holder. An update with
+    /// <paramref name="eventsOnly"/> keeps the state held and extends the events.
+    /// </summary>
+    /// <exception cref="InvocationException"><c>FAILED_PRECONDITION</c>: the class is not deployed here, or the events
+    /// sent do not follow the ones kept (the primary then sends its whole log).</exception>
+    public async Task KeepAsync(InstanceId id, long epoch, long sequence, byte[] state, CompletionTable? completions, EventLog? events, bool eventsOnly, CancellationToken cancellationToken)
     {
         if (packages.FindClass(id.ClassName) is null)
         {
             throw new InvocationException(StatusCode.FailedPrecondition, $"Manager {identity.NodeName} has no class '{id.ClassName}' deployed.");
         }
 
-        var kept = _copies.AddOrUpdate(
-            id,
-            _ => new BackupCopy(epoch, sequence, state, completions),
-            (_, held) => (epoch, sequence).CompareTo((held.Epoch, held.Sequence)) > 0 ? new BackupCopy(epoch, sequence, state, completions) : held);
-        if (kept.Epoch == epoch && kept.Sequence == sequence && !directory.HoldsBackup(id))
+        BackupCopy kept;
+        lock (_copies)
+        {
+            _copies.TryGetValue(id, out var held);
+            if (held is not null && (epoch, sequence).CompareTo((held.Epoch, held.Sequence)) <= 0)
+            {
+                kept = held;
+            }
+            else if (eventsOnly && held is null)
+            {
+                // Events without a state to go with: this manager holds no copy to extend (it is no holder yet).
+                return;
+            }
+            else
+            {
+                var keptEvents = held?.Events;
+                if (events is not null)
+                {
+                    if (events.Whole)
+                    {
+                        keptEvents = InstanceEventLog.FromMessage(events, eventOptions.Value.MaxEventsPerInstance, eventOptions.Value.MaxBytesPerInstance);
+                    }
+                    else if (keptEvents is null || !keptEvents.TryExtend(events))
+                    {
+                        throw new InvocationException(StatusCode.FailedPrecondition, $"{EventsGap}the backup of {id} on {identity.NodeName} holds events to {keptEvents?.LastPosition ?? 0} of log {keptEvents?.LogId ?? "(none)"}; send the whole log.");
+                    }
+                }
+
+                kept = eventsOnly
+                    ? held! with { Epoch = epoch, Sequence = sequence, Events = keptEvents }
+                    : new BackupCopy(epoch, sequence, state, completions, keptEvents);
+                _copies[id] = kept;
+            }
+        }
+
+        if (kept.Epoch == epoch && kept.Sequence == sequence && !eventsOnly && !directory.HoldsBackup(id))
         {
             await directory.AnnounceBackupAsync(id, identity.NodeName, dropped: false, cancellationToken);
         }
     }
 
+    /// <summary>
+    /// Sends the events published since the last backup update to the backups that hold the state, before they are
+    /// committed (the call that published them ends without a state update after them); nothing for an instance without
+    /// backups or with none to send.
+    /// </summary>
+    public async Task PushEventsAsync(Shadow shadow, CancellationToken cancellationToken)
+    {
+        if (shadow.Events is not { } log || log.LastPosition <= shadow.EventsBackedUp)
+        {
+            return;
+        }
+
+        await UpdateAsync(shadow, ReadOnlyMemory<byte>.Empty, cancellationToken, eventsOnly: true);
+    }
+
     /// <summary>Sends a primary's state to its backups; the ones that fail are unregistered before the update completes.</summary>
-    private async Task<IReadOnlyList<string>> UpdateAsync(Shadow shadow, ReadOnlyMemory<byte> state, CancellationToken cancellationToken)
+    private async Task<IReadOnlyList<string>> UpdateAsync(Shadow shadow, ReadOnlyMemory<byte> state, CancellationToken cancellationToken, bool eventsOnly = false)
     {
         var qos = shadow.Class.Qos;
         var wanted = qos.Replication == ReplicationStyle.PrimaryBackup ? qos.Replicas - 1 : 0;
         var targets = directory.BackupTargets(shadow.Id, wanted);
+        if (eventsOnly)
+        {
+            // A manager that holds no state of the instance has nothing the events could go with.
+            targets = [.. targets.Where(t => t.Holds)];
+        }
+
         if (targets.Count == 0)
         {
             return [];
@@ -77,7 +140,7 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
 
         var sequence = ++shadow.BackupSequence;
         var bytes = state.ToArray();
-        if (shadow.RunningCall is not null)
+        if (shadow.RunningCall is not null && !eventsOnly)
         {
             // Sent again with the call's answer once it has one (SendAnswerAsync).
             shadow.BackupStateInCall = bytes;
@@ -87,13 +150,27 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
         var completions = shadow.RunningCall is { } running
             ? (shadow.Completions?.ToMessage(running) ?? InstanceCompletions.PendingOnly(running))
             : shadow.Completions?.ToMessage();
+        var eventLog = shadow.Events;
+        var eventsThrough = eventLog?.LastPosition ?? 0;
+        var acknowledgedEvents = shadow.EventsAcknowledged ??= new Dictionary<string, long>(StringComparer.Ordinal);
         var results = await Task.WhenAll(targets.Select(async target =>
         {
             try
             {
                 using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
                 bounded.CancelAfter(BackupDeadline);
-                await peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, completions, bounded.Token);
+
+                // Each backup gets the events after the last one it acknowledged; the whole log if it lost the thread.
+                var events = eventLog is null ? null : eventLog.ToMessage(acknowledgedEvents.GetValueOrDefault(target.NodeName));
+                try
+                {
+                    await peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, completions, events, eventsOnly, bounded.Token);
+                }
+                catch (RpcException e) when (e.StatusCode == StatusCode.FailedPrecondition && e.Status.Detail.StartsWith(EventsGap, StringComparison.Ordinal) && eventLog is not null)
+                {
+                    await peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, completions, eventLog.ToMessage(), eventsOnly, bounded.Token);
+                }
+
                 return (target.NodeName, Kept: true, target.Holds);
             }
             catch (Exception e) when (e is RpcException or OperationCanceledException && !cancellationToken.IsCancellationRequested)
@@ -109,8 +186,25 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
             await directory.AnnounceBackupAsync(shadow.Id, missed.NodeName, dropped: true, cancellationToken);
         }
 
+        foreach (var result in results)
+        {
+            if (result.Kept)
+            {
+                acknowledgedEvents[result.NodeName] = eventsThrough;
+            }
+            else
+            {
+                acknowledgedEvents.Remove(result.NodeName);
+            }
+        }
+
+        shadow.EventsBackedUp = eventsThrough;
         var acknowledged = results.Where(r => r.Kept).Select(r => r.NodeName).ToList();
-        shadow.BackupManagers = acknowledged;
+        if (!eventsOnly)
+        {
+            shadow.BackupManagers = acknowledged;
+        }
+
         return acknowledged;
     }
 

@@ -70,6 +70,18 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// <summary>The managers that acknowledged the last backup update.</summary>
     public IReadOnlyList<string> BackupManagers { get; set; } = [];
 
+    /// <summary>The instance's published events; null until it publishes one or is subscribed to.</summary>
+    public InstanceEventLog? Events { get; set; }
+
+    /// <summary>Whether an operation runs in the turn now: events are published from operations only.</summary>
+    public bool InCall { get; set; }
+
+    /// <summary>Per backup manager, the last event position it acknowledged: the next update sends it only the events after.</summary>
+    public Dictionary<string, long>? EventsAcknowledged { get; set; }
+
+    /// <summary>The last event position included in a completed backup update.</summary>
+    public long EventsBackedUp { get; set; }
+
     /// <summary>The instance's completion records; null until it has any.</summary>
     public InstanceCompletions? Completions { get; set; }
 

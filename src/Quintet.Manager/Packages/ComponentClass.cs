@@ -12,14 +12,23 @@ internal sealed class ComponentOperation
 {
     private readonly OperationCodec _codec;
 
-    public ComponentOperation(string name, MethodInfo method, Type requestType, Type responseType, TypeModel model)
+    public ComponentOperation(string name, MethodInfo method, Type requestType, Type responseType, TypeModel model, bool isStream = false)
     {
         Name = name;
         Method = method;
         RequestType = requestType;
         ResponseType = responseType;
-        _codec = (OperationCodec)Activator.CreateInstance(typeof(OperationCodec<,>).MakeGenericType(requestType, responseType), method, model)!;
+        IsStream = isStream;
+
+        // A subscription is served from the instance's event log: the component's method is never called.
+        _codec = (OperationCodec)Activator.CreateInstance(typeof(OperationCodec<,>).MakeGenericType(requestType, responseType), isStream ? null : method, model)!;
     }
+
+    /// <summary>
+    /// Whether the operation is a subscription to the instance's events (<c>IAsyncEnumerable&lt;TEvent&gt;</c>): served
+    /// as a gRPC server-streaming method from the event log, with <see cref="ResponseType"/> the event's type.
+    /// </summary>
+    public bool IsStream { get; }
 
     /// <summary>The operation's name on the wire (the method's name without <c>Async</c>).</summary>
     public string Name { get; }
@@ -72,12 +81,12 @@ internal sealed class ComponentOperation
         where TResponse : class
     {
         private readonly TypeModel _model;
-        private readonly Func<object, TRequest, CancellationToken, Task<TResponse>> _invoke;
+        private readonly Func<object, TRequest, CancellationToken, Task<TResponse>>? _invoke;
 
-        public OperationCodec(MethodInfo method, TypeModel model)
+        public OperationCodec(MethodInfo? method, TypeModel model)
         {
             _model = model;
-            _invoke = CompileInvoker(method);
+            _invoke = method is null ? null : CompileInvoker(method);
         }
 
         public override object Read(ReadOnlySequence<byte> bytes) => _model.Deserialize<TRequest>(bytes) ?? Activator.CreateInstance<TRequest>();
@@ -86,7 +95,8 @@ internal sealed class ComponentOperation
 
         public override Task<object?> InvokeAsync(object component, object request, CancellationToken cancellationToken)
         {
-            var task = _invoke(component, (TRequest)request, cancellationToken);
+            var invoke = _invoke ?? throw new InvalidOperationException("A subscription is served from the instance's event log, not called.");
+            var task = invoke(component, (TRequest)request, cancellationToken);
 
             // Most operations of a keyed instance finish without waiting: their answer needs no state machine.
             return task.IsCompletedSuccessfully ? Task.FromResult<object?>(task.Result) : AwaitAsync(task);
@@ -124,13 +134,28 @@ internal sealed class ComponentContract(string serviceName, Type interfaceType, 
         var service = new Service { Name = lastDot > 0 ? ServiceName[(lastDot + 1)..] : ServiceName };
         foreach (var operation in Operations.Values.OrderBy(o => o.Name, StringComparer.Ordinal))
         {
-            service.Methods.Add(new ServiceMethod { Name = operation.Name, InputType = operation.RequestType, OutputType = operation.ResponseType });
+            service.Methods.Add(new ServiceMethod { Name = operation.Name, InputType = operation.RequestType, OutputType = operation.ResponseType, ServerStreaming = operation.IsStream });
             options.Types.Add(operation.RequestType);
             options.Types.Add(operation.ResponseType);
         }
 
         options.Services.Add(service);
-        return RuntimeTypeModel.Create().GetSchema(options);
+        var schema = RuntimeTypeModel.Create().GetSchema(options);
+
+        // A subscriber reads each event's position from a field the managers put before the event's own (EventFrames).
+        foreach (var eventType in Operations.Values.Where(o => o.IsStream).Select(o => o.ResponseType).Distinct())
+        {
+            var protoName = eventType.GetCustomAttribute<ProtoContractAttribute>()?.Name is { Length: > 0 } named ? named : eventType.Name;
+            var declaration = $"message {protoName} {{";
+            var at = schema.IndexOf(declaration, StringComparison.Ordinal);
+            if (at >= 0)
+            {
+                var field = $"\n   // The event's position in the instance's event log (1, 2, 3, ...): resume after it with the header {Quintet.Protocol.CallHeaders.EventsAfter}.\n   uint64 {Quintet.Protocol.EventFrames.PositionFieldName} = {Quintet.Protocol.EventFrames.PositionField};";
+                schema = schema.Insert(at + declaration.Length, field);
+            }
+        }
+
+        return schema;
     }
 
     public string ServiceName { get; } = serviceName;

@@ -240,14 +240,20 @@ internal static class PackageLoader
     {
         var parameters = method.GetParameters();
         var returnsTask = method.ReturnType.IsGenericType && method.ReturnType.GetGenericTypeDefinition() == typeof(Task<>);
-        if (!returnsTask || parameters.Length != 2 || parameters[1].ParameterType != typeof(CancellationToken))
+        var streams = method.ReturnType.IsGenericType && method.ReturnType.GetGenericTypeDefinition() == typeof(IAsyncEnumerable<>);
+        if (!(returnsTask || streams) || parameters.Length != 2 || parameters[1].ParameterType != typeof(CancellationToken))
         {
-            throw new PackageException($"{field}: an operation must be Task<TResponse> NameAsync(TRequest request, CancellationToken cancellationToken).");
+            throw new PackageException($"{field}: an operation must be Task<TResponse> NameAsync(TRequest request, CancellationToken cancellationToken), or a subscription to the instance's events, IAsyncEnumerable<TEvent> NameAsync(TRequest request, CancellationToken cancellationToken).");
         }
 
         var requestType = parameters[0].ParameterType;
         var responseType = method.ReturnType.GetGenericArguments()[0];
-        foreach (var (role, messageType) in new[] { ("request", requestType), ("response", responseType) })
+        if (streams && method.GetCustomAttribute<ReadOnlyOperationAttribute>() is not null)
+        {
+            throw new PackageException($"{field}: [ReadOnlyOperation] is for unary operations; a subscription keeps no completion record anyway.");
+        }
+
+        foreach (var (role, messageType) in new[] { ("request", requestType), (streams ? "event" : "response", responseType) })
         {
             if (!messageType.IsClass || messageType.GetCustomAttribute<ProtoContractAttribute>() is null || messageType.GetConstructor(Type.EmptyTypes) is null)
             {
@@ -256,11 +262,16 @@ internal static class PackageLoader
         }
 
         var name = method.Name.EndsWith("Async", StringComparison.Ordinal) && method.Name.Length > 5 ? method.Name[..^5] : method.Name;
-        return new ComponentOperation(name, method, requestType, responseType, model)
+        if (streams && responseType.GetProperties().Any(p => p.GetCustomAttribute<ProtoMemberAttribute>()?.Tag == Quintet.Protocol.EventFrames.PositionField))
+        {
+            throw new PackageException($"{field}: the event type {responseType.FullName} uses field {Quintet.Protocol.EventFrames.PositionField}, which carries an event's position on the wire; number its fields below it.");
+        }
+
+        return new ComponentOperation(name, method, requestType, responseType, model, streams)
         {
             Roles = roles,
             RolesDeclaredOn = rolesDeclaredOn,
-            KeepsCompletionRecords = method.GetCustomAttribute<ReadOnlyOperationAttribute>() is null,
+            KeepsCompletionRecords = !streams && method.GetCustomAttribute<ReadOnlyOperationAttribute>() is null,
         };
     }
 }

@@ -1,0 +1,140 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using Google.Protobuf;
+using Grpc.Core;
+using Quintet.Client;
+using Quintet.Protocol.Admin;
+using Quintet.TestingHost;
+using Samples.BankAccount;
+
+namespace Quintet.Integration.Tests;
+
+/// <summary>
+/// Subscriptions (server-streaming operations) across the instance's moves: a client follows a BankAccount's events,
+/// one per deposit, while the owner's manager is killed with <c>kill -9</c> (the backup is promoted) and then the account
+/// migrates; the events it received must be updates 1 to n, each once, in order, matching the deposits acknowledged.
+/// </summary>
+public class SubscriptionTests(ITestOutputHelper output)
+{
+    private const string AccountClass = "Samples.BankAccount.AccountComponent";
+    private const string Key = "watched";
+
+    private static DateTime Soon => DateTime.UtcNow.AddSeconds(30);
+
+    private static ComponentAdmin.ComponentAdminClient Admin(ManagerProcess manager) => new(manager.Channel);
+
+    [Fact]
+    public Task A_subscription_gets_every_event_once_in_order_across_a_kill_of_the_owner_and_a_migration() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            var started = Stopwatch.StartNew();
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+
+            // Any gRPC client subscribes from the exported .proto, which declares the stream and the events' position.
+            var proto = (await Admin(cluster.Managers[0]).ExportProtoAsync(new ExportProtoRequest { Contract = "samples.bank.Account" }, deadline: Soon)).Content;
+            Assert.Contains("rpc Events (EventsRequest) returns (stream AccountEvent);", proto, StringComparison.Ordinal);
+            Assert.Contains("uint64 quintet_position = 536870911;", proto, StringComparison.Ordinal);
+
+            var endpoints = cluster.Managers.Select(m => m.GrpcEndpoint).ToArray();
+            using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = endpoints, FailoverBudget = TimeSpan.FromSeconds(20) });
+            var account = client.GetComponent<IAccount>(Key);
+            var first = await account.DepositAsync(new Amount { Value = 1 }, CancellationToken.None);
+            var acknowledged = new ConcurrentQueue<long>([first.Updates]);
+
+            // The subscriber: every event it reads, in the order it reads them.
+            var received = new ConcurrentQueue<AccountEvent>();
+            using var stopReading = new CancellationTokenSource();
+            var subscriber = Task.Run(async () =>
+            {
+                try
+                {
+                    await foreach (var update in account.EventsAsync(new EventsRequest(), stopReading.Token))
+                    {
+                        received.Enqueue(update);
+                    }
+                }
+                catch (Exception e) when (stopReading.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled })
+                {
+                    // Stopped by the test.
+                }
+            });
+
+            // The depositor, one call at a time; a deposit without an answer may or may not have been applied.
+            using var stopDepositing = new CancellationTokenSource();
+            var unanswered = 0;
+            var depositor = Task.Run(async () =>
+            {
+                while (!stopDepositing.IsCancellationRequested)
+                {
+                    try
+                    {
+                        acknowledged.Enqueue((await account.DepositAsync(new Amount { Value = 1 }, CancellationToken.None)).Updates);
+                    }
+                    catch (RpcException e)
+                    {
+                        Interlocked.Increment(ref unanswered);
+                        output.WriteLine($"deposit without an answer: {e.StatusCode} {e.Status.Detail}");
+                    }
+
+                    await Task.Delay(15);
+                }
+            });
+
+            async Task WaitForEventsAsync(int count)
+            {
+                var waited = Stopwatch.StartNew();
+                while (received.Count < count)
+                {
+                    Assert.True(waited.Elapsed < TimeSpan.FromSeconds(20), $"the subscriber got {received.Count} events, not {count}, in 20 s");
+                    Assert.False(subscriber.IsCompleted, $"the subscription ended: {subscriber.Exception?.GetBaseException()}");
+                    await Task.Delay(50);
+                }
+            }
+
+            async Task<ManagerProcess> OwnerAsync()
+            {
+                var owner = (await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Manager;
+                return cluster.Managers.Single(m => m.Name == owner);
+            }
+
+            await WaitForEventsAsync(20);
+            var victim = await OwnerAsync();
+            await cluster.KillAsync(victim);
+            output.WriteLine($"killed {victim.Name}, the owner, after {received.Count} events ({started.Elapsed.TotalSeconds:F1} s)");
+            await WaitForEventsAsync(received.Count + 20);
+
+            var promoted = await OwnerAsync();
+            var target = cluster.Managers.First(m => m != victim && m != promoted);
+            var moved = await Admin(promoted).MigrateInstanceAsync(new MigrateInstanceRequest { ClassName = AccountClass, Key = Key, ToManager = target.Name }, deadline: Soon);
+            output.WriteLine($"moved {moved.FromManager} -> {moved.ToManager} after {received.Count} events ({started.Elapsed.TotalSeconds:F1} s)");
+            await WaitForEventsAsync(received.Count + 20);
+
+            await stopDepositing.CancelAsync();
+            await depositor;
+            var last = (await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None)).Updates;
+            var drained = Stopwatch.StartNew();
+            while (received.LastOrDefault()?.Update != last && drained.Elapsed < TimeSpan.FromSeconds(10))
+            {
+                await Task.Delay(50);
+            }
+
+            await stopReading.CancelAsync();
+            await subscriber;
+
+            // The checker: updates 1..n, each once, in order; every acknowledged deposit among them; the events came
+            // from the first owner, the promoted backup and the migration's target.
+            var updates = received.Select(e => e.Update).ToList();
+            output.WriteLine($"{updates.Count} events, last update {last}, {unanswered} deposits unanswered, {started.Elapsed.TotalSeconds:F1} s");
+            var duplicates = updates.GroupBy(u => u).Where(g => g.Count() > 1).Select(g => g.Key).ToList();
+            var missing = Enumerable.Range(1, (int)last).Select(n => (long)n).Except(updates).ToList();
+            Assert.True(duplicates.Count == 0, $"updates received twice: {string.Join(", ", duplicates)}");
+            Assert.True(missing.Count == 0, $"updates never received: {string.Join(", ", missing)}");
+            Assert.Equal(Enumerable.Range(1, (int)last).Select(n => (long)n), updates);
+            Assert.Empty(acknowledged.Except(updates));
+            Assert.Equal(
+                new[] { victim.Name, promoted.Name, target.Name }.Order(StringComparer.Ordinal),
+                received.Select(e => e.Manager).Distinct().Order(StringComparer.Ordinal));
+        });
+}
