@@ -67,7 +67,25 @@ internal static class ComponentContexts
     private static ComponentContext Refusing(ComponentContext context, string reason)
     {
         var refused = new RefusedTools(reason);
-        return context with { Groups = refused, States = refused, Shared = refused, Coordination = refused };
+        return context with { Groups = refused, States = refused, Shared = refused, Coordination = refused, Events = new UnloggedEvents() };
+    }
+
+    /// <summary>
+    /// The events of an activation that keeps no event log (an active replica, an isolated worker): numbered and
+    /// dropped. No one can read them, because the managers refuse subscriptions to such classes, and the same component
+    /// keeps running when an administrator changes its QoS to one of these styles. It does not fail on every update.
+    /// </summary>
+    private sealed class UnloggedEvents : IComponentEvents
+    {
+        private long _lastPosition;
+
+        public long LastPosition => Interlocked.Read(ref _lastPosition);
+
+        public long Publish<TEvent>(TEvent message) where TEvent : class
+        {
+            ArgumentNullException.ThrowIfNull(message);
+            return Interlocked.Increment(ref _lastPosition);
+        }
     }
 
     /// <summary>The tools an activation may not use: each call fails at once with the reason.</summary>
