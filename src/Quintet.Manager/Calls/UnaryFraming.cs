@@ -7,11 +7,8 @@ using Quintet.Protocol;
 
 namespace Quintet.Manager.Calls;
 
-/// <summary>
-/// One call as the framing read it: the instance key, the undecoded message, the deadline and the headers, and where a
-/// server-streaming call writes its messages.
-/// </summary>
-internal readonly record struct UnaryCall(string Key, byte[] Message, DateTimeOffset? Deadline, IHeaderDictionary Headers, ReplyStream Replies);
+/// <summary>One call as the framing read it: the instance key, the undecoded message, the deadline and the headers.</summary>
+internal readonly record struct UnaryCall(string Key, byte[] Message, DateTimeOffset? Deadline, IHeaderDictionary Headers);
 
 /// <summary>
 /// The messages of a server-streaming call (a subscription), written and flushed one by one as they come: gRPC frames
@@ -110,7 +107,7 @@ internal static class UnaryFraming
         {
             var message = await ReadMessageAsync(request.BodyReader, cancellationToken);
             var key = request.Headers.First(CallHeaders.Key) ?? string.Empty;
-            var (reply, servedBy, streamed) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers, new ReplyStream(response)), cancellationToken);
+            var (reply, servedBy, streamed) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), cancellationToken);
             if (streamed)
             {
                 // Its headers and messages went out as they came.

@@ -100,7 +100,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
 
             if (op.IsStream)
             {
-                if (await host.SubscribeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, call.Replies!, cancellationToken))
+                if (await host.SubscribeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, call.Replies, cancellationToken))
                 {
                     return new InvocationResult([], null, Streamed: true);
                 }
@@ -134,11 +134,6 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
         if (componentClass.Qos.Replication == ReplicationStyle.Active || componentClass.Qos.Isolation == IsolationMode.Process)
         {
             throw new InvocationException(StatusCode.FailedPrecondition, $"{componentClass.Name} is {(componentClass.Qos.Replication == ReplicationStyle.Active ? "actively replicated" : "isolated in a worker process")}: its instances publish no events yet, so {call.Service}/{call.Operation} has nothing to stream.");
-        }
-
-        if (call.Replies is null)
-        {
-            throw new InvocationException(StatusCode.Internal, $"{call.Service}/{call.Operation} is a subscription, but this call has no stream to write its events to.");
         }
     }
 }

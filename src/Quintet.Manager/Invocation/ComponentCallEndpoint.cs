@@ -50,7 +50,7 @@ internal static class ComponentCallEndpoint
             var (hops, routeEpoch) = origin == CallOrigin.Forwarded ? PeerForwarding.ReadRouting(call.Headers) : (0, 0L);
             // The client's identity for completion records travels unchanged, from a client or from the manager that forwarded the call.
             var info = new CallInfo(requestId, Caller: null, call.Deadline, hops, routeEpoch, ClientCall: ClientCallId.Read(call.Headers), EventsAfter: ReadEventsAfter(call.Headers), EventLog: call.Headers.First(CallHeaders.EventLog));
-            return pipeline.InvokeAsync(new ComponentInvocation(context, origin, service, operation, call.Key, call.Message, info) { Replies = call.Replies }, cancellationToken);
+            return pipeline.InvokeAsync(new ComponentInvocation(context, origin, service, operation, call.Key, call.Message, info), cancellationToken);
         });
     }
 

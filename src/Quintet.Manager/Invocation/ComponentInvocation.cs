@@ -39,8 +39,13 @@ internal sealed class ComponentInvocation(HttpContext http, CallOrigin origin, s
     /// <summary>The request message as the caller serialized it.</summary>
     public ReadOnlyMemory<byte> Request { get; } = request;
 
-    /// <summary>Where a server-streaming call (a subscription) writes its messages as they come.</summary>
-    public ReplyStream? Replies { get; init; }
+    private ReplyStream? _replies;
+
+    /// <summary>
+    /// Where a server-streaming call (a subscription) writes its messages as they come, on the response of
+    /// <see cref="Http"/>; made only when a subscription asks for it, so a unary call pays nothing for it.
+    /// </summary>
+    public ReplyStream Replies => _replies ??= new ReplyStream(Http.Response);
 
     /// <summary>What travels with the call to the instance (and on to the owner when forwarded); steps may refine it.</summary>
     public CallInfo Info { get; set; } = info;

@@ -104,7 +104,7 @@ internal sealed class PeerForwarding(PeerChannels channels)
             DistributedContextPropagator.Current.Inject(activity, headers, static (carrier, name, value) => ((Metadata)carrier!).Add(name, value));
         }
 
-        var replies = call.Replies!;
+        var replies = call.Replies;
         try
         {
             var options = new CallOptions(headers, info.Deadline?.UtcDateTime, cancellationToken);
