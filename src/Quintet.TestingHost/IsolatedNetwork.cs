@@ -44,6 +44,9 @@ public sealed class IsolatedNetwork : IAsyncDisposable
         return $"10.231.{_subnet}.{index + 1}";
     }
 
+    /// <summary>The bridge's own address, by which this process (outside every namespace) is reached from them.</summary>
+    public string HostAddress => $"10.231.{_subnet}.1";
+
     private string NamespaceOf(int index) => $"quintet-{_suffix}-{index}";
 
     /// <summary>Why an isolated network cannot be made here, or null when it can (nftables is installed on demand).</summary>
@@ -77,7 +80,7 @@ public sealed class IsolatedNetwork : IAsyncDisposable
         try
         {
             await RunAsync(cancellationToken, "ip", "link", "add", "name", network.Name, "type", "bridge");
-            await RunAsync(cancellationToken, "ip", "addr", "add", $"10.231.{network._subnet}.1/24", "dev", network.Name);
+            await RunAsync(cancellationToken, "ip", "addr", "add", network.HostAddress + "/24", "dev", network.Name);
             await RunAsync(cancellationToken, "ip", "link", "set", network.Name, "up");
             for (var i = 1; i <= managers; i++)
             {

@@ -1,4 +1,5 @@
 using System.Diagnostics;
+using System.Runtime.Versioning;
 using System.Security.Cryptography;
 using Grpc.Core;
 using Microsoft.AspNetCore.Builder;
@@ -11,6 +12,7 @@ using Microsoft.Playwright;
 using Quintet.Client;
 using Quintet.Console.Hosting;
 using Quintet.Protocol.Admin;
+using Quintet.Security;
 using Quintet.TestingHost;
 using Samples.Counter;
 
@@ -52,12 +54,20 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
             {
                 await chromium;
                 Step(started, "cluster up, chromium installed");
-                await using var console = await StartConsoleAsync(cluster, certificates);
+
+                // Chromium drops every connection when an interface of its network namespace changes
+                // (ERR_NETWORK_CHANGED), and the tests beside this one add bridges to the host's. So the browser runs
+                // in a namespace of its own and reaches the console on that namespace's bridge; without root, on the
+                // host's loopback.
+                await using var browserNetwork = IsolatedNetwork.WhyUnavailable() is null ? await IsolatedNetwork.CreateAsync(1, timeout.Token) : null;
+                await using var console = await StartConsoleAsync(cluster, certificates, browserNetwork);
                 var address = console.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
+                output.WriteLine($"console at {address}" + (browserNetwork is null ? "" : $", the browser in {browserNetwork}"));
 
                 Environment.SetEnvironmentVariable("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1");
                 using var playwright = await Playwright.CreateAsync();
-                await using var browser = await playwright.Chromium.LaunchAsync(new BrowserTypeLaunchOptions { ExecutablePath = Chromium, Headless = true });
+                var executable = browserNetwork is null || OperatingSystem.IsWindows() ? Chromium : ChromiumIn(browserNetwork, options.LogDirectory!);
+                await using var browser = await playwright.Chromium.LaunchAsync(new BrowserTypeLaunchOptions { ExecutablePath = executable, Headless = true });
                 Assertions.SetDefaultExpectTimeout(30_000);
                 var screens = new Screens(shots, output);
 
@@ -235,26 +245,47 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
         return page;
     }
 
-    private async Task<WebApplication> StartConsoleAsync(LocalCluster cluster, LocalCertificates certificates)
+    /// <summary>A script that runs chromium in the network's namespace; Playwright talks to it over inherited pipes.</summary>
+    [UnsupportedOSPlatform("windows")]
+    private static string ChromiumIn(IsolatedNetwork network, string directory)
     {
-        string[] args =
+        var script = Path.Combine(directory, "chromium-in-namespace.sh");
+        File.WriteAllText(script, $"#!/bin/sh\nexec {string.Join(' ', network.CommandPrefix(1))} {Chromium} \"$@\"\n");
+        File.SetUnixFileMode(script, UnixFileMode.UserRead | UnixFileMode.UserWrite | UnixFileMode.UserExecute);
+        return script;
+    }
+
+    private async Task<WebApplication> StartConsoleAsync(LocalCluster cluster, LocalCertificates certificates, IsolatedNetwork? browserNetwork)
+    {
+        List<string> args =
         [
             "--endpoints", string.Join(',', cluster.Managers.Select(m => m.GrpcEndpoint)),
             "--ca", certificates.AuthorityFile,
-            "--listen", "https://127.0.0.1:0",
         ];
+        if (browserNetwork is null)
+        {
+            args.AddRange(["--listen", "https://127.0.0.1:0"]);
+        }
+        else
+        {
+            // Off loopback the console serves only a certificate it is given.
+            using var certificate = certificates.Authority.IssueManager("console", [browserNetwork.HostAddress]);
+            var (certificateFile, keyFile) = (Path.Combine(certificates.Directory, "console.crt"), Path.Combine(certificates.Directory, "console.key"));
+            CertificateFiles.Write(certificate, certificateFile, keyFile, overwrite: true);
+            args.AddRange(["--listen", $"https://{browserNetwork.HostAddress}:0", "--https-cert", certificateFile, "--https-key", keyFile]);
+        }
 
         // Development: the pages' scripts and styles are served from the build's static web assets, as dotnet run does.
         var builder = WebApplication.CreateBuilder(new WebApplicationOptions
         {
-            Args = args,
+            Args = [.. args],
             ApplicationName = typeof(ConsoleOptions).Assembly.GetName().Name,
             EnvironmentName = Environments.Development,
         });
         builder.Logging.ClearProviders();
         builder.Logging.AddProvider(new TestOutputLoggerProvider(output));
         builder.Logging.AddFilter("Microsoft", LogLevel.Warning);
-        builder.AddQuintetConsole(args);
+        builder.AddQuintetConsole([.. args]);
         var app = builder.Build();
         app.MapQuintetConsole();
         await app.StartAsync();
