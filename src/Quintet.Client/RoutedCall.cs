@@ -191,8 +191,20 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                         tried.Add(endpoint.Address);
                     }
 
-                    var wait = backoff;
-                    backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, MaxBackoff.Ticks));
+                    // A manager that could not be reached said nothing about the instance: another manager this call has
+                    // not tried yet is asked at once (it holds the call until the cluster has a new owner for it). Answers
+                    // that ask for patience (not ready, cut off, moving), and a second round over the managers, back off.
+                    TimeSpan wait;
+                    if (e.Status.DebugException is not null && !tried.Contains(NextEndpoint().Address))
+                    {
+                        wait = TimeSpan.Zero;
+                    }
+                    else
+                    {
+                        wait = backoff;
+                        backoff = TimeSpan.FromTicks(Math.Min(backoff.Ticks * 2, MaxBackoff.Ticks));
+                    }
+
                     var elapsed = Stopwatch.GetElapsedTime(started);
                     var stop = elapsed + wait >= budget
                         ? $"the failover budget (QuintetClientOptions.FailoverBudget, {Seconds(budget)}) is spent"
@@ -207,7 +219,10 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                     ClientTelemetry.Retry(activity, _method, attempt, endpoint, e.StatusCode);
                     try
                     {
-                        await Task.Delay(wait, RetryWaitToken()).ConfigureAwait(false);
+                        if (wait > TimeSpan.Zero)
+                        {
+                            await Task.Delay(wait, RetryWaitToken()).ConfigureAwait(false);
+                        }
                     }
                     catch (OperationCanceledException)
                     {
@@ -246,6 +261,9 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
             ClientTelemetry.EndCall(activity, _method, outcome, started);
         }
     }
+
+    /// <summary>The manager the next attempt goes to: the instance's learned owner, else the connection's current one.</summary>
+    private ManagerEndpoint NextEndpoint() => _connection.Routes.TryGet(_method.ServiceName, _key, out var routed) ? routed : _connection.Current;
 
     /// <summary>The token a retry's wait ends on: the caller's, or this call's disposal.</summary>
     private CancellationToken RetryWaitToken()

@@ -220,6 +220,46 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             }
         });
 
+    /// <summary>
+    /// A call that reaches a survivor while the account's owner is being killed follows the view: the survivor's forward
+    /// to the dead owner cannot connect, so it holds the call until the group leaves the owner out and passes it to the
+    /// promoted backup; the client sees one attempt, answered by the new owner. The heartbeats here cannot suspect anyone
+    /// within 8 s, so only the evidence of the process's death (which also voids its lease) ends its membership.
+    /// </summary>
+    [Fact]
+    public Task A_call_through_a_survivor_while_the_owner_dies_is_held_there_and_answered_by_the_new_owner()
+    {
+        var options = ClusterTest.Options(3);
+        options.Settings["Quintet:Cluster:FailureDetector:HeartbeatInterval"] = "00:00:01";
+        options.Settings["Quintet:Cluster:FailureDetector:AcceptableHeartbeatPause"] = "00:00:08";
+        return ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await DeployBankAsync(cluster);
+            var (entry, victim) = (cluster.Managers[0], cluster.Managers[2]);
+            using var client = QuintetClient.Over(entry.Channel);
+            string? key = null;
+            for (var i = 0; key is null && i < 24; i++)
+            {
+                var deposit = await client.GetComponent<IAccount>($"held-{i}").DepositAsync(new Amount { Value = 100 }, CancellationToken.None);
+                key = deposit.Manager == victim.Name ? $"held-{i}" : null;
+            }
+
+            Assert.NotNull(key);
+            await Eventually.ValueAsync(() => InstanceAsync(victim, key), i => i?.Backups.Count == 1, TimeSpan.FromSeconds(30), $"{key}'s backup to be registered");
+
+            // A client that knows no route sends the call to the survivor it was given, which forwards it to the owner.
+            using var fresh = QuintetClient.Over(entry.Channel);
+            var killedAt = Stopwatch.StartNew();
+            await cluster.KillAsync(victim);
+            var after = await fresh.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = 1 }, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token);
+
+            output.WriteLine($"{key}: answered by {after.Manager} ({after.Activation}) {killedAt.Elapsed.TotalMilliseconds:F0} ms after the kill; client attempts: {1 + fresh.Statistics.Retries}");
+            Assert.NotEqual(victim.Name, after.Manager);
+            Assert.Equal(("Promoted", 101L), (after.Activation, after.Value));
+            Assert.Equal(0L, fresh.Statistics.Retries);
+        });
+    }
+
     [Fact]
     public Task Active_replicas_run_every_call_in_one_order_and_survive_the_loss_of_the_owner() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>

@@ -52,6 +52,9 @@ internal sealed partial class ProcessDeathDetector(Akka.Cluster.Cluster cluster,
         // manager restarted there is a new uid. Down takes an address; the check above makes sure it is still this
         // incarnation's (a new one at the same address can only join once this one is gone from the membership).
         ((IRemoteActorRefProvider)((ExtendedActorSystem)cluster.System).Provider).Quarantine(member.Address, member.UniqueAddress.Uid);
+
+        // Before the Down, so that the groups know why their member is suspected: its lease died with its process.
+        cluster.System.EventStream.Publish(new ProcessDeathObserved(node, uid));
         cluster.Down(member.Address);
     }
 
@@ -89,3 +92,9 @@ internal sealed partial class ProcessDeathDetector(Akka.Cluster.Cluster cluster,
     [LoggerMessage(Level = LogLevel.Debug, Message = "Manager {Node} (uid {Uid}) refused a reconnect at {Endpoint}, another host: not trusted as evidence of its death (ProcessDeathEvidence is SameHost); the heartbeats decide")]
     private static partial void LogNotTrusted(ILogger logger, string node, long uid, string endpoint);
 }
+
+/// <summary>
+/// Published on the actor system's event stream when <see cref="ProcessDeathDetector"/> has certain evidence that the
+/// manager incarnation <paramref name="Node"/>, <paramref name="Uid"/> no longer runs.
+/// </summary>
+internal sealed record ProcessDeathObserved(string Node, long Uid);

@@ -3,6 +3,7 @@ using System.Threading.Channels;
 using Akka.Actor;
 using Akka.Cluster;
 using Google.Protobuf;
+using Quintet.Core.Cluster;
 using Quintet.Core.Groups.Direct;
 using Quintet.Core.Groups.Light;
 using Quintet.Core.Groups.Tracing;
@@ -107,6 +108,16 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
             Suspect(e.Member);
         });
+        // Certain evidence of the process's death comes just before its Down, and says more: it held no lease either.
+        Receive<ProcessDeathObserved>(e =>
+        {
+            if (_handle.View is { } view && view.Members.Any(m => m.Node == e.Node && m.Uid == e.Uid) && _handle.FirstSuspicionTimestamp == 0)
+            {
+                _handle.FirstSuspicionTimestamp = Stopwatch.GetTimestamp();
+            }
+
+            _engine.ProcessDied(e.Node, e.Uid, Now);
+        });
         Receive<ClusterEvent.IClusterDomainEvent>(_ => { });
     }
 
@@ -124,6 +135,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     protected override void PreStart()
     {
         _cluster.Subscribe(Self, ClusterEvent.SubscriptionInitialStateMode.InitialStateAsSnapshot, typeof(ClusterEvent.IMemberEvent), typeof(ClusterEvent.IReachabilityEvent));
+        Context.System.EventStream.Subscribe(Self, typeof(ProcessDeathObserved));
         Timers.StartPeriodicTimer("tick", Tick.Instance, TickInterval);
     }
 
@@ -137,6 +149,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     protected override void PostStop()
     {
         _cluster.Unsubscribe(Self);
+        Context.System.EventStream.Unsubscribe(Self);
         if (_restarting)
         {
             return;

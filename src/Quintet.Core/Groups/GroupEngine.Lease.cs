@@ -82,18 +82,31 @@ internal sealed partial class GroupEngine
 
     private void AddHeardAges(Promise promise) => promise.HeardAge.AddRange(_heardAt.Select((at, rank) => rank == _rank ? 0 : (_now - at).Ticks));
 
+    private void AddDeadRanks(Promise promise)
+    {
+        for (var r = 0; r < _view!.Members.Length; r++)
+        {
+            if (_deadProcesses.Contains((_view.Members[r].Node, _view.Members[r].Uid)))
+            {
+                promise.Dead.Add(r);
+            }
+        }
+    }
+
     /// <summary>
     /// How long the members the commit leaves out may still hold their leases: the latest any promiser heard from one
-    /// of them (its age counted back from when its promise arrived, so never earlier than it was), plus the lease.
+    /// of them (its age counted back from when its promise arrived, so never earlier than it was), plus the lease. A
+    /// member whose process any promiser knows to be gone holds none.
     /// </summary>
-    private static long FormerLeaseRemaining(IEnumerable<Promise> promises, GroupView current, GroupView next, TimeSpan lease)
+    private static long FormerLeaseRemaining(IReadOnlyCollection<Promise> promises, GroupView current, GroupView next, TimeSpan lease)
     {
+        var dead = promises.Where(p => p.HeardAge.Count == current.Members.Length).SelectMany(p => p.Dead).ToHashSet();
         var remaining = 0L;
         foreach (var promise in promises.Where(p => p.HeardAge.Count == current.Members.Length))
         {
             for (var r = 0; r < current.Members.Length; r++)
             {
-                if (!next.Contains(current.Members[r]))
+                if (!next.Contains(current.Members[r]) && !dead.Contains(r))
                 {
                     remaining = Math.Max(remaining, (lease - TimeSpan.FromTicks(promise.HeardAge[r])).Ticks);
                 }

@@ -30,6 +30,23 @@ internal sealed partial class GroupEngine
         AfterInput();
     }
 
+    /// <summary>
+    /// Certain evidence that the manager incarnation <paramref name="node"/>, <paramref name="uid"/> no longer runs (its
+    /// connection closed and its port refuses connections on a host whose answer is trusted): its members are suspected,
+    /// and this member's promises say so, so that the view leaving them out waits for no lease of theirs. A process that
+    /// does not exist serves nothing, whatever its lease said.
+    /// </summary>
+    public void ProcessDied(string node, long uid, TimeSpan now)
+    {
+        _now = now;
+        if (_view is not null && _view.Members.Any(m => m.Node == node && m.Uid == uid && m != _self))
+        {
+            _deadProcesses.Add((node, uid));
+        }
+
+        SuspectNode(node, uid, now);
+    }
+
     private void Suspect(MemberId member)
     {
         if (_view is null || !_view.Contains(member) || member == _self || !_suspects.Add(member))

@@ -13,6 +13,7 @@ namespace Quintet.Core.Groups;
 internal sealed partial class GroupEngine
 {
     private readonly HashSet<MemberId> _suspects = [];
+    private readonly HashSet<(string Node, long Uid)> _deadProcesses = [];
     private readonly List<MemberId> _joiners = [];
     private readonly HashSet<MemberId> _leavers = [];
     private bool _leaving;
@@ -38,6 +39,7 @@ internal sealed partial class GroupEngine
     private void ResetViewChange()
     {
         _suspects.Clear();
+        _deadProcesses.RemoveWhere(d => _view is null || !_view.Members.Any(m => m.Node == d.Node && m.Uid == d.Uid));
         _leavers.Clear();
         if (_view is not null)
         {
@@ -188,6 +190,7 @@ internal sealed partial class GroupEngine
             promise.Contiguous.AddRange(_streams.Select(s => s.Contiguous));
             promise.Suspects.AddRange(_suspects.Select(s => s.ToWire()));
             AddHeardAges(promise);
+            AddDeadRanks(promise);
         }
 
         if (from == _self)

@@ -8,6 +8,12 @@ internal sealed class InvocationException(StatusCode code, string message) : Exc
     /// <summary>The gRPC status the caller receives.</summary>
     public StatusCode Code { get; } = code;
 
+    /// <summary>
+    /// Set when the call was forwarded to the instance's owner and no connection to it could be had (refused, reset or
+    /// timed out in this manager's gRPC client, not an answer of the owner's): the owner may be gone.
+    /// </summary>
+    public bool OwnerUnreachable { get; init; }
+
     /// <summary>Trailers sent with the status, for a caller that acts on the refusal (see <c>CallHeaders.OperationKind</c>).</summary>
     public IReadOnlyList<KeyValuePair<string, string>> Trailers { get; init; } = [];
 }

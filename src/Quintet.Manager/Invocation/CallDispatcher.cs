@@ -24,6 +24,13 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
     /// </summary>
     private static readonly TimeSpan CatchUpWait = TimeSpan.FromSeconds(2);
 
+    /// <summary>
+    /// How long a call whose owner cannot be reached waits here for the managers group to decide: a crashed owner is out
+    /// of the view within about a second (its process's death is evidence), a hung or cut-off one within the heartbeats'
+    /// detection; the call then goes to the new owner. Past this, or the caller's deadline, the caller hears UNAVAILABLE.
+    /// </summary>
+    private static readonly TimeSpan OwnerLossWait = TimeSpan.FromSeconds(10);
+
     /// <summary>Dispatches one call.</summary>
     /// <exception cref="InvocationException">Unknown contract or operation, malformed request, failed activation,
     /// unreachable owner or a failing component; each with its own status.</exception>
@@ -55,6 +62,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
         }
 
         var caughtUp = false;
+        var waitedForOwnerLoss = false;
         for (var attempt = 0; ; attempt++)
         {
             if (!directory.TryRoute(id, out var route))
@@ -88,14 +96,31 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                 }
 
                 var forwarded = call.Info with { Hops = call.Info.Hops + 1, RouteEpoch = route.Epoch };
-                if (op.IsStream)
+                try
                 {
-                    await forwarding.ForwardStreamAsync(route.Endpoint, call, forwarded, cancellationToken);
-                    return new InvocationResult([], route.Endpoint, Streamed: true);
-                }
+                    if (op.IsStream)
+                    {
+                        await forwarding.ForwardStreamAsync(route.Endpoint, call, forwarded, cancellationToken);
+                        return new InvocationResult([], route.Endpoint, Streamed: true);
+                    }
 
-                var reply = await forwarding.ForwardAsync(route.Endpoint, call, forwarded, cancellationToken);
-                return new InvocationResult(reply, route.Endpoint);
+                    var reply = await forwarding.ForwardAsync(route.Endpoint, call, forwarded, cancellationToken);
+                    return new InvocationResult(reply, route.Endpoint);
+                }
+                catch (InvocationException e) when (e.OwnerUnreachable && !waitedForOwnerLoss && !(op.IsStream && call.Replies.Started))
+                {
+                    // The owner is gone or cut off. Rather than send the caller back to a retry timer, the call follows the
+                    // view: once the group leaves the owner out (or the instance moves), it is routed again, to the new
+                    // owner, here or elsewhere. A call that may have run there is retried exactly as the caller's own
+                    // retry would be (a numbered call is answered from its record).
+                    waitedForOwnerLoss = true;
+                    if (await directory.RouteChangedAsync(id, route, OwnerLossWait, cancellationToken))
+                    {
+                        continue;
+                    }
+
+                    throw;
+                }
             }
 
             if (op.IsStream)

@@ -133,7 +133,9 @@ internal sealed class PeerForwarding(PeerChannels channels)
     private static InvocationException Failure(string endpoint, ComponentInvocation call, RpcException e)
     {
         var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{call.Key}' did not answer" : e.Status.Detail;
-        return new InvocationException(e.StatusCode, detail);
+
+        // An UNAVAILABLE the owner sent has no exception behind it; one this manager's client made up (no connection) has.
+        return new InvocationException(e.StatusCode, detail) { OwnerUnreachable = e.StatusCode == StatusCode.Unavailable && e.Status.DebugException is not null };
     }
 
     /// <summary>The headers a forwarded call carries: its key, routing, request id, caller, identity and resume point.</summary>

@@ -224,18 +224,29 @@ internal sealed partial class InstanceDirectory : BackgroundService
     /// holds none), for at most <paramref name="timeout"/>.
     /// </summary>
     /// <returns>False if this copy was still behind when the time ran out.</returns>
-    public async Task<bool> CatchUpAsync(InstanceId id, long epoch, TimeSpan timeout, CancellationToken cancellationToken)
+    public Task<bool> CatchUpAsync(InstanceId id, long epoch, TimeSpan timeout, CancellationToken cancellationToken) =>
+        WaitUntilAsync(id, () => !IsBehind(id, epoch), timeout, cancellationToken);
+
+    /// <summary>
+    /// Waits until <paramref name="route"/> is no longer the route of <paramref name="id"/>: the view left its owner out
+    /// (the next call places the instance again), or the instance moved or was released; for at most <paramref name="timeout"/>.
+    /// </summary>
+    /// <returns>False if the route was still the same when the time ran out.</returns>
+    public Task<bool> RouteChangedAsync(InstanceId id, InstanceRoute route, TimeSpan timeout, CancellationToken cancellationToken) =>
+        WaitUntilAsync(id, () => !TryRoute(id, out var current) || current != route, timeout, cancellationToken);
+
+    private async Task<bool> WaitUntilAsync(InstanceId id, Func<bool> done, TimeSpan timeout, CancellationToken cancellationToken)
     {
         var started = Stopwatch.GetTimestamp();
         while (true)
         {
-            if (!IsBehind(id, epoch))
+            if (done())
             {
                 return true;
             }
 
             var waiter = _waiters.GetOrAdd(id, _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
-            if (!IsBehind(id, epoch))
+            if (done())
             {
                 // Applied between the look and the waiter: nothing would complete it.
                 return true;

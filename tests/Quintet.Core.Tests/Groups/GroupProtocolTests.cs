@@ -541,11 +541,19 @@ public class GroupProtocolTests(ITestOutputHelper output)
 
     [Theory]
     [MemberData(nameof(Seeds))]
-    public void Random_fault_schedules_keep_every_property(int seed)
+    public void Random_fault_schedules_keep_every_property(int seed) => RandomFaultSchedulesKeepEveryProperty(seed, crashEvidence: false);
+
+    /// <summary>The same schedules, where one survivor has certain evidence of each crash (level-1 detection).</summary>
+    [Theory]
+    [MemberData(nameof(Seeds))]
+    public void Random_fault_schedules_with_evidence_of_crashes_keep_every_property(int seed) => RandomFaultSchedulesKeepEveryProperty(seed, crashEvidence: true);
+
+    private void RandomFaultSchedulesKeepEveryProperty(int seed, bool crashEvidence)
     {
         var random = new Random(seed);
         var simulation = Start(3 + random.Next(3), seed);
         simulation.WorkloadOn = true;
+        simulation.CrashEvidence = crashEvidence;
         var schedule = simulation.RunRandomFaults(random, steps: 4);
         simulation.RunFor(5 * Second);
         simulation.Quiesce(10 * Second);
@@ -565,11 +573,23 @@ public class GroupProtocolTests(ITestOutputHelper output)
     /// </summary>
     [Theory]
     [MemberData(nameof(Seeds))]
-    public void No_member_holds_its_lease_once_a_view_without_it_may_take_over(int seed)
+    public void No_member_holds_its_lease_once_a_view_without_it_may_take_over(int seed) => NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(seed, crashEvidence: false);
+
+    /// <summary>
+    /// The same, where one survivor has certain evidence of each crash: the view leaving a crashed member out waits for
+    /// no lease of its, and still for every other excluded member's (paused or cut off ones among them).
+    /// </summary>
+    [Theory]
+    [MemberData(nameof(Seeds))]
+    public void No_member_holds_its_lease_once_a_view_without_it_may_take_over_with_evidence_of_crashes(int seed) =>
+        NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(seed, crashEvidence: true);
+
+    private static void NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(int seed, bool crashEvidence)
     {
         var random = new Random(seed);
         var simulation = Start(3 + random.Next(3), seed);
         simulation.WorkloadOn = true;
+        simulation.CrashEvidence = crashEvidence;
         string? violation = null;
         simulation.AfterEvent = () =>
         {
@@ -596,6 +616,51 @@ public class GroupProtocolTests(ITestOutputHelper output)
 
         Assert.True(violation is null, $"seed {seed}: {violation}; schedule: {string.Join("; ", schedule)}");
         Assert.All(simulation.Live.Where(m => m.Engine.View is not null), m => Assert.True(m.Engine.LeaseExpiresAt > simulation.Now, $"seed {seed}: {m.Node} holds no lease at the end"));
+    }
+
+    /// <summary>
+    /// With certain evidence that a member's process is gone, the view without it may take over what it owned as soon as
+    /// it is installed; without that evidence, only once the crashed member's lease would have run out.
+    /// </summary>
+    [Theory]
+    [InlineData(true)]
+    [InlineData(false)]
+    public void A_member_known_dead_holds_no_lease_and_one_only_suspected_holds_it_to_its_end(bool evidence)
+    {
+        var simulation = Start(3);
+        simulation.WorkloadOn = true;
+        simulation.RunFor(Second);
+        var (victim, witness, other) = (simulation.Members[2], simulation.Members[0], simulation.Members[1]);
+        var crashedAt = simulation.Now;
+        var leaseAtCrash = victim.Engine.LeaseExpiresAt;
+        if (evidence)
+        {
+            simulation.CrashWithEvidence(victim, witness);
+        }
+        else
+        {
+            simulation.Crash(victim);
+        }
+
+        simulation.RunFor(3 * Second);
+        AssertOneFinalView(simulation, 2);
+        foreach (var survivor in new[] { witness, other })
+        {
+            if (evidence)
+            {
+                // The view change's own few rounds, not the lease, bound the take-over.
+                Assert.True(survivor.Engine.FormerMembersLeaseExpiry - crashedAt < TimeSpan.FromMilliseconds(200),
+                    $"{survivor.Node} may take over only {(survivor.Engine.FormerMembersLeaseExpiry - crashedAt).TotalMilliseconds:F0} ms after the crash");
+            }
+            else
+            {
+                Assert.True(survivor.Engine.FormerMembersLeaseExpiry >= leaseAtCrash,
+                    $"{survivor.Node} may take over at {survivor.Engine.FormerMembersLeaseExpiry.TotalMilliseconds:F0} ms, before the crashed member's lease ends at {leaseAtCrash.TotalMilliseconds:F0} ms");
+            }
+        }
+
+        simulation.Quiesce();
+        AssertProperties(simulation);
     }
 
     /// <summary>A member cut off on a minority side loses its lease; the majority takes over only after that.</summary>

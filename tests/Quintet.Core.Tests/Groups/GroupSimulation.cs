@@ -62,6 +62,12 @@ internal sealed class GroupSimulation
 
     public TimeSpan MinDetection { get; set; } = TimeSpan.FromMilliseconds(300);
 
+    /// <summary>
+    /// Whether a crash in <see cref="RunRandomFaults"/> also gives one live member certain evidence of the death 20 ms
+    /// later, as a refused reconnect does (level-1 detection); pauses and partitions never give any.
+    /// </summary>
+    public bool CrashEvidence { get; set; }
+
     public TimeSpan MaxDetection { get; set; } = TimeSpan.FromMilliseconds(700);
 
     public IEnumerable<SimMember> Live => Members.Where(m => m.Alive && !m.Paused && !m.HasLeft);
@@ -124,6 +130,20 @@ internal sealed class GroupSimulation
     {
         member.Alive = false;
         SuspectEverywhere(member, stillFaulty: () => true);
+    }
+
+    /// <summary>Crashes <paramref name="member"/>; 20 ms later <paramref name="witness"/> has certain evidence of its death.</summary>
+    public void CrashWithEvidence(SimMember member, SimMember witness)
+    {
+        Crash(member);
+        Schedule(TimeSpan.FromMilliseconds(20), () =>
+        {
+            if (witness.Alive)
+            {
+                witness.Engine.ProcessDied(member.Node, member.Uid, Now);
+                witness.Light.Pump(Now);
+            }
+        });
     }
 
     public void Pause(SimMember member)
@@ -220,8 +240,17 @@ internal sealed class GroupSimulation
             switch (random.Next(5))
             {
                 case 0 when canLoseOne:
-                    schedule.Add($"{Now.TotalMilliseconds:F0}ms crash {target.Node}");
-                    Crash(target);
+                    if (CrashEvidence && live.FirstOrDefault(m => m != target) is { } witness)
+                    {
+                        schedule.Add($"{Now.TotalMilliseconds:F0}ms crash {target.Node}, seen dead by {witness.Node}");
+                        CrashWithEvidence(target, witness);
+                    }
+                    else
+                    {
+                        schedule.Add($"{Now.TotalMilliseconds:F0}ms crash {target.Node}");
+                        Crash(target);
+                    }
+
                     break;
                 case 1 when canLoseOne:
                     schedule.Add($"{Now.TotalMilliseconds:F0}ms pause {target.Node}");
