@@ -78,6 +78,18 @@ internal sealed partial class AkkaLoggerBridge : ReceiveActor, IRequiresMessageQ
             return;
         }
 
+        if (level == Microsoft.Extensions.Logging.LogLevel.Error && e.Cause?.GetType().FullName == "Akka.Remote.EndpointDisassociatedException")
+        {
+            // Remoting's supervisor reports, as an error with a stack trace, that the association with a peer ended: what
+            // happens whenever a manager stops or dies, and what the membership events say already. Not a fault here. (The type is internal to Akka.Remote: matched by name.)
+            if (logger.IsEnabled(Microsoft.Extensions.Logging.LogLevel.Information))
+            {
+                logger.Log(Microsoft.Extensions.Logging.LogLevel.Information, "[{LogSource}] {AkkaMessage} (a peer's association ended)", e.LogSource, text);
+            }
+
+            return;
+        }
+
         if (!logger.IsEnabled(level))
         {
             return;
