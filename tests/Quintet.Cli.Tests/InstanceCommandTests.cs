@@ -175,4 +175,67 @@ public class InstanceCommandTests
         Assert.Empty(output);
         Assert.Contains($"{status}: {detail}", error, StringComparison.Ordinal);
     }
+
+    /// <summary>A page of the tree with <c>counter-1</c> owned by manager-2 (pid 4242), backed up on manager-3.</summary>
+    private static GetClusterTreeResponse OwnerTree(GetClusterTreeRequest request, bool ownerInView = true)
+    {
+        var response = new GetClusterTreeResponse { ClusterName = "fake", AnsweredBy = "manager-1", MatchingInstances = 1 };
+        foreach (var (name, pid) in new[] { ("manager-1", 1111), ("manager-2", 4242), ("manager-3", 3333) })
+        {
+            response.Managers.Add(new TreeManager { Manager = new ManagerInfo { NodeName = name, State = ManagerState.Up, Reachable = true, Report = new ManagerReport { NodeName = name, ProcessId = pid, GrpcEndpoint = $"http://127.0.0.1:{5050 + pid % 10}" } } });
+        }
+
+        if (request.KeyPrefix == "counter-1")
+        {
+            var instance = new TreeInstance { ClassName = Counter, Key = "counter-1", Owner = "manager-2", OwnerInView = ownerInView, Epoch = 3, State = "active" };
+            instance.Holders.Add(new InstanceHolder { Manager = "manager-2", Role = "primary", State = "active" });
+            instance.Holders.Add(new InstanceHolder { Manager = "manager-3", Role = "backup", State = "held" });
+            response.Instances.Add(instance);
+        }
+
+        return response;
+    }
+
+    [Fact]
+    public async Task Owner_names_the_owning_manager_its_process_id_and_the_backups_and_pid_prints_the_process_id_alone()
+    {
+        await using var manager = await FakeManager.StartAsync("manager-1");
+        manager.Tree = request => OwnerTree(request);
+
+        var (code, output, error) = await RunAsync("component", "owner", Counter, "counter-1", "--endpoint", manager.Endpoint);
+
+        Assert.True(code == ExitCodes.Ok, error);
+        var sent = Assert.Single(manager.Requests.OfType<GetClusterTreeRequest>());
+        Assert.Equal((Counter, "counter-1"), (sent.ClassName, sent.KeyPrefix));
+        Assert.Contains("manager-2", output, StringComparison.Ordinal);
+        Assert.Contains("4242", output, StringComparison.Ordinal);
+        Assert.Contains("manager-3 backup", output, StringComparison.Ordinal);
+
+        var (pidCode, pid, pidError) = await RunAsync("component", "owner", Counter, "counter-1", "--pid", "--endpoint", manager.Endpoint);
+        Assert.True(pidCode == ExitCodes.Ok, pidError);
+        Assert.Equal("4242\n", pid.ReplaceLineEndings("\n"));
+
+        var (jsonCode, json, _) = await RunAsync("component", "owner", Counter, "counter-1", "--endpoint", manager.Endpoint, "--output", "json");
+        Assert.Equal(ExitCodes.Ok, jsonCode);
+        using var document = System.Text.Json.JsonDocument.Parse(json);
+        Assert.Equal("manager-2", document.RootElement.GetProperty("owner").GetString());
+        Assert.Equal(4242, document.RootElement.GetProperty("processId").GetInt32());
+    }
+
+    [Fact]
+    public async Task Owner_of_an_instance_never_placed_or_whose_owner_left_fails_and_says_why()
+    {
+        await using var manager = await FakeManager.StartAsync("manager-1");
+        manager.Tree = request => OwnerTree(request, ownerInView: false);
+
+        var (code, output, error) = await RunAsync("component", "owner", Counter, "counter-9", "--pid", "--endpoint", manager.Endpoint);
+        Assert.Equal(ExitCodes.Failed, code);
+        Assert.Empty(output);
+        Assert.Contains("placed on its first call", error, StringComparison.Ordinal);
+
+        var (left, leftOutput, leftError) = await RunAsync("component", "owner", Counter, "counter-1", "--pid", "--endpoint", manager.Endpoint);
+        Assert.Equal(ExitCodes.Failed, left);
+        Assert.Empty(leftOutput);
+        Assert.Contains("has left the cluster", leftError, StringComparison.Ordinal);
+    }
 }

@@ -31,6 +31,40 @@ internal static class Command
         CancellationToken cancellationToken = default)
     {
         var argumentList = arguments.ToList();
+        var info = StartInfo(program, argumentList, workingDirectory, environment);
+
+        using var process = Process.Start(info) ?? throw new InvalidOperationException($"Could not start {program}.");
+        process.StandardInput.Close();
+        var output = new StringBuilder();
+        var error = new StringBuilder();
+        var pumps = Task.WhenAll(PumpAsync(process.StandardOutput, output), PumpAsync(process.StandardError, error));
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        stop.CancelAfter(bound);
+        try
+        {
+            await process.WaitForExitAsync(stop.Token);
+        }
+        catch (OperationCanceledException)
+        {
+            // Only the process started here, and its descendants.
+            Kill(process);
+            await Task.WhenAny(process.WaitForExitAsync(CancellationToken.None), Task.Delay(KillGrace, CancellationToken.None));
+            await Task.WhenAny(pumps, Task.Delay(OutputGrace, CancellationToken.None));
+            var why = cancellationToken.IsCancellationRequested ? "was stopped" : $"did not end within {bound.TotalSeconds:F0} s";
+            throw new TimeoutException($"'{Describe(program, argumentList)}' {why}; its process tree was killed. It printed:\n{Read(output)}\n{Read(error)}");
+        }
+
+        await Task.WhenAny(pumps, Task.Delay(OutputGrace, CancellationToken.None));
+        return new CommandResult(process.ExitCode, Read(output), Read(error));
+    }
+
+    /// <summary>
+    /// How every command here starts: output and error redirected, input closed by the caller, no telemetry or first-run
+    /// noise, no MSBuild node that outlives it, none of the test host's own MSBuild settings, and
+    /// <paramref name="environment"/> on top (a null value removes a variable).
+    /// </summary>
+    public static ProcessStartInfo StartInfo(string program, IEnumerable<string> arguments, string? workingDirectory, IReadOnlyDictionary<string, string?>? environment)
+    {
         var info = new ProcessStartInfo(program)
         {
             RedirectStandardOutput = true,
@@ -39,7 +73,7 @@ internal static class Command
             UseShellExecute = false,
             WorkingDirectory = workingDirectory ?? Environment.CurrentDirectory,
         };
-        foreach (var argument in argumentList)
+        foreach (var argument in arguments)
         {
             info.ArgumentList.Add(argument);
         }
@@ -67,29 +101,7 @@ internal static class Command
             }
         }
 
-        using var process = Process.Start(info) ?? throw new InvalidOperationException($"Could not start {program}.");
-        process.StandardInput.Close();
-        var output = new StringBuilder();
-        var error = new StringBuilder();
-        var pumps = Task.WhenAll(PumpAsync(process.StandardOutput, output), PumpAsync(process.StandardError, error));
-        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        stop.CancelAfter(bound);
-        try
-        {
-            await process.WaitForExitAsync(stop.Token);
-        }
-        catch (OperationCanceledException)
-        {
-            // Only the process started here, and its descendants.
-            Kill(process);
-            await Task.WhenAny(process.WaitForExitAsync(CancellationToken.None), Task.Delay(KillGrace, CancellationToken.None));
-            await Task.WhenAny(pumps, Task.Delay(OutputGrace, CancellationToken.None));
-            var why = cancellationToken.IsCancellationRequested ? "was stopped" : $"did not end within {bound.TotalSeconds:F0} s";
-            throw new TimeoutException($"'{Describe(program, argumentList)}' {why}; its process tree was killed. It printed:\n{Read(output)}\n{Read(error)}");
-        }
-
-        await Task.WhenAny(pumps, Task.Delay(OutputGrace, CancellationToken.None));
-        return new CommandResult(process.ExitCode, Read(output), Read(error));
+        return info;
     }
 
     /// <summary>Runs a program that must succeed; returns its standard output.</summary>
@@ -113,7 +125,8 @@ internal static class Command
         return output;
     }
 
-    private static async Task PumpAsync(StreamReader reader, StringBuilder sink)
+    /// <summary>Copies what a process prints into <paramref name="sink"/> (locked while appending) until the stream ends.</summary>
+    public static async Task PumpAsync(StreamReader reader, StringBuilder sink)
     {
         var buffer = new char[8192];
         try

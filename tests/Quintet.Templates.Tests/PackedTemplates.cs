@@ -207,7 +207,7 @@ public sealed class PackedTemplates : IAsyncLifetime, IDisposable
     /// The machine's package folders, where the repository's own restore put the third-party packages the created
     /// projects need (protobuf-net, Grpc, xunit): read as fallback folders, so nothing is downloaded or written there.
     /// </summary>
-    private static IEnumerable<string> MachinePackageFolders()
+    internal static IEnumerable<string> MachinePackageFolders()
     {
         var user = Environment.GetEnvironmentVariable("NUGET_PACKAGES") is { Length: > 0 } configured
             ? configured

@@ -1,4 +1,5 @@
 using System.CommandLine;
+using System.Globalization;
 using Grpc.Core;
 using Quintet.Cli.Rendering;
 using Quintet.Protocol.Admin;
@@ -6,7 +7,7 @@ using Spectre.Console;
 
 namespace Quintet.Cli.Commands;
 
-/// <summary><c>quintet component instances</c> and <c>quintet component migrate</c>: look at keyed instances and move them.</summary>
+/// <summary><c>quintet component instances</c>, <c>owner</c>, <c>migrate</c> and <c>retire</c>: look at keyed instances and move them.</summary>
 internal static class InstanceCommand
 {
     private static readonly TimeSpan CallDeadline = TimeSpan.FromSeconds(10);
@@ -82,6 +83,64 @@ internal static class InstanceCommand
             return ExitCodes.Ok;
         }));
         return retire;
+    }
+
+    public static Command CreateOwner(CliContext context)
+    {
+        var endpoint = AdminCall.EndpointOption();
+        var className = new Argument<string>("class") { Description = "The component class, for example Samples.Counter.CounterComponent." };
+        var key = new Argument<string>("key") { Description = "The instance's key." };
+        var pid = new Option<bool>("--pid") { Description = "Print only the owner's process id (for kill), nothing else." };
+        var output = OutputFormats.CreateOption();
+        var owner = new Command("owner", "Show which manager owns a keyed instance, with its process id and endpoint, and which managers hold its backups or replicas.") { className, key, pid, endpoint, output };
+        owner.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), CallDeadline, async (channel, deadline) =>
+        {
+            var (name, instanceKey) = (parse.GetRequiredValue(className), parse.GetRequiredValue(key));
+
+            // Keys are listed in ordinal order, so the key itself comes first among those it is a prefix of.
+            var tree = await new ClusterAdmin.ClusterAdminClient(channel).GetClusterTreeAsync(
+                new GetClusterTreeRequest { ClassName = name, KeyPrefix = instanceKey, PageSize = 1 }, deadline: deadline, cancellationToken: token);
+            var instance = tree.Instances.FirstOrDefault(i => i.ClassName == name && i.Key == instanceKey);
+            if (instance is null || string.IsNullOrEmpty(instance.Owner))
+            {
+                return context.Fail(ExitCodes.Failed, $"{name} '{instanceKey}' has no owner in the cluster that {tree.AnsweredBy} sees: an instance is placed on its first call ('quintet cluster tree --class {name}' lists the instances there are).");
+            }
+
+            var report = tree.Managers.Select(m => m.Manager.Report).FirstOrDefault(r => r is not null && r.NodeName == instance.Owner);
+            if (parse.GetValue(pid))
+            {
+                if (!instance.OwnerInView || report is null || report.ProcessId == 0)
+                {
+                    return context.Fail(ExitCodes.Failed, $"{name} '{instanceKey}' is owned by {instance.Owner}, whose process id is unknown: {(instance.OwnerInView ? "it sent no report" : "it has left the cluster, and the next call places the instance again")}.");
+                }
+
+                context.Out.WriteLine(report.ProcessId.ToString(CultureInfo.InvariantCulture));
+                return ExitCodes.Ok;
+            }
+
+            if (OutputFormats.IsJson(parse.GetValue(output)))
+            {
+                var json = OutputFormats.ToNode(instance);
+                json["processId"] = report?.ProcessId;
+                json["grpcEndpoint"] = report?.GrpcEndpoint;
+                OutputFormats.WriteJson(context, json);
+                return ExitCodes.Ok;
+            }
+
+            var table = new Table().AddColumns("class", "key", "owner", "PID", "gRPC endpoint", "state", "epoch", "held by");
+            table.AddRow(
+                Markup.Escape(instance.ClassName),
+                Markup.Escape(instance.Key),
+                instance.OwnerInView ? Markup.Escape(instance.Owner) : $"[red]{Markup.Escape(instance.Owner)} (left)[/]",
+                report is null ? "-" : report.ProcessId.ToString(CultureInfo.InvariantCulture),
+                Markup.Escape(report?.GrpcEndpoint ?? "-"),
+                Markup.Escape(instance.State),
+                instance.Epoch.ToString(CultureInfo.InvariantCulture),
+                Markup.Escape(string.Join(", ", instance.Holders.Select(h => $"{h.Manager} {h.Role}"))));
+            context.Console.Write(table);
+            return ExitCodes.Ok;
+        }));
+        return owner;
     }
 
     /// <summary><c>quintet instance create</c> and <c>destroy</c>: instances of classes whose QoS says <c>instancing: fresh</c>.</summary>
