@@ -65,6 +65,9 @@ public abstract class Component : IComponentLifecycle
     /// </summary>
     protected ComponentCall? CurrentCall { get; private set; }
 
+    /// <summary>How this activation began (created, reactivated, migrated, promoted, a new replica); set before <see cref="OnActivateAsync"/>.</summary>
+    protected ActivationReason Activation { get; private set; }
+
     /// <summary>Who this instance is and where it runs; available from <see cref="OnActivateAsync"/> on.</summary>
     public ComponentContext Context => _context ?? throw new InvalidOperationException("The component is not activated yet: its context is set just before OnActivateAsync.");
 
@@ -90,6 +93,7 @@ public abstract class Component : IComponentLifecycle
     {
         ArgumentNullException.ThrowIfNull(context);
         _context = context;
+        Activation = reason;
         await LoadStateAsync(reason, cancellationToken);
         await OnActivateAsync(reason, cancellationToken);
     }
