@@ -118,6 +118,39 @@ public sealed class SharedDictionary<T>(ISharedDictionary bytes)
     public Task<bool> TryRemoveAsync(string key, T expected, CancellationToken cancellationToken = default) =>
         Bytes.TryRemoveAsync(key, ProtoValue.Encode(expected), cancellationToken);
 
+    /// <summary>
+    /// Sets <paramref name="key"/> to what <paramref name="update"/> makes of its current value (null when absent), by
+    /// compare-and-set: read linearizably, computed, written only if the entry still holds what was read, else read
+    /// and computed again. So the update applies to the value it was computed from, whatever other managers write
+    /// meanwhile. <paramref name="update"/> returning null removes the entry; throwing (to refuse a stale write, say)
+    /// changes nothing. Returns the value written (null: removed or left absent).
+    /// </summary>
+    /// <exception cref="TimeoutException">The entry changed under 1 000 attempts in a row.</exception>
+    public async Task<T?> UpdateAsync(string key, Func<T?, T?> update, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(update);
+        for (var attempt = 0; attempt < MaxUpdateAttempts; attempt++)
+        {
+            var current = await GetLinearizableAsync(key, cancellationToken);
+            var next = update(current);
+            var written = (current, next) switch
+            {
+                (null, null) => true,
+                (null, { } added) => await TryAddAsync(key, added, cancellationToken),
+                ({ } old, null) => await TryRemoveAsync(key, old, cancellationToken),
+                ({ } old, { } value) => await TryUpdateAsync(key, old, value, cancellationToken),
+            };
+            if (written)
+            {
+                return next;
+            }
+        }
+
+        throw new TimeoutException($"The entry '{key}' of the shared dictionary '{Name}' changed under {MaxUpdateAttempts} updates in a row.");
+    }
+
+    private const int MaxUpdateAttempts = 1000;
+
     private T Decode(string key, ReadOnlyMemory<byte> bytes) => ProtoValue.Decode<T>(bytes, $"the entry '{key}' of the shared dictionary '{Name}'");
 }
 

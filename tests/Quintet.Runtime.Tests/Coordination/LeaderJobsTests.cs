@@ -121,6 +121,75 @@ public sealed class LeaderJobsTests(SingleManagerHost manager) : IClassFixture<S
         await helper.WaitAsync(TimeSpan.FromSeconds(30));
     }
 
+    [Fact]
+    public async Task A_components_leader_job_runs_from_its_activation_and_stops_with_it_handing_the_job_to_the_next_candidate()
+    {
+        using var timeout = new CancellationTokenSource(Bound);
+        await using var service = new CoordinationService(manager.Groups);
+        var election = "component-jobs-" + Guid.NewGuid().ToString("N");
+        var runs = new ConcurrentQueue<(string Key, long Epoch)>();
+        var running = new ConcurrentDictionary<string, int>();
+        async Task<IComponentLifecycle> ActivateAsync(string key)
+        {
+            var component = new JobRunner(election, runs, running);
+            var context = new ComponentContext("Jobs", key, "m1") { Checkpoints = new NoCheckpoints(), Coordination = service.ForInstance(key) };
+            await ((IComponentLifecycle)component).ActivateAsync(context, ActivationReason.Created, timeout.Token);
+            return component;
+        }
+
+        var a = await ActivateAsync("a");
+        await Eventually.TrueAsync(() => running.ContainsKey("a"), Bound, "a's job runs after its activation");
+        var b = await ActivateAsync("b");
+        await Task.Delay(TimeSpan.FromSeconds(1), timeout.Token);
+        Assert.False(running.ContainsKey("b"), "b ran the job while a led");
+
+        // Deactivating a stops its job before its hook runs, and leaves the election: b leads with a higher epoch.
+        await a.DeactivateAsync(DeactivationReason.Retired, timeout.Token);
+        Assert.False(running.ContainsKey("a"), "a's job still ran after its deactivation");
+        await Eventually.TrueAsync(() => running.ContainsKey("b"), Bound, "b's job runs once a is gone");
+        Assert.True(runs.First(r => r.Key == "b").Epoch > runs.First(r => r.Key == "a").Epoch);
+        await b.DeactivateAsync(DeactivationReason.Retired, timeout.Token);
+        Assert.Empty(running);
+    }
+
+    private sealed class JobRunner(string election, ConcurrentQueue<(string Key, long Epoch)> runs, ConcurrentDictionary<string, int> running) : Component
+    {
+        protected override Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken) => RunWhileLeaderAsync(election, async (term, leading) =>
+        {
+            runs.Enqueue((Context.Key, term.Epoch));
+            running[Context.Key] = 1;
+            try
+            {
+                await Task.Delay(Timeout.Infinite, leading);
+            }
+            finally
+            {
+                running.TryRemove(Context.Key, out _);
+            }
+        });
+
+        protected override Task OnDeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken)
+        {
+            Assert.False(running.ContainsKey(Context.Key), "the job still ran when the deactivation hook ran");
+            return Task.CompletedTask;
+        }
+    }
+
+    private sealed class NoCheckpoints : Quintet.Persistence.ICheckpointLog
+    {
+        public string Stream => "none";
+
+        public Task<long> WriteCheckpointAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken = default) => Task.FromResult(0L);
+
+        public Task<long> AppendAsync(ReadOnlyMemory<byte> record, CancellationToken cancellationToken = default) => Task.FromResult(0L);
+
+        public Task<Quintet.Persistence.CheckpointRecovery> RecoverAsync(CancellationToken cancellationToken = default) => Task.FromResult(new Quintet.Persistence.CheckpointRecovery(null, 0, []));
+
+        public Task TruncateAsync(CancellationToken cancellationToken = default) => Task.CompletedTask;
+
+        public Task DeleteAsync(CancellationToken cancellationToken = default) => Task.CompletedTask;
+    }
+
     /// <summary>An election whose terms the test starts and ends.</summary>
     private sealed class PlayedElection : ILeaderElection
     {
