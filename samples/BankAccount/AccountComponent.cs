@@ -1,121 +1,34 @@
-using System.Buffers.Binary;
 using Quintet.Components;
 
 namespace Samples.BankAccount;
 
 /// <summary>
-/// A keyed account, primary/backup (its QoS spec asks for two replicas): before it answers an update it appends the new
-/// balance to its checkpoint stream, publishes the update as an event and sends the balance to its backup (which gets
-/// the event with it), so an acknowledged deposit survives retirement, migration, a restart of its manager and the loss
-/// of its manager (the backup takes over with it), and its subscribers see each update once. On retirement it
-/// writes a checkpoint and truncates the log; on activation it reads them back, unless it arrived with its state.
+/// A keyed account, primary/backup (quintet-qos.yaml): each update is durable and on the backup, with its event, before
+/// the call answers (<see cref="Component{TState}.UpdateAndPublishAsync{TEvent}"/>), so an acknowledged deposit survives
+/// retirement, migration, a restart and a <c>kill -9</c> of its manager, and subscribers see each update once.
 /// </summary>
-public sealed class AccountComponent : Component, IAccount, IMigrateState
+public sealed class AccountComponent : Component<AccountData>, IAccount
 {
-    private long _balance;
-    private long _updates;
-    private bool _imported;
-    private ActivationReason _activation;
+    public Task<Balance> DepositAsync(Amount request, CancellationToken cancellationToken) => ApplyAsync(Positive(request), cancellationToken);
 
-    /// <inheritdoc />
-    public Task<byte[]> ExportStateAsync(CancellationToken cancellationToken) => Task.FromResult(Encode(_balance, _updates));
+    public Task<Balance> WithdrawAsync(Amount request, CancellationToken cancellationToken) => ApplyAsync(-Positive(request), cancellationToken);
 
-    /// <inheritdoc />
-    public Task ImportStateAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken)
-    {
-        (_balance, _updates) = Decode(state.Span);
-        _imported = true;
-        return Task.CompletedTask;
-    }
-
-    /// <inheritdoc />
-    protected override async Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken)
-    {
-        _activation = reason;
-        if (_imported)
-        {
-            // Migrated or promoted: the state it came with is the newest; a stream left here earlier may be older.
-            await Context.Checkpoints.WriteCheckpointAsync(Encode(_balance, _updates), cancellationToken);
-            await Context.Checkpoints.TruncateAsync(cancellationToken);
-            return;
-        }
-
-        var recovery = await Context.Checkpoints.RecoverAsync(cancellationToken);
-        if (recovery.Checkpoint is { } checkpoint)
-        {
-            (_balance, _updates) = Decode(checkpoint.Span);
-        }
-
-        if (recovery.Log.Count > 0)
-        {
-            (_balance, _updates) = Decode(recovery.Log[^1].Data.Span);
-        }
-    }
-
-    /// <inheritdoc />
-    protected override async Task OnDeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken)
-    {
-        if (reason is DeactivationReason.Retired or DeactivationReason.Migrating or DeactivationReason.ManagerStopping)
-        {
-            await Context.Checkpoints.WriteCheckpointAsync(Encode(_balance, _updates), cancellationToken);
-            await Context.Checkpoints.TruncateAsync(cancellationToken);
-        }
-    }
-
-    /// <inheritdoc />
-    public Task<Balance> DepositAsync(Amount request, CancellationToken cancellationToken)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        return ApplyAsync(Positive(request), cancellationToken);
-    }
-
-    /// <inheritdoc />
-    public Task<Balance> WithdrawAsync(Amount request, CancellationToken cancellationToken)
-    {
-        ArgumentNullException.ThrowIfNull(request);
-        var amount = Positive(request);
-        if (amount > _balance)
-        {
-            throw new ComponentFaultException(ComponentFault.FailedPrecondition, $"Account '{Context.Key}' holds {_balance} cents; {amount} cannot be withdrawn.");
-        }
-
-        return ApplyAsync(-amount, cancellationToken);
-    }
-
-    /// <inheritdoc />
     public Task<Balance> GetBalanceAsync(BalanceRequest request, CancellationToken cancellationToken) => Task.FromResult(Current());
 
-    /// <inheritdoc />
     public IAsyncEnumerable<AccountEvent> EventsAsync(EventsRequest request, CancellationToken cancellationToken) => Subscriptions.ServedByManager<AccountEvent>();
 
-    private async Task<Balance> ApplyAsync(long delta, CancellationToken cancellationToken)
+    private async Task<Balance> ApplyAsync(long change, CancellationToken cancellationToken)
     {
-        var balance = checked(_balance + delta);
-        var state = Encode(balance, _updates + 1);
-        await Context.Checkpoints.AppendAsync(state, cancellationToken);
-
-        // Applied here with its event, then sent: the event goes to the backups with the state it describes, and a
-        // call stopped while the backups are updated leaves the account and its events agreeing (the update is in both).
-        Context.Events.Publish(new AccountEvent { Update = _updates + 1, Change = delta, Balance = balance, Manager = Context.Manager });
-        (_balance, _updates) = (balance, _updates + 1);
-        await Context.Backups.UpdateAsync(state, cancellationToken);
+        // A refusal inside the update (Covered) leaves the state as it was, and writes and publishes nothing.
+        await UpdateAndPublishAsync(s => new AccountEvent { Change = change, Balance = s.Balance = Covered(s.Balance, change), Update = ++s.Updates, Manager = Context.Manager }, cancellationToken);
         return Current();
     }
 
-    private static long Positive(Amount request) => request.Value > 0
-        ? request.Value
+    private static long Positive(Amount request) => request.Value > 0 ? request.Value
         : throw new ComponentFaultException(ComponentFault.InvalidArgument, $"An amount must be above zero cents; got {request.Value}.");
 
-    private Balance Current() => new() { Value = _balance, Manager = Context.Manager, Activation = _activation.ToString(), Updates = _updates, RequestId = CurrentCall?.RequestId ?? string.Empty };
+    private long Covered(long balance, long change) => checked(balance + change) is var next and >= 0 ? next
+        : throw new ComponentFaultException(ComponentFault.FailedPrecondition, $"Account '{Context.Key}' holds {balance} cents; {-change} cannot be withdrawn.");
 
-    private static byte[] Encode(long balance, long updates)
-    {
-        var bytes = new byte[16];
-        BinaryPrimitives.WriteInt64LittleEndian(bytes, balance);
-        BinaryPrimitives.WriteInt64LittleEndian(bytes.AsSpan(8), updates);
-        return bytes;
-    }
-
-    private static (long Balance, long Updates) Decode(ReadOnlySpan<byte> bytes) =>
-        (BinaryPrimitives.ReadInt64LittleEndian(bytes), BinaryPrimitives.ReadInt64LittleEndian(bytes[8..]));
+    private Balance Current() => new() { Value = State.Balance, Updates = State.Updates, Manager = Context.Manager, Activation = Activation.ToString(), RequestId = CurrentCall?.RequestId ?? "" };
 }

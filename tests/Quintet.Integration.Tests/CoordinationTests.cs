@@ -184,6 +184,60 @@ public class CoordinationTests(ITestOutputHelper output)
         });
 
     [Fact]
+    public Task The_job_sample_beats_from_its_leader_alone_and_from_a_new_leader_with_a_higher_epoch_once_the_leaders_manager_is_killed() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployAsync(cluster, typeof(JobComponent).Assembly);
+            var keys = Enumerable.Range(0, 6).Select(i => $"job-{i}").ToList();
+            using var client = QuintetClient.Over(cluster.Managers[0].Channel);
+
+            // Each worker's first call activates it, and it stands in the election; the leader alone writes heartbeats.
+            var first = await ClusterTest.Eventually(async () =>
+            {
+                var records = new List<JobRecord>();
+                foreach (var key in keys)
+                {
+                    records.Add(await client.GetComponent<IJob>(key).LastRunAsync(new LastRunRequest(), CancellationToken.None));
+                }
+
+                Assert.True(records[^1].Epoch > 0, "no heartbeat yet");
+                return records[^1];
+            });
+            var later = await ClusterTest.Eventually(async () =>
+            {
+                var record = await client.GetComponent<IJob>(keys[0]).LastRunAsync(new LastRunRequest(), CancellationToken.None);
+                Assert.True(record.At > first.At, $"no later heartbeat than {first.At:O}");
+                return record;
+            });
+            Assert.Equal((first.Epoch, first.Worker), (later.Epoch, later.Worker));
+            output.WriteLine($"leader {first.Worker}, epoch {first.Epoch}");
+
+            ManagerProcess? victim = null;
+            foreach (var manager in cluster.Managers)
+            {
+                var instances = await new ComponentAdmin.ComponentAdminClient(manager.Channel).ListInstancesAsync(
+                    new ListInstancesRequest { ClassName = "Samples.Election.JobComponent" }, deadline: DateTime.UtcNow.AddSeconds(30));
+                if (instances.Instances.Any(i => i.Key == first.Worker && i.State == "active"))
+                {
+                    victim = manager;
+                }
+            }
+
+            Assert.NotNull(victim);
+            await cluster.KillAsync(victim);
+            var survivor = cluster.Managers.First(m => m != victim);
+            using var survivorClient = QuintetClient.Over(survivor.Channel);
+            var after = await ClusterTest.Eventually(async () =>
+            {
+                var record = await survivorClient.GetComponent<IJob>(keys.First(k => k != first.Worker)).LastRunAsync(new LastRunRequest(), CancellationToken.None);
+                Assert.True(record.Epoch > first.Epoch, $"epoch {record.Epoch} by {record.Worker}, still not after {first.Epoch}");
+                return record;
+            });
+            Assert.NotEqual(first.Worker, after.Worker);
+            output.WriteLine($"new leader {after.Worker}, epoch {after.Epoch}");
+        });
+
+    [Fact]
     public Task Transfers_commit_abort_on_a_refusal_and_reach_one_decision_when_the_coordinators_manager_is_killed() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
         {

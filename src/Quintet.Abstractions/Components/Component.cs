@@ -58,6 +58,7 @@ public enum DeactivationReason
 public abstract class Component : IComponentLifecycle
 {
     private ComponentContext? _context;
+    private List<(CancellationTokenSource Stop, Task Work)>? _background;
 
     /// <summary>
     /// The call this instance is running: its operation, request id, caller and deadline; null outside a call (in
@@ -65,8 +66,35 @@ public abstract class Component : IComponentLifecycle
     /// </summary>
     protected ComponentCall? CurrentCall { get; private set; }
 
+    /// <summary>How this activation began (created, reactivated, migrated, promoted, a new replica); set before <see cref="OnActivateAsync"/>.</summary>
+    protected ActivationReason Activation { get; private set; }
+
     /// <summary>Who this instance is and where it runs; available from <see cref="OnActivateAsync"/> on.</summary>
     public ComponentContext Context => _context ?? throw new InvalidOperationException("The component is not activated yet: its context is set just before OnActivateAsync.");
+
+    /// <summary>
+    /// Stands this instance in the election <paramref name="election"/> and runs <paramref name="job"/> in the
+    /// background while it leads (see <see cref="LeaderJobs.RunWhileLeaderAsync(ILeaderElection, Func{LeadershipTerm, CancellationToken, Task}, Action{Exception}?, CancellationToken)"/>):
+    /// the job gets its term, whose <see cref="LeadershipTerm.Epoch"/> is the fencing token for what it writes, and a
+    /// token cancelled when the term ends. Bound to the activation: before <see cref="OnDeactivateAsync"/> the job is
+    /// cancelled and awaited and the instance leaves the election. Completes once the instance stands as a candidate,
+    /// so <c>OnActivateAsync</c> may return it. The job runs beside the instance's calls, not in its turn.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">This activation may not use coordination (an active replica, an isolated worker).</exception>
+    protected async Task RunWhileLeaderAsync(string election, Func<LeadershipTerm, CancellationToken, Task> job, Action<Exception>? onFault = null)
+    {
+        ArgumentNullException.ThrowIfNull(job);
+        var candidate = await Context.Coordination.JoinElectionAsync(election);
+        var stop = new CancellationTokenSource();
+        var work = Task.Run(async () =>
+        {
+            await using (candidate)
+            {
+                await candidate.RunWhileLeaderAsync(job, onFault, stop.Token);
+            }
+        });
+        (_background ??= []).Add((stop, work));
+    }
 
     /// <summary>Called before the first call is delivered to this activation.</summary>
     protected virtual Task OnActivateAsync(ActivationReason reason, CancellationToken cancellationToken) => Task.CompletedTask;
@@ -90,14 +118,29 @@ public abstract class Component : IComponentLifecycle
     {
         ArgumentNullException.ThrowIfNull(context);
         _context = context;
+        Activation = reason;
         await LoadStateAsync(reason, cancellationToken);
         await OnActivateAsync(reason, cancellationToken);
     }
 
     async Task IComponentLifecycle.DeactivateAsync(DeactivationReason reason, CancellationToken cancellationToken)
     {
+        await StopBackgroundAsync();
         await OnDeactivateAsync(reason, cancellationToken);
         await SaveStateAsync(reason, cancellationToken);
+    }
+
+    /// <summary>Stops the activation's background jobs: their faults went to their handlers, so none is thrown here.</summary>
+    private async Task StopBackgroundAsync()
+    {
+        foreach (var (stop, work) in _background ?? [])
+        {
+            await stop.CancelAsync();
+            await work.ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
+            stop.Dispose();
+        }
+
+        _background = null;
     }
 
     /// <summary>Runs before <see cref="OnActivateAsync"/>: where <see cref="Component{TState}"/> loads its state.</summary>

@@ -8,8 +8,10 @@ namespace Quintet.Components;
 /// <c>OnActivateAsync</c> (unless it arrived with the instance: migrated, promoted from a backup, or a new active
 /// replica), written as its checkpoint after <c>OnDeactivateAsync</c> when it retires, migrates or its manager stops,
 /// carried along on migration (<see cref="IMigrateState"/>), and sent to the backups when the component calls
-/// <see cref="UpdateBackupsAsync"/>. Call <see cref="CheckpointAsync"/> to make it durable at other moments, for example
-/// after each update.
+/// <see cref="UpdateBackupsAsync"/>. Call <see cref="CheckpointAsync"/> to make it durable at other moments. An operation
+/// that changes the state through <see cref="UpdateAsync(Action{TState}, CancellationToken)"/> (or
+/// <see cref="UpdateAndPublishAsync{TEvent}"/>) needs neither: the update is durable and on the backups before it
+/// returns, as the QoS spec asks.
 /// </summary>
 /// <typeparam name="TState">The state: a class marked <c>[ProtoContract]</c> with a constructor without parameters.</typeparam>
 public abstract class Component<TState> : Component, IMigrateState
@@ -32,6 +34,76 @@ public abstract class Component<TState> : Component, IMigrateState
 
     /// <summary>Sends <see cref="State"/> to the instance's backups (primary/backup QoS); see <see cref="IBackups"/>.</summary>
     protected Task UpdateBackupsAsync(CancellationToken cancellationToken) => Context.Backups.UpdateAsync(Serialize(State), cancellationToken);
+
+    /// <summary>
+    /// Applies <paramref name="update"/> to <see cref="State"/> and keeps the new state as the instance's QoS spec asks
+    /// before it returns: written as the instance's checkpoint (durable: it survives a restart or a <c>kill -9</c> of the
+    /// manager), then, for <c>replication: primaryBackup</c>, sent to the backups with the completion records of the call (an answer given after this returns
+    /// survives the loss of the primary's manager). An actively replicated instance only applies it: every replica runs
+    /// every call, so the replicas are its copies. All or nothing: if <paramref name="update"/> throws (a refused
+    /// operation, say) or the checkpoint cannot be written, <see cref="State"/> is put back as it was and the exception
+    /// passes on. Call it from an operation, once per update.
+    /// </summary>
+    /// <example><c>await UpdateAsync(s => s.Balance += amount, cancellationToken);</c></example>
+    protected Task UpdateAsync(Action<TState> update, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(update);
+        return UpdateAndPublishAsync<object>(
+            state =>
+            {
+                update(state);
+                return null;
+            },
+            cancellationToken);
+    }
+
+    /// <summary>
+    /// <see cref="UpdateAsync(Action{TState}, CancellationToken)"/> for an update that an event describes:
+    /// <paramref name="update"/> changes the state and returns its event (or null for none), which is published to the
+    /// instance's subscribers (<see cref="IComponentEvents.Publish{TEvent}"/>) once the new state is durable and before it
+    /// goes to the backups, so a promoted backup has every event a subscriber saw and no event describes an update
+    /// that did not happen.
+    /// </summary>
+    /// <returns>The event, as published.</returns>
+    protected async Task<TEvent?> UpdateAndPublishAsync<TEvent>(Func<TState, TEvent?> update, CancellationToken cancellationToken)
+        where TEvent : class
+    {
+        ArgumentNullException.ThrowIfNull(update);
+        var before = Serialize(State);
+        var active = Context.Qos.Replication == ReplicationStyle.Active;
+        byte[] after;
+        TEvent? published;
+        try
+        {
+            published = update(State);
+            after = Serialize(State);
+            if (!active)
+            {
+                await Context.Checkpoints.WriteCheckpointAsync(after, cancellationToken);
+            }
+        }
+        catch
+        {
+            State = Deserialize(before);
+            throw;
+        }
+
+        // The checkpoint written is the commit point: what follows never puts the state back.
+        if (published is not null)
+        {
+            Context.Events.Publish(published);
+        }
+
+        if (!active)
+        {
+            await Context.Checkpoints.TruncateAsync(cancellationToken);
+
+            // The manager sends it to as many backups as the class's spec asks now (none without primaryBackup).
+            await Context.Backups.UpdateAsync(after, cancellationToken);
+        }
+
+        return published;
+    }
 
     Task<byte[]> IMigrateState.ExportStateAsync(CancellationToken cancellationToken) => Task.FromResult(Serialize(State));
 
