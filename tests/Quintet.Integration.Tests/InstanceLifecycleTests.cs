@@ -251,6 +251,10 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             using var fresh = QuintetClient.Over(entry.Channel);
             var killedAt = Stopwatch.StartNew();
             await cluster.KillAsync(victim);
+
+            // Long enough for the survivor to see its pooled connection to the owner closed (a call sent on it as it closes
+            // may have reached the owner, and is the caller's to retry), far shorter than the view change.
+            await Task.Delay(100);
             var after = await fresh.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = 1 }, new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token);
 
             output.WriteLine($"{key}: answered by {after.Manager} ({after.Activation}) {killedAt.Elapsed.TotalMilliseconds:F0} ms after the kill; client attempts: {1 + fresh.Statistics.Retries}");

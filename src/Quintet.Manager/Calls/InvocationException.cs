@@ -9,8 +9,8 @@ internal sealed class InvocationException(StatusCode code, string message) : Exc
     public StatusCode Code { get; } = code;
 
     /// <summary>
-    /// Set when the call was forwarded to the instance's owner and no connection to it could be had (refused, reset or
-    /// timed out in this manager's gRPC client, not an answer of the owner's): the owner may be gone.
+    /// Set when the call was forwarded to the instance's owner and no connection to it could be made (refused,
+    /// unreachable, timed out while connecting): the call never reached the owner, which may be gone.
     /// </summary>
     public bool OwnerUnreachable { get; init; }
 

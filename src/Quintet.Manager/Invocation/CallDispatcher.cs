@@ -109,10 +109,10 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                 }
                 catch (InvocationException e) when (e.OwnerUnreachable && !waitedForOwnerLoss && !(op.IsStream && call.Replies.Started))
                 {
-                    // The owner is gone or cut off. Rather than send the caller back to a retry timer, the call follows the
-                    // view: once the group leaves the owner out (or the instance moves), it is routed again, to the new
-                    // owner, here or elsewhere. A call that may have run there is retried exactly as the caller's own
-                    // retry would be (a numbered call is answered from its record).
+                    // No connection to the owner could be made: it is gone or cut off, and the call never reached it.
+                    // Rather than send the caller back to a retry timer, the call follows the view: once the group leaves
+                    // the owner out (or the instance moves), it is routed again, to the new owner, here or elsewhere. A
+                    // call whose connection broke while it ran is not: whether it ran is the caller's to decide.
                     waitedForOwnerLoss = true;
                     if (await directory.RouteChangedAsync(id, route, OwnerLossWait, cancellationToken))
                     {

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Globalization;
+using System.Net.Sockets;
 using Grpc.Core;
 using OpenTelemetry;
 using Quintet.Manager.Calls;
@@ -134,8 +135,25 @@ internal sealed class PeerForwarding(PeerChannels channels)
     {
         var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{call.Key}' did not answer" : e.Status.Detail;
 
-        // An UNAVAILABLE the owner sent has no exception behind it; one this manager's client made up (no connection) has.
-        return new InvocationException(e.StatusCode, detail) { OwnerUnreachable = e.StatusCode == StatusCode.Unavailable && e.Status.DebugException is not null };
+        return new InvocationException(e.StatusCode, detail) { OwnerUnreachable = e.StatusCode == StatusCode.Unavailable && NeverConnected(e.Status.DebugException) };
+    }
+
+    /// <summary>
+    /// Whether the call failed because no connection to the owner could be made (refused, unreachable, timed out while
+    /// connecting), so that it never reached the owner: not an answer of the owner's, nor a connection that broke while
+    /// the call may have been running there.
+    /// </summary>
+    internal static bool NeverConnected(Exception? failure)
+    {
+        for (var e = failure; e is not null; e = e.InnerException)
+        {
+            if (e is HttpRequestException { HttpRequestError: HttpRequestError.ConnectionError } or SocketException { SocketErrorCode: SocketError.ConnectionRefused })
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     /// <summary>The headers a forwarded call carries: its key, routing, request id, caller, identity and resume point.</summary>
