@@ -14,8 +14,8 @@ public interface ICollector
 {
     /// <summary>
     /// Forces blocking, compacting full collections one after another for <see cref="CollectRequest.Milliseconds"/>,
-    /// over a graph of small objects that grows between them until a pause reaches <see cref="CollectRequest.TargetPauseMs"/>
-    /// (or the graph <see cref="CollectRequest.Mebibytes"/>). The graph stays from call to call, so that the pauses stay
+    /// over a graph of small objects that grows between them while a pause is shorter than <see cref="CollectRequest.TargetPauseMs"/>
+    /// (up to <see cref="CollectRequest.Mebibytes"/>) and shrinks while one is over 1.5 times that. The graph stays from call to call, so that the pauses stay
     /// near the target however fast the machine is.
     /// </summary>
     Task<CollectReply> CollectAsync(CollectRequest request, CancellationToken cancellationToken);
@@ -33,7 +33,7 @@ public sealed class CollectRequest
     [ProtoMember(2)]
     public int Milliseconds { get; set; }
 
-    /// <summary>The pause to reach: the graph grows while a collection's pause is shorter, up to <see cref="Mebibytes"/>.</summary>
+    /// <summary>The pause to aim at: the graph grows while a collection's pause is shorter, up to <see cref="Mebibytes"/>, and shrinks while one is over 1.5 times longer.</summary>
     [ProtoMember(3)]
     public int TargetPauseMs { get; set; }
 }
@@ -79,7 +79,7 @@ public sealed class CollectorComponent : Component, ICollector
     /// <summary>A node: its header and four fields, 48 bytes on 64-bit.</summary>
     private const int NodeBytes = 48;
 
-    /// <summary>The graph grows by this much between collections until a pause reaches the target.</summary>
+    /// <summary>The graph grows or shrinks by this much between collections, to keep the pauses near the target.</summary>
     private const int StepMebibytes = 8;
 
     /// <summary>Kept from call to call: later calls start from the size the earlier ones found.</summary>
@@ -108,6 +108,12 @@ public sealed class CollectorComponent : Component, ICollector
             if (lastPause < request.TargetPauseMs && _graph.Count < limit)
             {
                 Grow(Math.Min(step, limit - _graph.Count));
+            }
+            else if (lastPause > request.TargetPauseMs * 1.5 && _graph.Count > step)
+            {
+                // The machine got busier: a smaller graph brings the pauses back near the target. Each node points
+                // only at nodes added before it, so dropping the newest leaves no reference to them.
+                _graph.RemoveRange(_graph.Count - (int)step, (int)step);
             }
 
             var before = GC.GetTotalPauseDuration();

@@ -28,10 +28,11 @@ public class StressTests(ITestOutputHelper output)
 
     /// <summary>
     /// The pause each forced full collection aims at: long for a collection (a gen2 collection of a manager takes tens of
-    /// ms), and half the default <c>AcceptableHeartbeatPause</c> (2 s), which is the budget for such pauses. The
-    /// collector's graph of small objects grows until a pause reaches it, up to <see cref="CollectorMebibytes"/>.
+    /// ms), and well within the default <c>AcceptableHeartbeatPause</c> (2 s), the budget for such pauses. The collector's
+    /// graph of small objects grows while a pause is shorter (up to <see cref="CollectorMebibytes"/>) and shrinks while one
+    /// is over 1.5 times longer; on a loaded machine single pauses still overshoot (the collection waits for the CPU too).
     /// </summary>
-    private const int TargetPauseMs = 1000;
+    private const int TargetPauseMs = 800;
 
     /// <summary>The most the collector's graph may hold, so that a fast machine cannot make it exhaust the memory.</summary>
     private const int CollectorMebibytes = 512;
@@ -74,6 +75,9 @@ public class StressTests(ITestOutputHelper output)
                 Endpoints = [collected.GrpcEndpoint],
                 FailoverBudget = TimeSpan.Zero,
                 AttemptDeadline = CollectFor + TimeSpan.FromSeconds(60),
+
+                // The manager stops for whole collections on purpose: an HTTP/2 ping unanswered meanwhile is no failure.
+                KeepAliveTime = null,
             });
             var collector = collectorClient.GetComponent<ICollector>("stress");
 
