@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using Grpc.Core;
 using Quintet.Protocol;
+using Quintet.Protocol.Cluster;
 
 namespace Quintet.Client;
 
@@ -26,12 +27,35 @@ internal sealed class ClusterConnection : IDisposable
 
     private readonly ClientSecurity _security;
 
+    // The managers' view followed (FollowView): the newest view id and the endpoints it lists, in the managers' order.
+    private readonly Lock _viewGate = new();
+    private long _viewId;
+    private List<ManagerEndpoint> _inView = [];
+    private long _exclusions;
+    private readonly ViewFollower? _follower;
+
     public ClusterConnection(IReadOnlyList<string> endpoints, QuintetClientOptions options)
     {
         Options = options;
         Routes = new RouteTable(options.RouteCapacity);
         _security = ClientSecurity.Load(options);
         _configured = [.. endpoints.Select(e => _endpoints.GetOrAdd(e, a => new ManagerEndpoint(a, _security, options)))];
+        _follower = options.FollowView ? new ViewFollower(this) : null;
+    }
+
+    /// <summary>Whether calls follow the managers' view (<see cref="QuintetClientOptions.FollowView"/>).</summary>
+    public bool FollowsView => _follower is not null;
+
+    /// <summary>The managers' view as last followed; null before the first (or without <see cref="FollowsView"/>).</summary>
+    public QuintetManagersView? View
+    {
+        get
+        {
+            lock (_viewGate)
+            {
+                return _viewId == 0 ? null : new QuintetManagersView(_viewId, [.. _inView.Select(e => e.Address)], Interlocked.Read(ref _exclusions), _follower?.Watching ?? []);
+            }
+        }
     }
 
     public QuintetClientOptions Options { get; }
@@ -50,8 +74,122 @@ internal sealed class ClusterConnection : IDisposable
     public ManagerEndpoint? Known(string address) =>
         ManagerEndpoint.TryNormalize(address, out var normalized) && _endpoints.TryGetValue(normalized, out var endpoint) ? endpoint : null;
 
-    /// <summary>The configured endpoint calls without a route go to.</summary>
-    public ManagerEndpoint Current => _configured[Volatile.Read(ref _current)];
+    /// <summary>
+    /// The endpoint calls without a route go to: the configured one in use, unless the managers' view left it out; then
+    /// the next configured one in the view, else a manager of the view, else the configured one in use all the same.
+    /// </summary>
+    public ManagerEndpoint Current
+    {
+        get
+        {
+            var current = Volatile.Read(ref _current);
+            var configured = _configured[current];
+            return configured.Excluded ? InViewAfter(current) ?? configured : configured;
+        }
+    }
+
+    private ManagerEndpoint? InViewAfter(int current)
+    {
+        for (var i = 1; i < _configured.Length; i++)
+        {
+            var next = _configured[(current + i) % _configured.Length];
+            if (!next.Excluded)
+            {
+                return next;
+            }
+        }
+
+        lock (_viewGate)
+        {
+            return _inView.FirstOrDefault(e => !e.Excluded);
+        }
+    }
+
+    /// <summary>
+    /// Where a watch of the view may go: the managers of the view followed, then the configured endpoints not in it
+    /// (all of them when the view left every one out); none excluded unless nothing else is known.
+    /// </summary>
+    public List<ManagerEndpoint> WatchCandidates()
+    {
+        List<ManagerEndpoint> candidates;
+        lock (_viewGate)
+        {
+            candidates = [.. _inView.Where(e => !e.Excluded)];
+        }
+
+        foreach (var configured in _configured)
+        {
+            if (!configured.Excluded && !candidates.Contains(configured))
+            {
+                candidates.Add(configured);
+            }
+        }
+
+        return candidates.Count > 0 ? candidates : [.. _configured];
+    }
+
+    /// <summary>
+    /// Follows a view a manager sent: a newer view id replaces the one followed, the same id adds the managers that
+    /// announced themselves since, an older one (from a manager behind the others) is ignored. Managers seen in an earlier
+    /// view and left out of this one are excluded: their attempts in flight are cancelled (and retried elsewhere), the
+    /// routes naming them forgotten, and no call goes to them until a view lists them again. Returns whether it changed
+    /// what the client follows.
+    /// </summary>
+    public bool ApplyView(WatchManagersResponse update)
+    {
+        List<ManagerEndpoint> left;
+        lock (_viewGate)
+        {
+            if (update.ViewId < _viewId || update.ViewId <= 0)
+            {
+                return false;
+            }
+
+            var listed = new List<ManagerEndpoint>(update.Managers.Count);
+            foreach (var manager in update.Managers)
+            {
+                if (ManagerEndpoint.TryNormalize(manager.Endpoint, out var address) && Endpoint(address) is { } endpoint && !listed.Contains(endpoint))
+                {
+                    listed.Add(endpoint);
+                }
+            }
+
+            if (update.ViewId == _viewId)
+            {
+                // The same view: managers only announce themselves in it, none leaves (that takes a new view).
+                var added = listed.Where(e => !_inView.Contains(e)).ToList();
+                if (added.Count == 0)
+                {
+                    return false;
+                }
+
+                listed = [.. _inView, .. added];
+            }
+
+            _viewId = update.ViewId;
+            _inView = listed;
+            foreach (var endpoint in listed)
+            {
+                endpoint.SeenInView = true;
+                endpoint.Readmit();
+            }
+
+            left = [.. _endpoints.Values.Where(e => e.SeenInView && !e.Excluded && !listed.Contains(e))];
+        }
+
+        // Outside the lock: cancelling the attempts runs their callbacks, which may start the next attempt.
+        foreach (var endpoint in left)
+        {
+            if (endpoint.Exclude())
+            {
+                Interlocked.Increment(ref _exclusions);
+                Routes.ForgetAll(endpoint);
+                MoveOnFrom(endpoint);
+            }
+        }
+
+        return true;
+    }
 
     public QuintetClientStatistics Statistics => new(
         Interlocked.Read(ref _calls),
@@ -60,7 +198,13 @@ internal sealed class ClusterConnection : IDisposable
         Interlocked.Read(ref _retries),
         Routes.Count);
 
-    public void CountCall() => Interlocked.Increment(ref _calls);
+    public void CountCall()
+    {
+        Interlocked.Increment(ref _calls);
+
+        // The watches start with the first call: a client that is made and never used opens nothing.
+        _follower?.EnsureStarted();
+    }
 
     public void CountDirect() => Interlocked.Increment(ref _directCalls);
 
@@ -131,6 +275,7 @@ internal sealed class ClusterConnection : IDisposable
 
     public void Dispose()
     {
+        _follower?.Dispose();
         foreach (var endpoint in _endpoints.Values)
         {
             endpoint.Dispose();

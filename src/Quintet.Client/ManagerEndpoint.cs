@@ -24,7 +24,13 @@ internal sealed class ManagerEndpoint : IDisposable
     private static readonly TimeSpan MaxReconnectBackoff = TimeSpan.FromSeconds(2);
 
     private readonly Lazy<GrpcChannel> _channel;
+    private readonly Lock _gate = new();
     private CallInvoker? _invoker;
+
+    // Cancelled when the managers' view leaves this manager out: the attempts in flight on it end at once. Made on the
+    // first attempt that asks for it, again after each exclusion.
+    private CancellationTokenSource? _membership;
+    private volatile bool _excluded;
 
     public ManagerEndpoint(string address, ClientSecurity security, QuintetClientOptions clientOptions)
     {
@@ -68,6 +74,60 @@ internal sealed class ManagerEndpoint : IDisposable
 
     /// <summary>The port of <see cref="Address"/>, for the spans' <c>server.port</c>.</summary>
     public int Port { get; }
+
+    /// <summary>Whether a managers' view this client followed listed this manager (so that a later view without it excludes it).</summary>
+    public bool SeenInView { get; set; }
+
+    /// <summary>Whether the latest managers' view this client followed leaves this manager out: no call is sent to it.</summary>
+    public bool Excluded => _excluded;
+
+    /// <summary>
+    /// Cancelled when the managers' view leaves this manager out (see <see cref="Exclude"/>); <see cref="CancellationToken.None"/>
+    /// while it is excluded already, so that an attempt that has nowhere else to go runs as it would without the view.
+    /// </summary>
+    public CancellationToken Departure
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return _excluded ? CancellationToken.None : (_membership ??= new CancellationTokenSource()).Token;
+            }
+        }
+    }
+
+    /// <summary>
+    /// The managers' view left this manager out: cancels what runs on it (its attempts, a watch of the view on it).
+    /// Returns false when it was excluded already.
+    /// </summary>
+    public bool Exclude()
+    {
+        CancellationTokenSource? membership;
+        lock (_gate)
+        {
+            if (_excluded)
+            {
+                return false;
+            }
+
+            _excluded = true;
+            membership = _membership;
+            _membership = null;
+        }
+
+        // Outside the lock: cancelling runs the callbacks of the calls on it. Not disposed: a call may still hold its token.
+        membership?.Cancel();
+        return true;
+    }
+
+    /// <summary>The manager is in the view again (a new incarnation, or back after a pause): calls may go to it.</summary>
+    public void Readmit()
+    {
+        lock (_gate)
+        {
+            _excluded = false;
+        }
+    }
 
     /// <summary>Calls on the channel to this manager.</summary>
     public CallInvoker Invoker => _invoker ??= _channel.Value.CreateCallInvoker();

@@ -26,7 +26,9 @@ namespace Quintet.Client;
 /// from the majority of the cluster, or asks for a retry while the instance moves — forgets its route and is tried
 /// again on the next configured endpoint (round robin), backing off from 50 ms to 500 ms, until
 /// <see cref="QuintetClientOptions.FailoverBudget"/> is spent; then it throws the last <see cref="RpcException"/>, its
-/// message saying so. The instances of a crashed manager are placed again on a survivor by the first call after the
+/// message saying so. The client also follows the managers' view (<see cref="QuintetClientOptions.FollowView"/>): when
+/// the view leaves a manager out, the attempts in flight on it are cancelled and retried elsewhere at once, and it gets
+/// no calls until it is back in a view. The instances of a crashed manager are placed again on a survivor by the first call after the
 /// cluster has removed that manager (a few seconds), so calls on them succeed again within the budget; an instance
 /// that keeps no checkpoint starts afresh there. Every other status (<c>INVALID_ARGUMENT</c>,
 /// <c>FAILED_PRECONDITION</c>, <c>UNKNOWN</c>, <c>DEADLINE_EXCEEDED</c>, ...) is the call's answer and is thrown at
@@ -163,6 +165,13 @@ public sealed class QuintetClient : IDisposable
             return metadata;
         });
     }
+
+    /// <summary>
+    /// The managers' view this client follows (<see cref="QuintetClientOptions.FollowView"/>): null before the first
+    /// view arrived (the watches start with the first call), with <see cref="QuintetClientOptions.FollowView"/> off,
+    /// and for a client made by <see cref="Over"/>.
+    /// </summary>
+    public QuintetManagersView? ManagersView => _connection?.View;
 
     /// <summary>
     /// The managers this client knows: the configured endpoints first, then those managers named as owners (empty for

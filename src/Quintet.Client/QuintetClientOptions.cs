@@ -51,6 +51,18 @@ public sealed class QuintetClientOptions
     public TimeSpan KeepAliveTimeout { get; init; } = TimeSpan.FromSeconds(3);
 
     /// <summary>
+    /// Whether the client follows the managers' view: it keeps a watch of the view
+    /// (<c>quintet.cluster.v1.ClusterView/WatchManagers</c>) open on two managers, and when a view leaves out a manager
+    /// it had seen (paused, cut off, crashed, stopped), it cancels at once the attempts in flight on that manager and
+    /// retries them on another within <see cref="FailoverBudget"/> (under the same call identity: see
+    /// <see cref="ExactlyOnce"/>), forgets the routes that name it and sends it nothing until a view lists it again,
+    /// instead of waiting for the keepalive (<see cref="KeepAliveTime"/>) to give its connection up. The watches start
+    /// with the client's first call. Off, the client learns of a manager's failure from its calls alone.
+    /// </summary>
+    /// <value><see langword="true"/>.</value>
+    public bool FollowView { get; init; } = true;
+
+    /// <summary>
     /// Whether each call carries the client's identity and its number, so that the manager owning the instance keeps a
     /// completion record of it and answers a retry from that record instead of running the call again (see
     /// <c>docs/client.md</c>, "Exactly once"). Off, calls carry no identity, managers keep no records for them, and a call

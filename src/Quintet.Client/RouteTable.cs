@@ -93,6 +93,21 @@ internal sealed class RouteTable(int capacity)
         }
     }
 
+    /// <summary>Forgets every route that names <paramref name="endpoint"/> (it left the managers' view); returns how many.</summary>
+    public int ForgetAll(ManagerEndpoint endpoint)
+    {
+        lock (_gate)
+        {
+            var gone = _routes.Where(r => ReferenceEquals(r.Value.Endpoint, endpoint)).Select(r => r.Key).ToList();
+            foreach (var key in gone)
+            {
+                _routes.Remove(key);
+            }
+
+            return gone.Count;
+        }
+    }
+
     /// <summary>Up to <paramref name="max"/> of the routes known now, for diagnostics.</summary>
     public List<QuintetRoute> Snapshot(int max)
     {

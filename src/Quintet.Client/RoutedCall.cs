@@ -135,6 +135,13 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
             for (var attempt = 1; ; attempt++)
             {
                 var direct = _connection.Routes.TryGet(_method.ServiceName, _key, out var endpoint);
+                if (direct && endpoint!.Excluded)
+                {
+                    // Learned from an answer that came as the view left the owner out: its successor is asked for.
+                    _connection.Routes.Forget(_method.ServiceName, _key, endpoint);
+                    (direct, endpoint) = (false, null);
+                }
+
                 endpoint ??= _connection.Current;
                 if (direct)
                 {
@@ -143,7 +150,24 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
                 var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
                 ClientTelemetry.Attempt(activity, endpoint);
-                var options = new CallOptions(AttemptHeaders(headers), deadline, cancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
+                // The attempt also ends when the managers' view leaves its manager out, to be retried elsewhere at once.
+                var departure = _connection.FollowsView ? endpoint.Departure : CancellationToken.None;
+                var attemptToken = cancellationToken;
+                CancellationTokenSource? linked = null;
+                if (departure.CanBeCanceled)
+                {
+                    if (cancellationToken.CanBeCanceled)
+                    {
+                        linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, departure);
+                        attemptToken = linked.Token;
+                    }
+                    else
+                    {
+                        attemptToken = departure;
+                    }
+                }
+
+                var options = new CallOptions(AttemptHeaders(headers), deadline, attemptToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
                 AsyncUnaryCall<TResponse> call;
                 try
                 {
@@ -151,6 +175,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 }
                 catch (ObjectDisposedException e)
                 {
+                    linked?.Dispose();
                     throw new RpcException(new Status(StatusCode.Cancelled, "The QuintetClient was disposed.", e));
                 }
 
@@ -174,8 +199,14 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                     _responseHeaders.TrySetResult(responseHeaders);
                     return response;
                 }
-                catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e)) && !cancellationToken.IsCancellationRequested && !_disposed)
+                catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e) || LeftView(e, departure)) && !cancellationToken.IsCancellationRequested && !_disposed)
                 {
+                    // A manager the view left out may have started the call: the retry carries the same quintet-call, so
+                    // that the successor answers from the completion record if it ran, and runs it if it did not.
+                    var leftView = LeftView(e, departure);
+                    var status = leftView
+                        ? new Status(StatusCode.Unavailable, $"Manager {endpoint.Address} left the managers' view while the call was in flight.")
+                        : e.Status;
                     // The manager is down, refused, is cut off from the majority, or asked for a retry: none of these ran
                     // the call (unless a connection broke while it ran). Forget a route that led here: the instance is
                     // placed again on a survivor, which the next manager will name.
@@ -195,7 +226,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                     // not tried yet is asked at once (it holds the call until the cluster has a new owner for it). Answers
                     // that ask for patience (not ready, cut off, moving), and a second round over the managers, back off.
                     TimeSpan wait;
-                    if (e.Status.DebugException is not null && !tried.Contains(NextEndpoint().Address))
+                    if ((leftView || e.Status.DebugException is not null) && !tried.Contains(NextEndpoint().Address))
                     {
                         wait = TimeSpan.Zero;
                     }
@@ -211,12 +242,12 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                         : callerDeadline is { } end && DateTime.UtcNow + wait >= end ? "the call's deadline comes before another attempt could" : null;
                     if (stop is not null)
                     {
-                        var detail = string.Create(CultureInfo.InvariantCulture, $"{e.Status.Detail} (gave up after {attempt} attempt{(attempt == 1 ? "" : "s")} in {Seconds(elapsed)}: {stop}; managers tried: {string.Join(", ", tried)})");
-                        throw Finish(call, new RpcException(new Status(e.StatusCode, detail, e.Status.DebugException), e.Trailers));
+                        var detail = string.Create(CultureInfo.InvariantCulture, $"{status.Detail} (gave up after {attempt} attempt{(attempt == 1 ? "" : "s")} in {Seconds(elapsed)}: {stop}; managers tried: {string.Join(", ", tried)})");
+                        throw Finish(call, new RpcException(new Status(status.StatusCode, detail, e.Status.DebugException), e.Trailers));
                     }
 
                     _connection.CountRetry();
-                    ClientTelemetry.Retry(activity, _method, attempt, endpoint, e.StatusCode);
+                    ClientTelemetry.Retry(activity, _method, attempt, endpoint, status.StatusCode);
                     try
                     {
                         if (wait > TimeSpan.Zero)
@@ -232,6 +263,10 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                 catch (RpcException e)
                 {
                     throw Finish(call, e);
+                }
+                finally
+                {
+                    linked?.Dispose();
                 }
             }
         }
@@ -289,6 +324,13 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private static bool ConnectionLost(RpcException e) =>
         e.StatusCode == StatusCode.Internal
         && e.Status.DebugException is HttpRequestException { HttpRequestError: HttpRequestError.HttpProtocolError, InnerException: HttpProtocolException { ErrorCode: NoError or ProtocolError } };
+
+    /// <summary>
+    /// Whether the attempt ended because the managers' view left its manager out (<see cref="ManagerEndpoint.Departure"/>
+    /// cancelled it), not because the caller cancelled: it is retried on another manager.
+    /// </summary>
+    private static bool LeftView(RpcException e, CancellationToken departure) =>
+        e.StatusCode == StatusCode.Cancelled && departure.IsCancellationRequested;
 
     /// <summary>Ends the call with <paramref name="error"/>: its status and the last attempt's headers become the call's.</summary>
     private RpcException Finish(AsyncUnaryCall<TResponse> last, RpcException error)

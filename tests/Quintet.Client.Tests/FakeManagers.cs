@@ -12,7 +12,9 @@ using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
+using Google.Protobuf;
 using Quintet.Protocol;
+using Quintet.Protocol.Cluster;
 using Samples.Counter;
 
 namespace Quintet.Client.Tests;
@@ -104,6 +106,34 @@ internal sealed class FakeManager : IAsyncDisposable
     /// <summary>The answer to a call for a key; serves every call itself by default.</summary>
     public Func<string, FakeAnswer> Answer { get; set; } = _ => FakeAnswer.Serve();
 
+    /// <summary>
+    /// Whether it serves <c>WatchManagers</c>, streaming what <see cref="PublishView"/> gives; otherwise it answers
+    /// <c>UNIMPLEMENTED</c>, as a manager of a version without it, and records nothing.
+    /// </summary>
+    public bool ServesView { get; set; }
+
+    /// <summary>How many watches of the view it served, in all.</summary>
+    public int Watches => Volatile.Read(ref _watches);
+
+    /// <summary>Sends <paramref name="view"/> to the watches open on this manager, and to those that open later.</summary>
+    public void PublishView(WatchManagersResponse view)
+    {
+        TaskCompletionSource changed;
+        lock (_viewGate)
+        {
+            _view = view;
+            changed = _viewChanged;
+            _viewChanged = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        }
+
+        changed.TrySetResult();
+    }
+
+    private readonly Lock _viewGate = new();
+    private WatchManagersResponse? _view;
+    private TaskCompletionSource _viewChanged = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private int _watches;
+
     /// <summary>Runs before each answer, with the request's abort token: a test holds calls here.</summary>
     public Func<string, CancellationToken, Task>? BeforeAnswer { get; set; }
 
@@ -124,6 +154,12 @@ internal sealed class FakeManager : IAsyncDisposable
     /// <summary>Answers one unary gRPC call by hand: a <see cref="CounterValue"/> naming the serving manager, or a status.</summary>
     private async Task ServeAsync(HttpContext context)
     {
+        if (context.Request.Path == $"/{ClusterView.Descriptor.FullName}/WatchManagers")
+        {
+            await ServeViewAsync(context);
+            return;
+        }
+
         await context.Request.Body.CopyToAsync(Stream.Null);
         var key = context.Request.Headers[CallHeaders.Key].ToString();
         var headers = context.Request.Headers;
@@ -163,6 +199,50 @@ internal sealed class FakeManager : IAsyncDisposable
         message.ToArray().CopyTo(frame, 5);
         await response.Body.WriteAsync(frame);
         response.AppendTrailer("grpc-status", "0");
+    }
+
+    /// <summary>Streams the view published last, and each one published after, until the watch ends.</summary>
+    private async Task ServeViewAsync(HttpContext context)
+    {
+        var response = context.Response;
+        response.ContentType = "application/grpc";
+        if (!ServesView)
+        {
+            response.Headers["grpc-status"] = ((int)StatusCode.Unimplemented).ToString(CultureInfo.InvariantCulture);
+            return;
+        }
+
+        Interlocked.Increment(ref _watches);
+        WatchManagersResponse? sent = null;
+        try
+        {
+            while (true)
+            {
+                WatchManagersResponse? view;
+                Task changed;
+                lock (_viewGate)
+                {
+                    (view, changed) = (_view, _viewChanged.Task);
+                }
+
+                if (view is not null && !ReferenceEquals(view, sent))
+                {
+                    var bytes = view.ToByteArray();
+                    var frame = new byte[5 + bytes.Length];
+                    BinaryPrimitives.WriteUInt32BigEndian(frame.AsSpan(1), (uint)bytes.Length);
+                    bytes.CopyTo(frame, 5);
+                    await response.Body.WriteAsync(frame, context.RequestAborted);
+                    await response.Body.FlushAsync(context.RequestAborted);
+                    sent = view;
+                }
+
+                await changed.WaitAsync(context.RequestAborted);
+            }
+        }
+        catch (OperationCanceledException)
+        {
+            // The watch ended.
+        }
     }
 
     public async ValueTask DisposeAsync()

@@ -264,6 +264,62 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
         });
     }
 
+    /// <summary>
+    /// A client following the managers' view (the default) sends a deposit to the owner of an account after the owner
+    /// was paused (SIGSTOP): the attempt hangs on the paused process until the survivors' view leaves it out, and is
+    /// then cancelled and retried on a survivor under the same call identity, and answered by the promoted backup. The
+    /// client sends no keepalive pings here, so nothing but the view can end the attempt; the answer must come well
+    /// within the keepalive's 5 s of the view change the test observes (polled, so the view is seen a little late), and
+    /// the deposit must be applied once, also after the paused manager resumes and reads what was sent to it.
+    /// </summary>
+    [Fact]
+    public Task A_call_in_flight_on_a_paused_owner_is_answered_by_the_new_owner_as_soon_as_the_view_leaves_it_out() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployBankAsync(cluster);
+            var (a, b, victim) = (cluster.Managers[0], cluster.Managers[1], cluster.Managers[2]);
+            using var client = QuintetClient.Connect(new QuintetClientOptions
+            {
+                Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)],
+                KeepAliveTime = null,
+                FailoverBudget = TimeSpan.FromSeconds(30),
+            });
+            string? key = null;
+            Balance? before = null;
+            for (var i = 0; key is null && i < 30; i++)
+            {
+                before = await client.GetComponent<IAccount>($"view-{i}").DepositAsync(new Amount { Value = 100 }, CancellationToken.None);
+                key = before.Manager == victim.Name ? $"view-{i}" : null;
+            }
+
+            Assert.NotNull(key);
+            await Eventually.ValueAsync(() => InstanceAsync(victim, key), i => i?.Backups.Count == 1, TimeSpan.FromSeconds(30), $"{key}'s backup to be registered");
+            await Eventually.ValueAsync(() => client.ManagersView, v => v?.Endpoints.Count == 3 && v.WatchedOn.Count == 2, TimeSpan.FromSeconds(30), "the client to follow a view of the three managers");
+            Assert.Contains(client.GetRoutes(), r => r.Key == key && r.Endpoint == victim.GrpcEndpoint.TrimEnd('/'));
+
+            var clock = Stopwatch.StartNew();
+            await cluster.PauseAsync(victim);
+            var retriesBefore = client.Statistics.Retries;
+            var deposit = client.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = 1 }, new CancellationTokenSource(TimeSpan.FromSeconds(45)).Token);
+            await cluster.WaitForGroupViewAsync([a, b]);
+            var viewSeen = clock.Elapsed;
+            var after = await deposit;
+            var answered = clock.Elapsed;
+            output.WriteLine($"{key}: SIGSTOP to the survivors' view without {victim.Name} (as polled): {viewSeen.TotalMilliseconds:F0} ms; to the answer by {after.Manager} ({after.Activation}): {answered.TotalMilliseconds:F0} ms; client retries {client.Statistics.Retries - retriesBefore}; view {client.ManagersView}");
+
+            Assert.NotEqual(victim.Name, after.Manager);
+            Assert.Equal((before!.Value + 1, "Promoted"), (after.Value, after.Activation));
+            Assert.True(answered - viewSeen < TimeSpan.FromSeconds(2.5), $"The answer came {(answered - viewSeen).TotalSeconds:F1} s after the view change was seen: the client did not follow the view.");
+            Assert.True(client.Statistics.Retries > retriesBefore, "The deposit was not retried: it never went to the paused owner.");
+            Assert.DoesNotContain(client.GetRoutes(), r => r.Endpoint == victim.GrpcEndpoint.TrimEnd('/'));
+
+            // The paused manager resumes, reads the deposit the client sent it, and is out of the view: it applies nothing.
+            await cluster.ResumeAsync(victim);
+            await Task.Delay(TimeSpan.FromSeconds(2));
+            var final = await client.GetComponent<IAccount>(key).GetBalanceAsync(new BalanceRequest(), new CancellationTokenSource(TimeSpan.FromSeconds(30)).Token);
+            Assert.Equal(before.Value + 1, final.Value);
+        });
+
     [Fact]
     public Task Active_replicas_run_every_call_in_one_order_and_survive_the_loss_of_the_owner() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>

@@ -90,6 +90,7 @@ public sealed class ProxySettings
             KeepAliveTime = given.KeepAliveTime,
             KeepAliveTimeout = given.KeepAliveTimeout,
             RouteCapacity = given.RouteCapacity,
+            FollowView = given.FollowView,
             CertificateAuthorityFile = given.CertificateAuthorityFile ?? security.CertificateAuthorityFile,
             CertificateFile = given.CertificateFile ?? security.CertificateFile,
             KeyFile = given.KeyFile ?? security.KeyFile,

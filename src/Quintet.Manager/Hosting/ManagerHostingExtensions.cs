@@ -268,6 +268,7 @@ public static class ManagerHostingExtensions
             app.MapGrpcService<ComponentInstancesService>();
             app.MapGrpcService<SharedStructureAdminService>();
             app.MapGrpcService<CoordinationAdminService>();
+            app.MapGrpcService<ClusterViewService>();
             app.MapComponentCalls();
             return app;
         }
@@ -283,6 +284,7 @@ public static class ManagerHostingExtensions
         app.MapGrpcService<ComponentInstancesService>().RequireAccessByMethod();
         app.MapGrpcService<SharedStructureAdminService>().RequireAccessByMethod();
         app.MapGrpcService<CoordinationAdminService>().RequireAccessByMethod();
+        app.MapGrpcService<ClusterViewService>().RequireAccessByMethod();
         app.MapGrpcService<PackageDistributionService>().RequireAccess(Access.Manager);
         app.MapGrpcService<InstanceTransferService>().RequireAccess(Access.Manager);
         app.MapGrpcService<ReplicaHostingService>().RequireAccess(Access.Manager);

@@ -24,6 +24,7 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
     private readonly Dictionary<string, string> _classNames = new(StringComparer.Ordinal);
     private readonly Dictionary<LightMemberId, LightMemberId> _members = [];
     private HashSet<LightMemberId> _viewMembers = [];
+    private long _viewId;
 
     /// <summary>Instances placed and not released.</summary>
     public int Count => _placements.Count;
@@ -33,6 +34,9 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
 
     /// <summary>The members of the directory's group in the view last applied.</summary>
     public IReadOnlySet<LightMemberId> ViewMembers => _viewMembers;
+
+    /// <summary>The id of the view last applied (0 before the first).</summary>
+    public long ViewId => _viewId;
 
     /// <summary>Every placement, in no order (read it under the machine's lock).</summary>
     public IEnumerable<KeyValuePair<InstanceId, PlacedInstance>> Placements => _placements;
@@ -108,6 +112,7 @@ internal sealed partial class DirectoryState(Action? viewInstalled = null) : IVi
         // Owners gone from the view lose their instances here, at the same point of every copy: the next claim places
         // them again. Their placements stay, for the epoch and the backups a successor starts from.
         _viewMembers = [.. view.Members.Select(m => m.Id)];
+        _viewId = view.Id;
         viewInstalled?.Invoke();
     }
 

@@ -63,6 +63,8 @@ internal sealed partial class InstanceDirectory
         var applied = DirectoryResult.Parser.ParseFrom(result);
         if (applied.Instance is null)
         {
+            // A manager announced itself (or a command of a newer manager): watchers of the view may learn an endpoint.
+            SignalChanged();
             return;
         }
 
@@ -100,6 +102,7 @@ internal sealed partial class InstanceDirectory
         LogMembershipLost(_logger);
         AllOwnershipLost?.Invoke();
         CompleteAll();
+        SignalChanged();
     }
 
     private void OnSynced()
@@ -120,6 +123,7 @@ internal sealed partial class InstanceDirectory
         }
 
         CompleteAll();
+        SignalChanged();
         if (announce)
         {
             LogSynced(_logger, Count, machine.View?.Id ?? 0);

@@ -20,6 +20,16 @@ internal readonly record struct InstanceId(string ClassName, string Key)
 /// <summary>Where a call for an instance goes: this manager (at an ownership epoch) or another manager's endpoint.</summary>
 internal readonly record struct InstanceRoute(bool IsLocal, long Epoch, string? Endpoint, string? OwnerNode);
 
+/// <summary>A manager of the directory's view: its node name, gRPC endpoint and membership in the managers group.</summary>
+internal sealed record ManagerInView(string NodeName, string Endpoint, MemberId Member);
+
+/// <summary>The managers of the directory's view <paramref name="ViewId"/>, by node name.</summary>
+internal sealed record ManagersInView(long ViewId, IReadOnlyList<ManagerInView> Managers)
+{
+    /// <summary>Whether <paramref name="other"/> lists the same view and managers.</summary>
+    public bool SameAs(ManagersInView? other) => other is not null && other.ViewId == ViewId && other.Managers.SequenceEqual(Managers);
+}
+
 /// <summary>
 /// Which manager owns the one live activation of each keyed instance. Every manager keeps a copy
 /// (<see cref="DirectoryState"/>) in a replicated state machine (light group <see cref="GroupName"/>), so every copy
@@ -52,14 +62,21 @@ internal sealed partial class InstanceDirectory : BackgroundService
     private volatile bool _isSynced;
     private LightMemberId? _announcedAs;
 
+    // Made only when someone waits for the next change (a watcher of the managers' view): nothing to do otherwise.
+    private TaskCompletionSource? _changed;
+
     public InstanceDirectory(GroupService groups, ManagerIdentity identity, ILogger<InstanceDirectory> logger)
     {
         _groups = groups;
         _identity = identity;
         _logger = logger;
 
-        // Owners gone from the view lose their instances: waiters look again.
-        _state = new DirectoryState(CompleteAll);
+        // Owners gone from the view lose their instances: waiters look again. Watchers of the view read it again.
+        _state = new DirectoryState(() =>
+        {
+            CompleteAll();
+            SignalChanged();
+        });
     }
 
     /// <summary>Raised, on the directory's loop, when this manager no longer owns an instance it owned: moved away, or
@@ -330,6 +347,42 @@ internal sealed partial class InstanceDirectory : BackgroundService
             .GroupBy(m => (m.Member.Node, m.Member.Uid))
             .ToDictionary(g => g.Key, g => g.Last().NodeName)) ?? new Dictionary<(string Address, long Uid), string>();
 
+    /// <summary>
+    /// Completes at the next change of what <see cref="ManagersInView"/> reads: a view applied, a manager announced, this
+    /// manager's copy synced or its membership lost. Take it before reading, so that no change falls in between.
+    /// </summary>
+    public Task Changed
+    {
+        get
+        {
+            lock (_gate)
+            {
+                return (_changed ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously)).Task;
+            }
+        }
+    }
+
+    /// <summary>
+    /// The managers of the directory's current view that announced their endpoint, with the view's id; null while this
+    /// copy is not in the view (joining, rejoining, or its membership lost).
+    /// </summary>
+    public ManagersInView? ManagersInView()
+    {
+        var machine = _machine;
+        if (machine is null || !_isSynced)
+        {
+            return null;
+        }
+
+        var viewId = machine.View?.Id ?? 0;
+        return machine.Read(state => new ManagersInView(
+            Math.Max(state.ViewId, viewId),
+            [.. state.Managers
+                .Where(m => state.ViewMembers.Contains(m.Key) && m.Value.GrpcEndpoint.Length > 0)
+                .Select(m => new ManagerInView(m.Value.NodeName, m.Value.GrpcEndpoint, m.Key.Host))
+                .OrderBy(m => m.NodeName, StringComparer.Ordinal)]));
+    }
+
     /// <summary>Whether the manager named <paramref name="node"/> is in the directory's view.</summary>
     public bool HasManager(string node) => ReadInView((state, _) => state.MemberNamed(node).HasValue, false);
 
@@ -347,6 +400,18 @@ internal sealed partial class InstanceDirectory : BackgroundService
 
         var self = machine.Self;
         return machine.Read(state => read(state, self));
+    }
+
+    private void SignalChanged()
+    {
+        TaskCompletionSource? changed;
+        lock (_gate)
+        {
+            changed = _changed;
+            _changed = null;
+        }
+
+        changed?.TrySetResult();
     }
 
     private bool IsBehind(InstanceId id, long epoch) => _machine?.Read(s => s.PlacementOf(id) is { } placement && placement.Epoch < epoch) ?? false;

@@ -1,4 +1,5 @@
 using Quintet.Protocol.Admin;
+using Quintet.Protocol.Cluster;
 using Quintet.Protocol.Diagnostics;
 
 namespace Quintet.Manager.Security;
@@ -80,6 +81,9 @@ internal static class GrpcAccess
         [Name(ComponentInstances.Descriptor.FullName, nameof(ComponentInstances.ComponentInstancesBase.CreateInstance))] = Access.Caller,
         [Name(ComponentInstances.Descriptor.FullName, nameof(ComponentInstances.ComponentInstancesBase.DestroyInstance))] = Access.Caller,
 
+        // Which managers serve is what a client needs to call components at all: whoever may call them may watch it.
+        [Name(ClusterView.Descriptor.FullName, nameof(ClusterView.ClusterViewBase.WatchManagers))] = Access.Caller,
+
         [Name(GroupDiagnostics.Descriptor.FullName, nameof(GroupDiagnostics.GroupDiagnosticsBase.GetGroupStatus))] = Access.Reader,
         [Name(GroupDiagnostics.Descriptor.FullName, nameof(GroupDiagnostics.GroupDiagnosticsBase.GetGroupProgress))] = Access.Reader,
         [Name(GroupDiagnostics.Descriptor.FullName, nameof(GroupDiagnostics.GroupDiagnosticsBase.GetRawStatus))] = Access.Reader,
@@ -95,7 +99,7 @@ internal static class GrpcAccess
 
     /// <summary>The services whose methods are in <see cref="Methods"/>, one by one.</summary>
     public static IReadOnlyList<Google.Protobuf.Reflection.ServiceDescriptor> AdministrationServices { get; } =
-        [ClusterAdmin.Descriptor, ComponentAdmin.Descriptor, ComponentRoles.Descriptor, Audit.Descriptor, ComponentInstances.Descriptor, GroupDiagnostics.Descriptor, SharedStructureAdmin.Descriptor, CoordinationAdmin.Descriptor];
+        [ClusterAdmin.Descriptor, ComponentAdmin.Descriptor, ComponentRoles.Descriptor, Audit.Descriptor, ComponentInstances.Descriptor, ClusterView.Descriptor, GroupDiagnostics.Descriptor, SharedStructureAdmin.Descriptor, CoordinationAdmin.Descriptor];
 
     private static string Name(string service, string method) => $"/{service}/{method}";
 

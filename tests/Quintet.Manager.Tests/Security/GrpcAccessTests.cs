@@ -23,6 +23,9 @@ public class GrpcAccessTests
         Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/RemoveRoleMembers"]);
         Assert.Equal(Access.Admin, GrpcAccess.Methods["/quintet.admin.v1.ComponentRoles/SetRoleMembers"]);
 
+        // Whoever may call components may follow the managers' view the client needs to call them.
+        Assert.Equal(Access.Caller, GrpcAccess.Methods["/quintet.cluster.v1.ClusterView/WatchManagers"]);
+
         // The views a console is built on read and change nothing: a reader sees them all.
         string[] views =
         [
