@@ -89,6 +89,13 @@ internal sealed class ManagerEndpoint : IDisposable
     {
         get
         {
+            // Read on every attempt: without the lock while the manager is in the view. A token read just before an
+            // exclusion is cancelled by it, as it should be.
+            if (Volatile.Read(ref _membership) is { } membership && !_excluded)
+            {
+                return membership.Token;
+            }
+
             lock (_gate)
             {
                 return _excluded ? CancellationToken.None : (_membership ??= new CancellationTokenSource()).Token;

@@ -305,7 +305,7 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             var viewSeen = clock.Elapsed;
             var after = await deposit;
             var answered = clock.Elapsed;
-            output.WriteLine($"{key}: SIGSTOP to the survivors' view without {victim.Name} (as polled): {viewSeen.TotalMilliseconds:F0} ms; to the answer by {after.Manager} ({after.Activation}): {answered.TotalMilliseconds:F0} ms; client retries {client.Statistics.Retries - retriesBefore}; view {client.ManagersView}");
+            output.WriteLine($"{key}: SIGSTOP to the survivors' view without {victim.Name} (as polled): {viewSeen.TotalMilliseconds:F0} ms; to the answer by {after.Manager} ({after.Activation}): {answered.TotalMilliseconds:F0} ms; client retries {client.Statistics.Retries - retriesBefore}; view {client.ManagersView?.ViewId} [{string.Join(", ", client.ManagersView?.Endpoints ?? [])}]");
 
             Assert.NotEqual(victim.Name, after.Manager);
             Assert.Equal((before!.Value + 1, "Promoted"), (after.Value, after.Activation));

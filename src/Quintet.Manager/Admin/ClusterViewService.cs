@@ -12,7 +12,7 @@ namespace Quintet.Manager.Admin;
 /// directory's state again after each write, so that a slow one gets the latest state and nothing queues up; nothing
 /// runs while nobody watches.
 /// </summary>
-internal sealed class ClusterViewService(InstanceDirectory directory, ManagerReadiness readiness, ManagerIdentity identity) : ClusterView.ClusterViewBase
+internal sealed class ClusterViewService(InstanceDirectory directory, ManagerReadiness readiness, ManagerIdentity identity, IHostApplicationLifetime lifetime) : ClusterView.ClusterViewBase
 {
     /// <summary>
     /// How often a watcher checks this manager's readiness between changes: a manager cut off from the majority sees no
@@ -25,6 +25,10 @@ internal sealed class ClusterViewService(InstanceDirectory directory, ManagerRea
         ArgumentNullException.ThrowIfNull(responseStream);
         ArgumentNullException.ThrowIfNull(context);
         var cancellationToken = context.CancellationToken;
+
+        // A manager that stops ends its watches at once (they would hold the server's shutdown otherwise), so that
+        // their clients watch another manager.
+        using var stopping = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, lifetime.ApplicationStopping);
         ManagersInView? sent = null;
         while (true)
         {
@@ -49,16 +53,20 @@ internal sealed class ClusterViewService(InstanceDirectory directory, ManagerRea
 
             try
             {
-                await changed.WaitAsync(ReadinessCheck, cancellationToken);
+                await changed.WaitAsync(ReadinessCheck, stopping.Token);
             }
             catch (TimeoutException)
             {
                 // No change: check readiness again.
             }
+            catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+            {
+                // The watcher left.
+                return;
+            }
             catch (OperationCanceledException)
             {
-                // The watcher left, or the manager stops (the server ends the call).
-                return;
+                // The manager stops: readiness says so on the next turn, and the watch ends UNAVAILABLE.
             }
         }
     }
