@@ -21,7 +21,7 @@ namespace Quintet.Integration.Tests;
 /// stubs, over TCP and the Unix socket; a Python client through the exported .proto; deposits through the proxy while the
 /// owner's manager is killed, checked for exactly-once; <c>quintet proxy status</c>.
 /// </summary>
-public class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) : IClassFixture<ProxyFixture>
+public partial class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) : IClassFixture<ProxyFixture>
 {
     private const string Python = "/usr/bin/python3";
 
