@@ -13,7 +13,7 @@ namespace Quintet.Integration.Tests;
 /// One cluster of three managers with the Counter and BankAccount samples, and a local proxy (in this process) that
 /// knows all three, listening on a free loopback port and on a Unix socket; shared by the proxy's tests.
 /// </summary>
-public sealed class ProxyFixture : IAsyncLifetime
+public sealed class ProxyFixture : IAsyncLifetime, IDisposable
 {
     public LocalClusterOptions Options { get; } = ClusterTest.Options(3);
 
@@ -30,8 +30,17 @@ public sealed class ProxyFixture : IAsyncLifetime
     /// <summary>A channel to the proxy, as any local gRPC client would open one.</summary>
     public GrpcChannel Channel { get; private set; } = null!;
 
+    /// <summary>
+    /// The Node client's install (<see cref="NodeClient.InstallAsync"/>), begun with the cluster so that npm's
+    /// time is spent while the managers start; the Node test awaits it.
+    /// </summary>
+    public Task<string> NodeClientInstall { get; private set; } = null!;
+
+    private readonly CancellationTokenSource _stopping = new();
+
     public async Task InitializeAsync()
     {
+        NodeClientInstall = NodeClient.InstallAsync(_stopping.Token);
         try
         {
             Cluster = await LocalCluster.StartAsync(Options);
@@ -64,6 +73,17 @@ public sealed class ProxyFixture : IAsyncLifetime
 
     public async Task DisposeAsync()
     {
+        // An install no test awaited (a filtered run) is stopped, not left running.
+        await _stopping.CancelAsync();
+        try
+        {
+            await NodeClientInstall;
+        }
+        catch (Exception e) when (e is OperationCanceledException or InvalidOperationException)
+        {
+            // Its test reports a failed install; a cancelled one is what was asked.
+        }
+
         Channel?.Dispose();
         if (Proxy is not null)
         {
@@ -76,4 +96,6 @@ public sealed class ProxyFixture : IAsyncLifetime
             await Cluster.DisposeAsync();
         }
     }
+
+    public void Dispose() => _stopping.Dispose();
 }

@@ -19,9 +19,10 @@ namespace Quintet.Integration.Tests;
 /// <summary>
 /// The local proxy (quintet-proxy) in front of a three-manager cluster: .NET callers with undecoded bytes and with typed
 /// stubs, over TCP and the Unix socket; a Python client through the exported .proto; deposits through the proxy while the
-/// owner's manager is killed, checked for exactly-once; <c>quintet proxy status</c>.
+/// owner's manager is killed, checked for exactly-once, from .NET and from a Node.js client that also follows the
+/// account's events (ProxyTests.Node.cs); <c>quintet proxy status</c>.
 /// </summary>
-public class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) : IClassFixture<ProxyFixture>
+public partial class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) : IClassFixture<ProxyFixture>
 {
     private const string Python = "/usr/bin/python3";
 

@@ -16,6 +16,24 @@ namespace Quintet.Manager.Hosting;
 /// </summary>
 internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Manager, StoreOptions Store, SharedStructuresOptions SharedStructures, ClusterSecurity Security)
 {
+    /// <summary>
+    /// The manager's configuration sections and the options types they bind to, all of them checked by
+    /// <see cref="Load"/>; docs/configuration.md documents each (a test holds the two together).
+    /// </summary>
+    internal static IReadOnlyList<(string Section, Type Options)> Sections { get; } =
+    [
+        (ClusterOptions.SectionName, typeof(ClusterOptions)),
+        (ManagerOptions.SectionName, typeof(ManagerOptions)),
+        (SecurityOptions.SectionName, typeof(SecurityOptions)),
+        (Quintet.Manager.Security.AuditOptions.SectionName, typeof(Quintet.Manager.Security.AuditOptions)),
+        (StoreOptions.SectionName, typeof(StoreOptions)),
+        (SharedStructuresOptions.SectionName, typeof(SharedStructuresOptions)),
+        (CompletionRecordsOptions.SectionName, typeof(CompletionRecordsOptions)),
+        (EventLogOptions.SectionName, typeof(EventLogOptions)),
+        (Quintet.Core.Groups.GroupsOptions.SectionName, typeof(Quintet.Core.Groups.GroupsOptions)),
+        (Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, typeof(Quintet.Manager.Diagnostics.DiagnosticsOptions)),
+    ];
+
     /// <summary>The gRPC host actually used: <see cref="ManagerOptions.GrpcHost"/>, or the cluster host.</summary>
     public string GrpcHost => Manager.GrpcHost ?? Cluster.Host;
 
