@@ -14,6 +14,16 @@ internal static class CliRunner
     public static Task<(int ExitCode, string Output, string Error)> RunAsync(params string[] args) =>
         RunAsync(new Dictionary<string, string> { [CliEnvironment.Config] = Path.Combine(Path.GetTempPath(), $"quintet-no-config-{Guid.NewGuid():N}.json") }, args);
 
+    /// <summary>As <see cref="RunAsync(string[])"/>, stopped by <paramref name="stop"/> as Ctrl+C would stop it.</summary>
+    public static async Task<(int ExitCode, string Output, string Error)> RunAsync(CancellationToken stop, params string[] args)
+    {
+        using var output = new StringWriter();
+        using var error = new StringWriter();
+        var environment = new Dictionary<string, string> { [CliEnvironment.Config] = Path.Combine(Path.GetTempPath(), $"quintet-no-config-{Guid.NewGuid():N}.json") };
+        var code = await QuintetCli.RunAsync(args, output, error, new CliEnvironment(name => environment.GetValueOrDefault(name)), stop);
+        return (code, output.ToString(), error.ToString());
+    }
+
     /// <summary>Runs <c>quintet</c> with exactly <paramref name="environment"/> as its environment variables.</summary>
     public static async Task<(int ExitCode, string Output, string Error)> RunAsync(IReadOnlyDictionary<string, string> environment, params string[] args)
     {

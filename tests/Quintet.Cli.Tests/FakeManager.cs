@@ -76,6 +76,10 @@ internal sealed class FakeManager : IAsyncDisposable
     /// <summary>What ListManagerLog returns.</summary>
     public ListManagerLogResponse ManagerLog { get; } = new() { Manager = "manager-1", Capacity = 500 };
 
+    /// <summary>The messages of WatchStatistics by tick (from 0), one every 20 ms whatever the interval asked, until the caller goes away (at most 1000).</summary>
+    public Func<int, ClusterStatistics> Statistics { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
     /// <summary>What ListSharedStructures returns.</summary>
     public ListSharedStructuresResponse Structures { get; } = new() { Manager = "manager-1" };
 
@@ -152,6 +156,16 @@ internal sealed class FakeManager : IAsyncDisposable
         {
             manager.Requests.Enqueue(request);
             return Task.FromResult(manager.ManagerLog);
+        }
+
+        public override async Task WatchStatistics(WatchStatisticsRequest request, IServerStreamWriter<ClusterStatistics> responseStream, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            for (var tick = 0; tick < 1000 && !context.CancellationToken.IsCancellationRequested; tick++)
+            {
+                await responseStream.WriteAsync(manager.Statistics(tick), context.CancellationToken);
+                await Task.Delay(20, context.CancellationToken);
+            }
         }
     }
 

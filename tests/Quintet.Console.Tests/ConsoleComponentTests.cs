@@ -180,4 +180,35 @@ public sealed class ConsoleComponentTests : BunitContext
 
         cut.WaitForAssertion(() => Assert.Contains("/quintet.admin.v1.ComponentAdmin/DeployPackage", cut.Markup));
     }
+
+    [Fact]
+    public async Task The_live_panel_shows_each_managers_figures_from_the_stream_with_a_sparkline_and_stops_watching_when_closed()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+        for (var tick = 0; tick < 3; tick++)
+        {
+            var statistics = new ClusterStatistics { AnsweredBy = "manager-1", Time = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTime(new DateTime(2026, 11, 27, 7, 0, tick, DateTimeKind.Utc)) };
+            statistics.Managers.Add(new ManagerStatistics { Manager = "manager-1", CallsPerSecond = 10 * (tick + 1), P50Ms = 0.75, P99Ms = 12.5, OwnedInstances = 4 });
+            statistics.Managers.Add(new ManagerStatistics { Manager = "manager-2", CallsPerSecond = 2.5, P50Ms = 1.5, P99Ms = 3, OwnedInstances = 9 });
+            statistics.Unanswered.Add("manager-3");
+            _admin.Statistics.Add(statistics);
+        }
+
+        var cut = Render<LiveStatistics>();
+
+        cut.WaitForAssertion(() => Assert.Equal("30.0", cut.Find("tr[data-manager='manager-1'] td.calls").TextContent), TimeSpan.FromSeconds(10));
+        Assert.Equal("0.75", cut.Find("tr[data-manager='manager-1'] td.p50").TextContent);
+        Assert.Equal("12.50", cut.Find("tr[data-manager='manager-1'] td.p99").TextContent);
+        Assert.Equal("9", cut.Find("tr[data-manager='manager-2'] td.instances").TextContent);
+        Assert.Contains("no answer", cut.Find("tr[data-manager='manager-3']").TextContent, StringComparison.Ordinal);
+
+        // Three updates of 10, 20 and 30 calls/s: a rising line from the bottom to the top.
+        var points = cut.Find("tr[data-manager='manager-1'] svg.sparkline polyline").GetAttribute("points")!.Split(' ');
+        Assert.Equal(3, points.Length);
+        Assert.Equal("120.0,1.0", points[^1]);
+        Assert.Equal(1, _admin.WatchesOpened);
+
+        await DisposeComponentsAsync();
+        Assert.True(SpinWait.SpinUntil(() => _admin.WatchesClosed == 1, TimeSpan.FromSeconds(10)), "closing the panel did not end the stream");
+    }
 }

@@ -79,6 +79,38 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     public Task<ListManagerLogResponse> ListManagerLogAsync(ListManagerLogRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListManagerLogResponse { Manager = request.Manager, Capacity = 500, Entries = { new ManagerLogEntry { Level = "warning", Category = "Quintet.Test", Message = "a warning" } } });
 
+    /// <summary>What WatchStatistics streams, one message every <see cref="StatisticsEvery"/>; then the stream stays open, silent, until closed.</summary>
+    public List<ClusterStatistics> Statistics { get; } = [];
+
+    public TimeSpan StatisticsEvery { get; set; } = TimeSpan.FromMilliseconds(10);
+
+    /// <summary>Statistics streams opened, and those closed since.</summary>
+    public int WatchesOpened => Volatile.Read(ref _watchesOpened);
+
+    public int WatchesClosed => Volatile.Read(ref _watchesClosed);
+
+    private int _watchesOpened;
+    private int _watchesClosed;
+
+    public async IAsyncEnumerable<ClusterStatistics> WatchStatisticsAsync(WatchStatisticsRequest request, [System.Runtime.CompilerServices.EnumeratorCancellation] CancellationToken cancellationToken)
+    {
+        Interlocked.Increment(ref _watchesOpened);
+        try
+        {
+            foreach (var statistics in Statistics.ToList())
+            {
+                await Task.Delay(StatisticsEvery, cancellationToken);
+                yield return statistics;
+            }
+
+            await Task.Delay(Timeout.Infinite, cancellationToken);
+        }
+        finally
+        {
+            Interlocked.Increment(ref _watchesClosed);
+        }
+    }
+
     public Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListSharedStructuresResponse { Manager = "manager-1" });
 

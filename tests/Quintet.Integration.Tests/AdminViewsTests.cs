@@ -257,6 +257,70 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         Assert.Contains(audit.Entries, e => e.Action.EndsWith("/RetireInstance", StringComparison.Ordinal) && e.Result == "OK");
     }
 
+    [Fact]
+    public async Task The_statistics_stream_counts_the_calls_an_owner_serves_and_the_instances_each_manager_owns()
+    {
+        var components = new ComponentAdmin.ComponentAdminClient(First.Channel);
+        if (!(await components.ListPackagesAsync(new ListPackagesRequest(), deadline: Soon)).Packages.Any(p => p.Name == "Counter"))
+        {
+            await components.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(ComponentCallTests.CounterPackage()) }, deadline: DateTime.UtcNow.AddSeconds(60));
+        }
+
+        await ClusterTest.WaitForPackagesAsync(fixture.Cluster.Managers, "CoordinationProbe", "Counter");
+        using var client = QuintetClient.Over(First.Channel);
+        var counter = client.GetComponent<ICounter>("stats-1");
+        await ClusterTest.Eventually(() => counter.AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None));
+        using var reader = Reader("stella");
+        var admin = new ClusterAdmin.ClusterAdminClient(reader);
+        var owner = (await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = "Samples.Counter.CounterComponent", KeyPrefix = "stats-1", PageSize = 1 }, deadline: Soon)).Instances.Single().Owner;
+
+        // Calls while the stream runs, until the owner's figures show them (at most 2000 calls, or 30 s of updates).
+        using var watch = admin.WatchStatistics(new WatchStatisticsRequest { IntervalMs = 500 }, deadline: DateTime.UtcNow.AddSeconds(40));
+        using var stop = new CancellationTokenSource();
+        var calling = Task.Run(async () =>
+        {
+            for (var i = 0; i < 2000 && !stop.IsCancellationRequested; i++)
+            {
+                await counter.AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None);
+            }
+        });
+        ClusterStatistics? busy = null;
+        for (var updates = 0; busy is null && updates < 60 && await watch.ResponseStream.MoveNext(CancellationToken.None); updates++)
+        {
+            var statistics = watch.ResponseStream.Current;
+            output.WriteLine(string.Join("; ", statistics.Managers.Select(m => $"{m.Manager}: {m.CallsPerSecond:F1}/s p50 {m.P50Ms} p99 {m.P99Ms} owns {m.OwnedInstances}")));
+            if (statistics.Managers.FirstOrDefault(m => m.Manager == owner) is { CallsPerSecond: > 0 })
+            {
+                busy = statistics;
+            }
+        }
+
+        await stop.CancelAsync();
+        await calling;
+        Assert.NotNull(busy);
+        Assert.Equal(fixture.Cluster.Managers.Select(m => m.Name).Order(StringComparer.Ordinal), busy.Managers.Select(m => m.Manager));
+        Assert.Empty(busy.Unanswered);
+        var figures = busy.Managers.Single(m => m.Manager == owner);
+        Assert.True(figures.Calls > 0 && figures.P50Ms > 0 && figures.P99Ms >= figures.P50Ms, figures.ToString());
+        Assert.All(busy.Managers, m => Assert.True(m.WorkingSetBytes > 0, m.ToString()));
+
+        // The instances each manager owns are the directory's, as the tree counts them.
+        var tree = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageSize = 1 }, deadline: Soon);
+        Assert.All(busy.Managers, m => Assert.Equal(tree.Managers.Single(t => t.Manager.NodeName == m.Manager).OwnedInstances, m.OwnedInstances));
+
+        await Refused(StatusCode.InvalidArgument, "interval_ms 100", async () =>
+        {
+            using var tooFast = admin.WatchStatistics(new WatchStatisticsRequest { IntervalMs = 100 }, deadline: Soon);
+            await tooFast.ResponseStream.MoveNext(CancellationToken.None);
+        });
+        using var anonymous = fixture.Certificates.CreateChannel(First.GrpcEndpoint, clientCertificate: null);
+        await Refused(StatusCode.Unauthenticated, "WatchStatistics", async () =>
+        {
+            using var refused = new ClusterAdmin.ClusterAdminClient(anonymous).WatchStatistics(new WatchStatisticsRequest(), deadline: Soon);
+            await refused.ResponseStream.MoveNext(CancellationToken.None);
+        });
+    }
+
     private static async Task<string> StateOnAsync(ManagerProcess manager, string key) =>
         (await new ComponentAdmin.ComponentAdminClient(manager.Channel).ListInstancesAsync(new ListInstancesRequest { ClassName = ProbeClass, Keys = { key } }, deadline: Soon))
             .Instances.Single(i => i.Key == key).State;

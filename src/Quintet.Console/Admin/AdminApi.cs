@@ -1,3 +1,4 @@
+using System.Runtime.CompilerServices;
 using Grpc.Core;
 using Microsoft.Extensions.Options;
 using Quintet.AdminClient;
@@ -95,6 +96,42 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
     /// <inheritdoc />
     public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
         ActAsync("set role members", $"{package} {role}", (invoker, call) => new ComponentRoles.ComponentRolesClient(invoker).SetRoleMembersAsync(new RoleMembersRequest { Package = package, Role = role, Members = { members } }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public async IAsyncEnumerable<ClusterStatistics> WatchStatisticsAsync(WatchStatisticsRequest request, [EnumeratorCancellation] CancellationToken cancellationToken)
+    {
+        var session = await current.GetAsync();
+
+        // The stream is opened, and its first message read, through the failover: a manager that cannot be reached is
+        // passed over as for any read. Once it flows, a broken stream ends with the manager's status for the page to show.
+        var (call, first) = await session.Managers.InvokeAsync(async invoker =>
+        {
+            var call = new ClusterAdmin.ClusterAdminClient(invoker).WatchStatistics(request, cancellationToken: cancellationToken);
+            try
+            {
+                var received = await call.ResponseStream.MoveNext(cancellationToken);
+                return (Call: call, First: received ? call.ResponseStream.Current : null);
+            }
+            catch
+            {
+                call.Dispose();
+                throw;
+            }
+        });
+        using (call)
+        {
+            if (first is null)
+            {
+                yield break;
+            }
+
+            yield return first;
+            while (await call.ResponseStream.MoveNext(cancellationToken))
+            {
+                yield return call.ResponseStream.Current;
+            }
+        }
+    }
 
     private static CallOptions Options(TimeSpan timeout, CancellationToken cancellationToken) => new(deadline: DateTime.UtcNow + timeout, cancellationToken: cancellationToken);
 

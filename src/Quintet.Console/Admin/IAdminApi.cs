@@ -21,6 +21,12 @@ public interface IAdminApi
     /// <summary>ClusterAdmin/ListManagerLog: a manager's recent warnings and errors.</summary>
     Task<ListManagerLogResponse> ListManagerLogAsync(ListManagerLogRequest request, CancellationToken cancellationToken);
 
+    /// <summary>
+    /// ClusterAdmin/WatchStatistics: every manager's live figures, one message per interval, until
+    /// <paramref name="cancellationToken"/> ends the stream (the managers sample nothing once it ends).
+    /// </summary>
+    IAsyncEnumerable<ClusterStatistics> WatchStatisticsAsync(WatchStatisticsRequest request, CancellationToken cancellationToken);
+
     /// <summary>SharedStructureAdmin/ListSharedStructures.</summary>
     Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken);
 

@@ -15,7 +15,8 @@ internal sealed class ClusterAdminService(
     ManagerTargets targets,
     ManagerIdentity identity,
     GroupService groups,
-    RecentLogEntries log) : ClusterAdmin.ClusterAdminBase
+    RecentLogEntries log,
+    StatisticsWatch statistics) : ClusterAdmin.ClusterAdminBase
 {
     /// <summary>A busy group actor answers within milliseconds; a stopped one never does.</summary>
     private static readonly TimeSpan GroupsTimeout = TimeSpan.FromSeconds(2);
@@ -124,6 +125,9 @@ internal sealed class ClusterAdminService(
         }));
         return response;
     }
+
+    public override Task WatchStatistics(WatchStatisticsRequest request, IServerStreamWriter<ClusterStatistics> responseStream, ServerCallContext context) =>
+        statistics.WatchAsync(request, responseStream, context.CancellationToken);
 
     private static string KindOf(string group) =>
         group.StartsWith("quintet.class/", StringComparison.Ordinal) ? "class"

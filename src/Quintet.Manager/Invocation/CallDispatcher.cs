@@ -1,3 +1,4 @@
+using System.Diagnostics;
 using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Calls;
@@ -13,7 +14,7 @@ namespace Quintet.Manager.Invocation;
 /// bytes to the owner. Calls that reach a manager whose copy of the directory lags are held until it catches up rather
 /// than bounced back; calls on an instance that moves while they wait are routed again, a few hops at most.
 /// </summary>
-internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwarding)
+internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwarding, CallStatistics statistics)
 {
     private const int MaxHops = 4;
 
@@ -130,9 +131,27 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                     return new InvocationResult([], null, Streamed: true);
                 }
             }
-            else if (await host.ServeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, cancellationToken) is { } served)
+            else
             {
-                return new InvocationResult(served, null);
+                // Counted as served here when the instance ran it, whatever its outcome; not when it had left meanwhile.
+                var started = Stopwatch.GetTimestamp();
+                var ran = true;
+                try
+                {
+                    if (await host.ServeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, cancellationToken) is { } served)
+                    {
+                        return new InvocationResult(served, null);
+                    }
+
+                    ran = false;
+                }
+                finally
+                {
+                    if (ran)
+                    {
+                        statistics.Record(Stopwatch.GetElapsedTime(started));
+                    }
+                }
             }
 
             // The instance left this manager (migrated, or its ownership ended) while the call waited: route again.

@@ -53,6 +53,8 @@ internal static class InvocationPipelineServiceCollectionExtensions
     public static IServiceCollection AddInvocationPipeline(this IServiceCollection services)
     {
         services.AddSingleton<PeerForwarding>();
+        services.AddSingleton<CallStatistics>();
+        services.AddSingleton<Peers.IManagerReportPart>(sp => sp.GetRequiredService<CallStatistics>());
         services.AddSingleton<CallDispatcher>();
         services.AddSingleton<IInvocationStep, CallTelemetryStep>();
         services.AddSingleton<IInvocationStep, ReadinessStep>();

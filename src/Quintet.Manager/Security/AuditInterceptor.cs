@@ -103,12 +103,12 @@ internal sealed class AuditInterceptor(AuditLog audit) : Interceptor
         }
     }
 
-    /// <summary>Read-only methods by name: lists, reads and exports change nothing and are recorded only when refused.</summary>
+    /// <summary>Read-only methods by name: lists, reads, watches and exports change nothing and are recorded only when refused.</summary>
     internal static bool IsReadOnly(string action)
     {
         var method = action[(action.LastIndexOf('/') + 1)..];
         return method.StartsWith("List", StringComparison.Ordinal) || method.StartsWith("Get", StringComparison.Ordinal)
-            || method.StartsWith("Export", StringComparison.Ordinal) || method == "Echo";
+            || method.StartsWith("Watch", StringComparison.Ordinal) || method.StartsWith("Export", StringComparison.Ordinal) || method == "Echo";
     }
 
     /// <summary>Who called, from where, and what about; the caller is whom authentication established, if anyone.</summary>

@@ -25,6 +25,7 @@ internal static class ClusterCommand
             ClusterViewsCommands.Tree(context),
             ClusterViewsCommands.Groups(context),
             ClusterViewsCommands.Log(context),
+            ClusterTopCommand.Create(context),
             DrainCommand.CreateDrain(context),
             DrainCommand.CreateStatus(context),
         };

@@ -21,6 +21,8 @@ internal static class OutputFormats
     // that is always there), 64-bit integers as strings, enums by name, timestamps in RFC 3339.
     private static readonly JsonFormatter Protobuf = new(JsonFormatter.Settings.Default.WithFormatDefaultValues(true).WithIndentation());
 
+    private static readonly JsonFormatter ProtobufLine = new(JsonFormatter.Settings.Default.WithFormatDefaultValues(true));
+
     private static readonly JsonSerializerOptions Serializer = new(JsonSerializerDefaults.Web) { WriteIndented = true };
 
     public static Option<string> CreateOption()
@@ -42,6 +44,9 @@ internal static class OutputFormats
 
     /// <summary>Writes <paramref name="message"/> as the command's one JSON document.</summary>
     public static void WriteJson(CliContext context, IMessage message) => context.Out.WriteLine(Protobuf.Format(message));
+
+    /// <summary>Writes <paramref name="message"/> as one line of JSON: a command that streams prints one object a line.</summary>
+    public static void WriteJsonLine(CliContext context, IMessage message) => context.Out.WriteLine(ProtobufLine.Format(message));
 
     /// <summary>Writes <paramref name="value"/> (a record, an anonymous object or a node) as the command's one JSON document, camelCase.</summary>
     public static void WriteJson(CliContext context, object value) => context.Out.WriteLine(JsonSerializer.Serialize(value, Serializer));
