@@ -10,6 +10,7 @@ using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using Quintet.Protocol.Admin;
+using Quintet.Protocol.Cluster;
 using Quintet.Protocol.Diagnostics;
 
 namespace Quintet.Cli.Tests;
@@ -80,6 +81,9 @@ internal sealed class FakeManager : IAsyncDisposable
     public Func<int, ClusterStatistics> Statistics { get; set; } =
         _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
 
+    /// <summary>The views WatchManagers sends, one every 20 ms, then it holds the stream open until the caller goes away.</summary>
+    public IReadOnlyList<WatchManagersResponse> Views { get; set; } = [];
+
     /// <summary>What ListSharedStructures returns.</summary>
     public ListSharedStructuresResponse Structures { get; } = new() { Manager = "manager-1" };
 
@@ -107,6 +111,7 @@ internal sealed class FakeManager : IAsyncDisposable
         app.MapGrpcService<FakeGroupDiagnostics>();
         app.MapGrpcService<FakeSharedStructureAdmin>();
         app.MapGrpcService<FakeCoordinationAdmin>();
+        app.MapGrpcService<FakeClusterView>();
         await app.StartAsync();
         var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFeature<IServerAddressesFeature>().Addresses.Single();
         manager = new FakeManager(nodeName, app, address);
@@ -166,6 +171,21 @@ internal sealed class FakeManager : IAsyncDisposable
                 await responseStream.WriteAsync(manager.Statistics(tick), context.CancellationToken);
                 await Task.Delay(20, context.CancellationToken);
             }
+        }
+    }
+
+    private sealed class FakeClusterView(FakeManager manager) : ClusterView.ClusterViewBase
+    {
+        public override async Task WatchManagers(WatchManagersRequest request, IServerStreamWriter<WatchManagersResponse> responseStream, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            foreach (var view in manager.Views)
+            {
+                await responseStream.WriteAsync(view, context.CancellationToken);
+                await Task.Delay(20, context.CancellationToken);
+            }
+
+            await Task.Delay(Timeout.Infinite, context.CancellationToken);
         }
     }
 
