@@ -14,9 +14,9 @@ namespace Quintet.Integration.Tests.Workloads;
 public interface ICollector
 {
     /// <summary>
-    /// Forces blocking, compacting full collections one after another for <see cref="CollectRequest.Milliseconds"/>
-    /// (none for 0: the reply then only reports the stalls since the previous call), over a graph of small objects
-    /// that grows by small steps while a pause is shorter than <see cref="CollectRequest.TargetPauseMs"/> (up to
+    /// Forces blocking, compacting full collections for <see cref="CollectRequest.Milliseconds"/> (none for 0: the reply
+    /// then only reports the stalls since the previous call), each after the manager ran for as long as the one before
+    /// stopped it, over a graph of small objects that grows by small steps while a pause is shorter than <see cref="CollectRequest.TargetPauseMs"/> (up to
     /// <see cref="CollectRequest.Mebibytes"/>) and, once one is over 1.5 times that, shrinks at once in proportion to
     /// the overshoot. The graph stays from call to call, so that the pauses stay near the target however fast the
     /// machine is.
@@ -130,7 +130,7 @@ public sealed class CollectorComponent : Component, ICollector, IDisposable
     private readonly StallWatch _stalls = new();
 
     /// <inheritdoc />
-    public Task<CollectReply> CollectAsync(CollectRequest request, CancellationToken cancellationToken)
+    public async Task<CollectReply> CollectAsync(CollectRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
         if (request.Mebibytes is < 1 or > MaxMebibytes || request.Milliseconds is < 0 or > MaxMilliseconds || request.TargetPauseMs < 1 || request.StopAbovePauseMs < 0)
@@ -180,6 +180,11 @@ public sealed class CollectorComponent : Component, ICollector, IDisposable
                 reply.Stopped = true;
                 break;
             }
+
+            // Long pauses, not a manager that does nothing but collect: back to back, the collections left the manager
+            // a few ms between two, too little for its heartbeats to get through the scheduler and the transport, so
+            // it was as good as stopped for seconds though no single pause came near the budget.
+            await Task.Delay(TimeSpan.FromMilliseconds(lastPause), cancellationToken);
         }
 
         pauses.Sort();
@@ -187,7 +192,7 @@ public sealed class CollectorComponent : Component, ICollector, IDisposable
         reply.GraphMebibytes = _graph.Count * NodeBytes / (1024 * 1024);
         reply.HeapMebibytes = GC.GetTotalMemory(forceFullCollection: false) / (1024 * 1024);
         reply.LongestStallMs = _stalls.TakeLongest().TotalMilliseconds;
-        return Task.FromResult(reply);
+        return reply;
     }
 
     /// <inheritdoc />
@@ -247,6 +252,7 @@ public sealed class CollectorComponent : Component, ICollector, IDisposable
     {
         private readonly object _gate = new();
         private Thread? _thread;
+        private readonly ManualResetEventSlim _stopped = new();
         private volatile bool _stop;
         private long _longestTicks;
 
@@ -270,21 +276,26 @@ public sealed class CollectorComponent : Component, ICollector, IDisposable
         public void Dispose()
         {
             _stop = true;
+            _stopped.Set();
             Thread? thread;
             lock (_gate)
             {
                 thread = _thread;
             }
 
-            thread?.Join(TimeSpan.FromSeconds(5));
+            // Disposed only once the watch thread is gone, which may still be waiting on it.
+            if (thread is null || thread.Join(TimeSpan.FromSeconds(5)))
+            {
+                _stopped.Dispose();
+            }
         }
 
         private void Run()
         {
             var last = Stopwatch.GetTimestamp();
-            while (!_stop)
+            // Asking to wake every 5 ms: how late the wake-up comes is the stall. The stop event ends the wait at once.
+            while (!_stopped.Wait(5))
             {
-                Thread.Sleep(5);
                 var now = Stopwatch.GetTimestamp();
                 var gap = now - last;
                 last = now;

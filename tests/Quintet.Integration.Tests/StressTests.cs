@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Globalization;
+using System.Text.RegularExpressions;
 using Google.Protobuf;
 using Grpc.Core;
 using Quintet.Client;
@@ -21,13 +22,14 @@ namespace Quintet.Integration.Tests;
 /// In the default run with a 40 s quiet window; <c>QUINTET_STRESS_SECONDS</c> (20 to 3600; 600 for the long run) sets
 /// another (see docs/virtual-synchrony.md, "Stress run"). Four managers, so that after the kill three remain and the
 /// pause leaves two of them, still a majority. A quiet window is void if a collection stopped the collected manager
-/// longer than the detector's acceptable pause, or if a stall that long (the busy machine's doing) was followed by its
-/// leaving the view, both as measured inside it: a view change then is the detector doing its job. A void window
+/// longer than the detector's acceptable pause, or if it left the view after a stall that long (the busy machine's
+/// doing) or after its own heartbeat sender reported heartbeats that far apart, all as measured inside it: a view
+/// change then is the detector doing its job. A void window
 /// starts again aiming at half the pause, at most <see cref="MaxWindows"/> times in all; if none counts, the test
 /// fails saying that the machine could not hold the pauses within the budget.
 /// </remarks>
 [Collection(FailureTimingGroup.Name)]
-public class StressTests(ITestOutputHelper output)
+public partial class StressTests(ITestOutputHelper output)
 {
     private static readonly TimeSpan Window = WindowLength(Environment.GetEnvironmentVariable("QUINTET_STRESS_SECONDS"));
 
@@ -155,7 +157,7 @@ public class StressTests(ITestOutputHelper output)
                 Assert.True(
                     quiet.Observer.Changes.IsEmpty,
                     $"The managers group's view changed {quiet.Observer.Changes.Count} times with no fault injected, while {collected.Name} was never stopped past the acceptable pause "
-                    + $"(longest forced pause {quiet.LongestPauseMs:F0} ms, longest stall {quiet.LongestStallMs:F0} ms, budget {AcceptablePause.TotalMilliseconds:F0} ms): "
+                    + $"(longest forced pause {quiet.LongestPauseMs:F0} ms, longest stall {quiet.LongestStallMs:F0} ms, heartbeats at most {quiet.LongestHeartbeatDelayMs:F0} ms apart, budget {AcceptablePause.TotalMilliseconds:F0} ms): "
                     + $"a false suspicion (logs in {cluster.LogDirectory}):\n{string.Join("\n", quiet.Observer.Changes)}");
 
                 // Still under stress: a crash, found on the evidence of the dead process's refused port.
@@ -178,7 +180,7 @@ public class StressTests(ITestOutputHelper output)
                 output.WriteLine($"{Now} stress for {clock.Elapsed.TotalSeconds:F0} s in all; load over the whole run: {load.Report()}");
                 output.WriteLine(
                     $"summary: load average (1 min) {loads.Range}; windows {voided.Count + 1} ({voided.Count} void: {string.Join(", ", voided.Select(w => w.Void))}); "
-                    + $"counted {quiet.Length.TotalSeconds:F0} s aiming at {quiet.TargetPauseMs} ms: longest forced pause {quiet.LongestPauseMs:F0} ms, {quiet.TotalPauseMs / 1000:F1} s in {quiet.Collections} collections, longest stall {quiet.LongestStallMs:F0} ms; "
+                    + $"counted {quiet.Length.TotalSeconds:F0} s aiming at {quiet.TargetPauseMs} ms: longest forced pause {quiet.LongestPauseMs:F0} ms, {quiet.TotalPauseMs / 1000:F1} s in {quiet.Collections} collections, longest stall {quiet.LongestStallMs:F0} ms, heartbeats at most {quiet.LongestHeartbeatDelayMs:F0} ms apart; "
                     + $"view changes {quiet.Observer.Changes.Count}; adds {load.Report()}; kill -9 {killDetection.TotalMilliseconds:F0} ms; SIGSTOP {pauseDetection.TotalMilliseconds:F0} ms");
                 Assert.True(killDetection < KillBound, $"The group view without the killed manager took {killDetection}, over {KillBound}.");
                 Assert.True(pauseDetection < PauseBound, $"The group view without the paused manager took {pauseDetection}, over {PauseBound}.");
@@ -207,6 +209,7 @@ public class StressTests(ITestOutputHelper output)
         var collectedMember = baseline[0].Members.Single(m => m.StartsWith(managers[0].ClusterAddress + "#", StringComparison.Ordinal));
         var observer = new ViewObserver(cluster, managers, baseline, collectedMember);
         var clock = Stopwatch.StartNew();
+        var startedAt = DateTime.Now.TimeOfDay;
         using var windowEnd = new CancellationTokenSource(Window);
         var polling = observer.RunAsync(windowEnd.Token);
         var window = new QuietWindow(number, targetPauseMs, observer);
@@ -265,8 +268,45 @@ public class StressTests(ITestOutputHelper output)
             }
         }
 
+        // Read once the window is over, so that a round whose reply was lost with a view change still counts.
+        window.LongestHeartbeatDelayMs = LongestHeartbeatDelayMs(managers[0], startedAt, DateTime.Now.TimeOfDay);
+        output.WriteLine($"{Now} {managers[0].Name}'s heartbeats in the window, as its heartbeat sender reported: "
+            + (window.LongestHeartbeatDelayMs == 0 ? "no gap of over 1 s" : $"at most {window.LongestHeartbeatDelayMs:F0} ms apart"));
         return window;
     }
+
+    /// <summary>
+    /// How far apart, at most, the manager sent two heartbeats between two times of day (its log's clock), as its own
+    /// heartbeat sender reported: Akka.NET's cluster logs "Scheduled sending of heartbeat was delayed. Previous
+    /// heartbeat was sent [N] ms ago" for a gap of more than twice the interval. That is the gap the others' detectors
+    /// saw before any delay on the way, whatever kept the sender from running: a collection, the busy machine, or
+    /// collections too close together for the scheduler and the transport to get a turn. 0 if none was reported.
+    /// </summary>
+    private static double LongestHeartbeatDelayMs(ManagerProcess manager, TimeSpan from, TimeSpan to)
+    {
+        bool Within(TimeSpan t) => from <= to ? t >= from && t <= to : t >= from || t <= to;
+        var longest = 0.0;
+        foreach (var file in manager.LogFiles)
+        {
+            using var stream = new FileStream(file, FileMode.Open, FileAccess.Read, FileShare.ReadWrite | FileShare.Delete);
+            using var reader = new StreamReader(stream);
+            while (reader.ReadLine() is { } line)
+            {
+                var match = HeartbeatDelayed().Match(line);
+                if (match.Success
+                    && TimeSpan.TryParseExact(match.Groups["time"].Value, @"hh\:mm\:ss\.fff", CultureInfo.InvariantCulture, out var time)
+                    && Within(time))
+                {
+                    longest = Math.Max(longest, double.Parse(match.Groups["ms"].Value, CultureInfo.InvariantCulture));
+                }
+            }
+        }
+
+        return longest;
+    }
+
+    [GeneratedRegex(@"^(?<time>\d\d:\d\d:\d\d\.\d{3}) .*Previous heartbeat was sent \[(?<ms>[0-9.]+)\] ms ago")]
+    private static partial Regex HeartbeatDelayed();
 
     private static string Now => DateTime.UtcNow.ToString("HH:mm:ss.fff", CultureInfo.InvariantCulture);
 
@@ -308,9 +348,20 @@ public class StressTests(ITestOutputHelper output)
         /// conditions than it claims.
         /// </summary>
         public string? Void => Overshoot
-            ?? (LongestStallMs > AcceptablePause.TotalMilliseconds && observer.CollectedLeft
-                ? $"a thread of {_rounds[0].Manager} was kept from running for {LongestStallMs:F0} ms by the busy machine, and it left the view"
+            ?? (!observer.CollectedLeft ? null
+                : LongestStallMs > AcceptablePause.TotalMilliseconds
+                ? $"a thread of {Manager} was kept from running for {LongestStallMs:F0} ms by the busy machine, and it left the view"
+                : LongestHeartbeatDelayMs > AcceptablePause.TotalMilliseconds
+                ? $"{Manager}'s own heartbeat sender reported two heartbeats {LongestHeartbeatDelayMs:F0} ms apart (its threads got too little of the busy machine between collections), and it left the view"
                 : null);
+
+        /// <summary>
+        /// How far apart, at most, the collected manager sent two heartbeats in the window, as its heartbeat sender
+        /// reported; 0 if it never reported a gap.
+        /// </summary>
+        public double LongestHeartbeatDelayMs { get; set; }
+
+        private string Manager => _rounds.Count > 0 ? _rounds[0].Manager : "the collected manager";
 
         public int Collections => _rounds.Sum(r => r.Collections);
 
