@@ -319,11 +319,15 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     /// (<see cref="QuintetClientOptions.KeepAliveTime"/>; .NET reports that as PROTOCOL_ERROR, as it does a server
     /// that broke the protocol: a connection lost either way). grpc-dotnet reports both as <c>INTERNAL</c> ("Error
     /// starting gRPC call"), where other gRPC libraries say <c>UNAVAILABLE</c>. They are failed over the same way
-    /// (at least once, as any connection that breaks during a call).
+    /// (at least once, as any connection that breaks during a call). Also a new connection the pool found unusable before
+    /// the call got a stream on it (a bare <c>HttpRequestException</c>, "An HTTP/2 connection could not be established
+    /// ...", which .NET raises when a new connection has no stream to give, for instance after the server's GOAWAY): no
+    /// call went out.
     /// </summary>
     private static bool ConnectionLost(RpcException e) =>
         e.StatusCode == StatusCode.Internal
-        && e.Status.DebugException is HttpRequestException { HttpRequestError: HttpRequestError.HttpProtocolError, InnerException: HttpProtocolException { ErrorCode: NoError or ProtocolError } };
+        && e.Status.DebugException is HttpRequestException { HttpRequestError: HttpRequestError.HttpProtocolError, InnerException: HttpProtocolException { ErrorCode: NoError or ProtocolError } }
+            or HttpRequestException { HttpRequestError: HttpRequestError.Unknown, InnerException: null };
 
     /// <summary>
     /// Whether the attempt ended because the managers' view left its manager out (<see cref="ManagerEndpoint.Departure"/>

@@ -244,6 +244,23 @@ public class ClientRoutingTests(ITestOutputHelper output)
         Assert.Equal(["fake-0", "fake-1"], fakes.CallsFor("k"));
     }
 
+    [Fact]
+    public async Task A_manager_that_closes_each_new_connection_in_order_is_passed_over_for_the_next_one()
+    {
+        // A manager shutting down may still take a connection, and then says GOAWAY (NO_ERROR) instead of its settings:
+        // grpc-dotnet reports INTERNAL, "The HTTP/2 server closed the connection". No call went out on it.
+        await using var closing = await GoAwayListener.StartAsync();
+        await using var fakes = await FakeManagers.StartAsync(1);
+        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [closing.Endpoint, fakes[0].Endpoint], FollowView = false });
+
+        var value = await Get(client, "k");
+        output.WriteLine($"served by {value.Manager} after {closing.Connections} connection(s) closed with GOAWAY; {client.Statistics.Retries} retries");
+
+        Assert.Equal("fake-0", value.Manager);
+        Assert.True(closing.Connections >= 1, "the closing manager was never asked");
+        Assert.Equal(1, client.Statistics.Retries);
+    }
+
     private static Task<CounterValue> Get(QuintetClient client, string key) =>
         client.GetComponent<ICounter>(key).GetAsync(new GetRequest(), CancellationToken.None).WaitAsync(CallBound);
 
@@ -255,5 +272,91 @@ public class ClientRoutingTests(ITestOutputHelper output)
         var port = ((IPEndPoint)listener.LocalEndpoint).Port;
         listener.Stop();
         return $"http://127.0.0.1:{port}";
+    }
+
+    /// <summary>
+    /// A loopback listener that answers every connection with an HTTP/2 GOAWAY frame (last stream 0, NO_ERROR) as its
+    /// first frame, as a server does that is shutting down.
+    /// </summary>
+    private sealed class GoAwayListener : IAsyncDisposable
+    {
+        private readonly TcpListener _listener;
+        private readonly CancellationTokenSource _stop = new();
+        private readonly Task _accepting;
+        private int _connections;
+
+        private GoAwayListener(TcpListener listener)
+        {
+            _listener = listener;
+            _accepting = Task.Run(AcceptAsync);
+        }
+
+        public string Endpoint => $"http://127.0.0.1:{((IPEndPoint)_listener.LocalEndpoint).Port}";
+
+        public int Connections => Volatile.Read(ref _connections);
+
+        public static Task<GoAwayListener> StartAsync()
+        {
+            var listener = new TcpListener(IPAddress.Loopback, 0);
+            listener.Start();
+            return Task.FromResult(new GoAwayListener(listener));
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            await _stop.CancelAsync();
+            _listener.Stop();
+            try
+            {
+                await _accepting;
+            }
+            catch (Exception e) when (e is OperationCanceledException or SocketException or ObjectDisposedException)
+            {
+                // Stopped.
+            }
+
+            _stop.Dispose();
+        }
+
+        private async Task AcceptAsync()
+        {
+            // A frame header (length 8, type GOAWAY 0x7, no flags, stream 0), then the last stream id and the error code.
+            byte[] answer = [0, 0, 8, 0x7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+            while (!_stop.IsCancellationRequested)
+            {
+                using var connection = await _listener.AcceptTcpClientAsync(_stop.Token);
+                Interlocked.Increment(ref _connections);
+                var stream = connection.GetStream();
+                try
+                {
+                    // After the client's preface (24 bytes), and open until the client closes it (2 s at most), so that
+                    // the client reads the answer rather than a broken connection.
+                    using var linger = CancellationTokenSource.CreateLinkedTokenSource(_stop.Token);
+                    linger.CancelAfter(TimeSpan.FromSeconds(2));
+                    var buffer = new byte[4096];
+                    var read = 0;
+                    while (read < 24)
+                    {
+                        var n = await stream.ReadAsync(buffer, linger.Token);
+                        if (n == 0)
+                        {
+                            break;
+                        }
+
+                        read += n;
+                    }
+
+                    await stream.WriteAsync(answer, linger.Token);
+                    await stream.FlushAsync(linger.Token);
+                    while (await stream.ReadAsync(buffer, linger.Token) > 0)
+                    {
+                    }
+                }
+                catch (Exception e) when (e is IOException or OperationCanceledException && !_stop.IsCancellationRequested)
+                {
+                    // The client gave the connection up first, or the linger ended: closed either way.
+                }
+            }
+        }
     }
 }

@@ -163,4 +163,75 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             Assert.True(history.Count(c => c.Outcome == CallOutcome.Acknowledged) >= 100, $"too few deposits were acknowledged to say anything: {verdict.Summary}");
             Assert.True(reactivations > 0, "the bursty account never retired and came back between its bursts");
         });
+
+    /// <summary>
+    /// The records come with the state whatever activates the instance: here a subscription reaches the promoted backup
+    /// first and activates the account there, and the retry of a deposit the killed owner answered must get that
+    /// answer, not be applied a second time (the Node.js client through the proxy, which resumes its subscription at
+    /// once, found it).
+    /// </summary>
+    [Fact]
+    public Task A_retry_gets_its_recorded_answer_on_a_promoted_backup_that_a_subscription_activated_first() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+
+            const string Key = "eo-subscribed-first";
+            using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
+
+            // Call 1 of a client that numbers its own calls, as a retry carries it: the same quintet-call each time.
+            var passThrough = Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
+            var deposit = new Method<byte[], byte[]>(MethodType.Unary, "samples.bank.Account", "Deposit", passThrough, passThrough);
+            async Task<Balance> DepositAsCallOneAsync()
+            {
+                using var request = new MemoryStream();
+                ProtoBuf.Serializer.Serialize(request, new Amount { Value = 5 });
+                var headers = new Metadata { { "quintet-call", "eo-test-client:1:0" } };
+                using var call = client.CreateCallInvoker(Key).AsyncUnaryCall(deposit, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(60)), request.ToArray());
+                return ProtoBuf.Serializer.Deserialize<Balance>(new MemoryStream(await call.ResponseAsync));
+            }
+
+            var first = await DepositAsCallOneAsync();
+            Assert.Equal((5L, 1L), (first.Value, first.Updates));
+            var owner = cluster.Managers.Single(m => m.Name == first.Manager);
+            await cluster.KillAsync(owner);
+            await cluster.WaitForGroupViewAsync([.. cluster.Managers.Where(m => m != owner)]);
+
+            // The subscription first: it activates the account on the backup, which starts from the state it kept.
+            var account = client.GetComponent<IAccount>(Key);
+            using var stopReading = new CancellationTokenSource();
+            var firstEvent = new TaskCompletionSource<AccountEvent>(TaskCreationOptions.RunContinuationsAsynchronously);
+            var reading = Task.Run(async () =>
+            {
+                try
+                {
+                    await foreach (var update in account.EventsAsync(new EventsRequest(), stopReading.Token))
+                    {
+                        firstEvent.TrySetResult(update);
+                    }
+                }
+                catch (Exception e) when (stopReading.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled })
+                {
+                    // Stopped by the test.
+                }
+                catch (Exception e)
+                {
+                    firstEvent.TrySetException(e);
+                }
+            });
+            var seen = await firstEvent.Task.WaitAsync(TimeSpan.FromSeconds(60));
+            Assert.Equal((1L, 5L, owner.Name), (seen.Update, seen.Balance, seen.Manager));
+
+            // Then the retry: its recorded answer, and nothing applied again.
+            var retried = await DepositAsCallOneAsync();
+            Assert.Equal((5L, 1L, owner.Name), (retried.Value, retried.Updates, retried.Manager));
+            var balance = await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+            Assert.Equal((5L, 1L, "Promoted"), (balance.Value, balance.Updates, balance.Activation));
+            output.WriteLine($"{Key}: deposit answered by {first.Manager}, killed; its event came through the subscription; the retry got the recorded answer; balance {balance.Value} after {balance.Updates} update on {balance.Manager}");
+
+            await stopReading.CancelAsync();
+            await reading;
+        });
 }

@@ -66,6 +66,15 @@ public partial class ProxyTests
         Assert.Equal(Enumerable.Range(1, history.Count).Select(i => (long)i), history.Select(c => c.Sequence));
         var verdict = ExactlyOnceChecker.Check(history, new Dictionary<string, AccountState> { [NodeKey] = new(final.Value, final.Updates) });
         output.WriteLine(verdict.ToString());
+        if (!verdict.IsValid)
+        {
+            // Every line the script printed, for the reader to find the call applied twice.
+            foreach (var line in node.Lines)
+            {
+                output.WriteLine(line.GetRawText());
+            }
+        }
+
         Assert.True(verdict.IsValid, verdict.ToString());
 
         // The proxy failed over, not the script: the one answer it may see is DATA_LOSS, for the deposit in flight at the

@@ -27,6 +27,7 @@ internal sealed partial class InstanceActivation(
     SharedStructures shared,
     CoordinationService coordination,
     InstanceEvents events,
+    CallCompletions completions,
     ILogger<InstanceActivation> logger)
 {
     /// <summary>Refuses to serve an instance while this manager is cut off from the majority (its lease may have run out).</summary>
@@ -51,6 +52,9 @@ internal sealed partial class InstanceActivation(
             EnsureLease(shadow.Id);
         }
 
+        // The completion records come with the state the instance starts from, whatever activates it: a subscription
+        // that came first must not leave the calls after it without the answers that state holds (they would run again).
+        completions.TakeInArrived(shadow);
         var arrived = migration.TryTakeArrival(shadow.Id, out var arrival) && arrival.Epoch == shadow.Epoch;
         var reason = arrived ? ActivationReason.Migrated : shadow.WasActivated ? ActivationReason.Reactivated : ActivationReason.Created;
         if (arrived && migration.TakeArrivedEvents(shadow.Id, shadow.Epoch) is { } arrivedEvents)
