@@ -18,8 +18,6 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private static readonly TimeSpan MaxBackoff = TimeSpan.FromMilliseconds(500);
 
     // HTTP/2 error codes (RFC 9113, section 7).
-    private const long NoError = 0x0;
-    private const long ProtocolError = 0x1;
 
     private readonly ClusterConnection _connection;
     private readonly Method<TRequest, TResponse> _method;
@@ -199,7 +197,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
                     _responseHeaders.TrySetResult(responseHeaders);
                     return response;
                 }
-                catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e) || LeftView(e, departure)) && !cancellationToken.IsCancellationRequested && !_disposed)
+                catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || TransportFailures.ConnectionLost(e) || LeftView(e, departure)) && !cancellationToken.IsCancellationRequested && !_disposed)
                 {
                     // A manager the view left out may have started the call: the retry carries the same quintet-call, so
                     // that the successor answers from the completion record if it ran, and runs it if it did not.
@@ -312,22 +310,6 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
         return _retryWait.Token;
     }
-
-    /// <summary>
-    /// Whether the attempt failed because its connection was lost before any answer: the manager closed it as it
-    /// stopped (HTTP/2 GOAWAY with NO_ERROR), or the client gave it up when a keepalive ping went unanswered
-    /// (<see cref="QuintetClientOptions.KeepAliveTime"/>; .NET reports that as PROTOCOL_ERROR, as it does a server
-    /// that broke the protocol: a connection lost either way). grpc-dotnet reports both as <c>INTERNAL</c> ("Error
-    /// starting gRPC call"), where other gRPC libraries say <c>UNAVAILABLE</c>. They are failed over the same way
-    /// (at least once, as any connection that breaks during a call). Also a new connection the pool found unusable before
-    /// the call got a stream on it (a bare <c>HttpRequestException</c>, "An HTTP/2 connection could not be established
-    /// ...", which .NET raises when a new connection has no stream to give, for instance after the server's GOAWAY): no
-    /// call went out.
-    /// </summary>
-    private static bool ConnectionLost(RpcException e) =>
-        e.StatusCode == StatusCode.Internal
-        && e.Status.DebugException is HttpRequestException { HttpRequestError: HttpRequestError.HttpProtocolError, InnerException: HttpProtocolException { ErrorCode: NoError or ProtocolError } }
-            or HttpRequestException { HttpRequestError: HttpRequestError.Unknown, InnerException: null };
 
     /// <summary>
     /// Whether the attempt ended because the managers' view left its manager out (<see cref="ManagerEndpoint.Departure"/>

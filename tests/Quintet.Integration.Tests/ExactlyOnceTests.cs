@@ -181,19 +181,7 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             const string Key = "eo-subscribed-first";
             using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
 
-            // Call 1 of a client that numbers its own calls, as a retry carries it: the same quintet-call each time.
-            var passThrough = Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
-            var deposit = new Method<byte[], byte[]>(MethodType.Unary, "samples.bank.Account", "Deposit", passThrough, passThrough);
-            async Task<Balance> DepositAsCallOneAsync()
-            {
-                using var request = new MemoryStream();
-                ProtoBuf.Serializer.Serialize(request, new Amount { Value = 5 });
-                var headers = new Metadata { { "quintet-call", "eo-test-client:1:0" } };
-                using var call = client.CreateCallInvoker(Key).AsyncUnaryCall(deposit, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(60)), request.ToArray());
-                return ProtoBuf.Serializer.Deserialize<Balance>(new MemoryStream(await call.ResponseAsync));
-            }
-
-            var first = await DepositAsCallOneAsync();
+            var first = await DepositAsCallOneAsync(client, Key);
             Assert.Equal((5L, 1L), (first.Value, first.Updates));
             var owner = cluster.Managers.Single(m => m.Name == first.Manager);
             await cluster.KillAsync(owner);
@@ -225,7 +213,7 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             Assert.Equal((1L, 5L, owner.Name), (seen.Update, seen.Balance, seen.Manager));
 
             // Then the retry: its recorded answer, and nothing applied again.
-            var retried = await DepositAsCallOneAsync();
+            var retried = await DepositAsCallOneAsync(client, Key);
             Assert.Equal((5L, 1L, owner.Name), (retried.Value, retried.Updates, retried.Manager));
             var balance = await account.GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
             Assert.Equal((5L, 1L, "Promoted"), (balance.Value, balance.Updates, balance.Activation));
@@ -234,4 +222,52 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             await stopReading.CancelAsync();
             await reading;
         });
+
+    /// <summary>
+    /// The records go into the checkpoint stream with the state: an account without backups, started again from its
+    /// stream on another manager after its owner's kill, answers the retry of a deposit the stream holds from its record.
+    /// </summary>
+    [Fact]
+    public Task A_retry_gets_its_recorded_answer_from_the_checkpoint_stream_of_an_account_without_backups() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+            await Admin(cluster.Managers[0]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "instancing: keyed\nreplication: none\n" }, deadline: Soon);
+
+            const string Key = "eo-checkpoint-only";
+            using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
+            var first = await DepositAsCallOneAsync(client, Key);
+            Assert.Equal((5L, 1L), (first.Value, first.Updates));
+            var owner = cluster.Managers.Single(m => m.Name == first.Manager);
+
+            // A second deposit, so that the first one's answer is in the stream (it goes with the next write).
+            var second = await client.GetComponent<IAccount>(Key).DepositAsync(new Amount { Value = 7 }, CancellationToken.None);
+            Assert.Equal((12L, 2L, owner.Name), (second.Value, second.Updates, second.Manager));
+            await cluster.KillAsync(owner);
+            await cluster.WaitForGroupViewAsync([.. cluster.Managers.Where(m => m != owner)]);
+
+            var retried = await DepositAsCallOneAsync(client, Key);
+            Assert.Equal((5L, 1L, owner.Name), (retried.Value, retried.Updates, retried.Manager));
+            var balance = await client.GetComponent<IAccount>(Key).GetBalanceAsync(new BalanceRequest(), CancellationToken.None);
+            Assert.Equal((12L, 2L), (balance.Value, balance.Updates));
+            Assert.NotEqual(owner.Name, balance.Manager);
+            output.WriteLine($"{Key}: deposits answered by {owner.Name}, killed; started again from its stream on {balance.Manager} ({balance.Activation}); the retry of the first got its recorded answer; balance {balance.Value} after {balance.Updates} updates");
+        });
+
+    /// <summary>
+    /// Deposits 5 as call 1 of a client that numbers its own calls, as a retry carries it: the same <c>quintet-call</c>
+    /// each time, whatever else the test's client has called.
+    /// </summary>
+    private static async Task<Balance> DepositAsCallOneAsync(QuintetClient client, string key)
+    {
+        var passThrough = Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
+        var deposit = new Method<byte[], byte[]>(MethodType.Unary, "samples.bank.Account", "Deposit", passThrough, passThrough);
+        using var request = new MemoryStream();
+        ProtoBuf.Serializer.Serialize(request, new Amount { Value = 5 });
+        var headers = new Metadata { { "quintet-call", $"eo-test-{key}:1:0" } };
+        using var call = client.CreateCallInvoker(key).AsyncUnaryCall(deposit, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(60)), request.ToArray());
+        return ProtoBuf.Serializer.Deserialize<Balance>(new MemoryStream(await call.ResponseAsync));
+    }
 }

@@ -79,7 +79,7 @@ internal sealed partial class ActiveReplicas(
 
     private ReplicaSite Site => new(
         directory,
-        (componentClass, key) => ComponentContexts.ForActiveReplica(componentClass, key, identity.NodeName, checkpoints.Store.Open(ComponentContexts.StreamOf(new InstanceId(componentClass.Name, key)))),
+        (componentClass, key) => ComponentContexts.ForActiveReplica(componentClass, key, identity.NodeName, RecordedCheckpointLog.WithoutRecords(checkpoints.Store.Open(ComponentContexts.StreamOf(new InstanceId(componentClass.Name, key))))),
         logger);
 
     private async Task JoinAndAnnounceAsync(ReplicaGroup replica)

@@ -154,8 +154,8 @@ internal sealed partial class ComponentHost
 
     /// <summary>
     /// Runs one call on an instance owned here and returns its reply; null when the instance left this manager while the
-    /// call waited. A call with a client identity on an operation that keeps records is looked up first (a retry of a
-    /// call that ran gets its recorded answer and runs nothing), and its answer is recorded in the same turn.
+    /// call waited. A call with a client identity on an operation that keeps records is looked up before it runs (a retry
+    /// of a call that ran gets its recorded answer and runs nothing), and its answer is recorded in the same turn.
     /// </summary>
     private async Task<byte[]?> CallAsync(Shadow shadow, ComponentOperation op, object message, CallInfo call, CancellationToken cancellationToken)
     {
@@ -168,13 +168,20 @@ internal sealed partial class ComponentHost
             }
 
             EnsureLease(shadow.Id);
+
+            // Activated before the records are looked up: activation brings them in with the state it starts from (a
+            // backup's copy, a migration's hand-over, the checkpoint stream the component recovers from).
+            if (shadow.Instance is null)
+            {
+                await _activation.ActivateAsync(shadow, cancellationToken);
+            }
+
             ClientCallId? recorded = null;
             if (call.ClientCall is { } clientCall)
             {
                 var answeredBelow = _completions.Book.NoteAnswered(clientCall);
                 if (op.KeepsCompletionRecords)
                 {
-                    _completions.TakeInArrived(shadow);
                     if (CallCompletions.Replay(shadow, clientCall, answeredBelow, op.Name) is { } replayed)
                     {
                         return replayed;
@@ -186,11 +193,6 @@ internal sealed partial class ComponentHost
                 {
                     shadow.Completions?.Acknowledge(clientCall.ClientId, answeredBelow);
                 }
-            }
-
-            if (shadow.Instance is null)
-            {
-                await _activation.ActivateAsync(shadow, cancellationToken);
             }
 
             var started = Stopwatch.GetTimestamp();

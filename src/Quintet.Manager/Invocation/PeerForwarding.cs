@@ -85,7 +85,7 @@ internal sealed class PeerForwarding(PeerChannels channels)
         catch (RpcException e)
         {
             EndSpan(activity, e.Status);
-            throw Failure(endpoint, call, e);
+            throw Failure(endpoint, call.Key, e);
         }
     }
 
@@ -127,13 +127,21 @@ internal sealed class PeerForwarding(PeerChannels channels)
         catch (RpcException e)
         {
             EndSpan(activity, e.Status);
-            throw Failure(endpoint, call, e);
+            throw Failure(endpoint, call.Key, e);
         }
     }
 
-    private static InvocationException Failure(string endpoint, ComponentInvocation call, RpcException e)
+    internal static InvocationException Failure(string endpoint, string key, RpcException e)
     {
-        var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{call.Key}' did not answer" : e.Status.Detail;
+        if (TransportFailures.ConnectionLost(e))
+        {
+            // Final as INTERNAL, yet only the owner stopping or restarting: its caller is to try again (UNAVAILABLE).
+            return new InvocationException(
+                StatusCode.Unavailable,
+                $"The connection to the manager at {endpoint} that owns key '{key}' closed before it answered (it is stopping or restarting): call again. A call with its client's identity that ran there is answered from its record, not run twice.");
+        }
+
+        var detail = e.StatusCode == StatusCode.Unavailable && string.IsNullOrEmpty(e.Status.Detail) ? $"the manager at {endpoint} that owns key '{key}' did not answer" : e.Status.Detail;
 
         return new InvocationException(e.StatusCode, detail) { OwnerUnreachable = e.StatusCode == StatusCode.Unavailable && NeverConnected(e.Status.DebugException) };
     }

@@ -116,7 +116,7 @@ internal sealed partial class WorkerInstances : IComponentInvoker
     private async Task<Component> ActivateAsync(Slot slot, ComponentClass componentClass, string key, CancellationToken cancellationToken)
     {
         var instance = componentClass.CreateInstance();
-        var context = ComponentContexts.ForIsolatedWorker(componentClass, key, _managerName, _checkpoints.Open(ComponentContexts.StreamOf(new InstanceId(componentClass.Name, key))));
+        var context = ComponentContexts.ForIsolatedWorker(componentClass, key, _managerName, RecordedCheckpointLog.WithoutRecords(_checkpoints.Open(ComponentContexts.StreamOf(new InstanceId(componentClass.Name, key)))));
 
         // Created also after a crash of an earlier worker, as after the failover of a manager without backups: the
         // instance finds what it wrote in its checkpoint stream.

@@ -7,7 +7,8 @@ namespace Quintet.Manager.Lifecycle;
 /// <summary>
 /// Exactly-once calls on the owner, in the instance's turn: before a recorded call runs, its record is looked up (a
 /// retry of a call that ran gets the answer recorded then, and runs nothing); after it ran, its answer is recorded and
-/// sent where the state it wrote went (its backups, its checkpoint stream) before the caller gets it. The records an
+/// sent to the backups the state it wrote went to before the caller gets it, and to its checkpoint stream with the
+/// stream's next write. The records an
 /// instance arrived with (migrated, promoted from a backup) are taken in before its first lookup.
 /// </summary>
 internal sealed class CallCompletions(CompletionRecordBook book, InstanceMigration migration, PrimaryBackups backups)
@@ -68,8 +69,19 @@ internal sealed class CallCompletions(CompletionRecordBook book, InstanceMigrati
     /// </summary>
     public async Task RecordAsync(Shadow shadow, ClientCallId call, StatusCode status, string? detail, byte[]? reply, CancellationToken cancellationToken)
     {
-        (shadow.Completions ??= new InstanceCompletions(book)).Add(call.ClientId, new CompletionRecord(call.Sequence, status, status == StatusCode.OK ? null : detail, status == StatusCode.OK ? reply : null, Pending: false));
+        var record = new CompletionRecord(call.Sequence, status, status == StatusCode.OK ? null : detail, status == StatusCode.OK ? reply : null, Pending: false);
+        (shadow.Completions ??= new InstanceCompletions(book)).Add(call.ClientId, record);
         shadow.RunningCall = null;
+        if (shadow.WroteCheckpointInCall)
+        {
+            // The stream holds the call's effect marked pending; its next write carries the answer.
+            var unwritten = shadow.UnwrittenAnswers ??= [];
+            lock (unwritten)
+            {
+                unwritten.Add((call.ClientId, record));
+            }
+        }
+
         await backups.SendAnswerAsync(shadow, cancellationToken);
     }
 }

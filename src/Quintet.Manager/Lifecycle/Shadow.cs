@@ -91,8 +91,14 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// <summary>The state the running recorded call last sent to the backups; sent again with its answer once it has one.</summary>
     public byte[]? BackupStateInCall { get; set; }
 
-    /// <summary>Whether the running recorded call wrote to the instance's checkpoint stream; its answer is appended after.</summary>
+    /// <summary>Whether the running recorded call wrote to the instance's checkpoint stream; its answer goes with the next write.</summary>
     public bool WroteCheckpointInCall { get; set; }
+
+    /// <summary>
+    /// The answers of calls that wrote to the checkpoint stream, not in the stream yet: the next write carries them
+    /// (<see cref="RecordedCheckpointLog"/>). Locked on itself.
+    /// </summary>
+    public List<(string ClientId, CompletionRecord Record)>? UnwrittenAnswers { get; set; }
 
     public long Calls => Interlocked.Read(ref _calls);
 

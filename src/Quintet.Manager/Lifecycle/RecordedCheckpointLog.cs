@@ -1,0 +1,219 @@
+using System.Buffers.Binary;
+using Google.Protobuf;
+using Quintet.Manager.Internal;
+using Quintet.Persistence;
+
+namespace Quintet.Manager.Lifecycle;
+
+/// <summary>
+/// The checkpoint stream as a component on its owner sees it, with the instance's completion records in the same writes
+/// as its state: each checkpoint carries the whole table (older writes are truncated away behind it), each log record
+/// the answers recorded since the last write; a write during a recorded call marks that call pending. Recovering the
+/// stream merges the records into the instance's in the order they were written (an answer wins over its pending mark),
+/// so that a manager that starts the instance from its stream alone answers retries of the calls the stream holds.
+/// </summary>
+/// <remarks>
+/// Every write is framed: <see cref="Magic"/>, the table's length (4 bytes, little-endian), the table, then the
+/// component's bytes. Reading takes an entry without the frame as the component's bytes alone (a stream written before
+/// the frame existed). The answer of a call goes with the next write, not one of its own: if the owner fails before
+/// it, a retry of that call gets <c>DATA_LOSS</c> (applied, its answer lost), never a second run.
+/// </remarks>
+internal sealed class RecordedCheckpointLog : ICheckpointLog
+{
+    /// <summary>Begins every framed entry: "QCR", a version byte, and four bytes no protobuf or UTF-8 state begins with by chance.</summary>
+    private static readonly byte[] Magic = [0x51, 0x43, 0x52, 0x01, 0xF3, 0x9D, 0x2A, 0x6B];
+
+    private const int HeaderLength = 12;
+
+    private readonly ICheckpointLog _inner;
+    private readonly Shadow? _shadow;
+    private readonly ICompletionTotals? _totals;
+
+    private RecordedCheckpointLog(ICheckpointLog inner, Shadow? shadow, ICompletionTotals? totals)
+    {
+        _inner = inner;
+        _shadow = shadow;
+        _totals = totals;
+    }
+
+    /// <inheritdoc />
+    public string Stream => _inner.Stream;
+
+    /// <summary>The stream of an instance's owner: its writes carry the records, its recovery restores them.</summary>
+    public static ICheckpointLog ForOwner(ICheckpointLog inner, Shadow shadow, ICompletionTotals totals) => new RecordedCheckpointLog(inner, shadow, totals);
+
+    /// <summary>
+    /// The stream of an activation that keeps no records (an active replica, an isolated worker): its writes are framed
+    /// with an empty table and its recovery drops the records, so the same stream serves every kind of activation.
+    /// </summary>
+    public static ICheckpointLog WithoutRecords(ICheckpointLog inner) => new RecordedCheckpointLog(inner, null, null);
+
+    /// <inheritdoc />
+    public async Task<long> WriteCheckpointAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken = default)
+    {
+        var (table, written) = Table(whole: true);
+        var position = await _inner.WriteCheckpointAsync(Frame(table, state.Span), cancellationToken);
+        Written(written);
+        return position;
+    }
+
+    /// <inheritdoc />
+    public async Task<long> AppendAsync(ReadOnlyMemory<byte> record, CancellationToken cancellationToken = default)
+    {
+        var (table, written) = Table(whole: false);
+        var position = await _inner.AppendAsync(Frame(table, record.Span), cancellationToken);
+        Written(written);
+        return position;
+    }
+
+    /// <inheritdoc />
+    public async Task<CheckpointRecovery> RecoverAsync(CancellationToken cancellationToken = default)
+    {
+        var recovery = await _inner.RecoverAsync(cancellationToken);
+        var records = _shadow is null ? null : (_shadow.Completions ??= new InstanceCompletions(_totals!));
+        ReadOnlyMemory<byte>? checkpoint = null;
+        if (recovery.Checkpoint is { } framedCheckpoint)
+        {
+            checkpoint = Unframe(framedCheckpoint, records);
+        }
+
+        var log = new List<LogRecord>(recovery.Log.Count);
+        foreach (var entry in recovery.Log)
+        {
+            log.Add(entry with { Data = Unframe(entry.Data, records) });
+        }
+
+        return new CheckpointRecovery(checkpoint, recovery.CheckpointPosition, log);
+    }
+
+    /// <inheritdoc />
+    public Task TruncateAsync(CancellationToken cancellationToken = default) => _inner.TruncateAsync(cancellationToken);
+
+    /// <inheritdoc />
+    public Task DeleteAsync(CancellationToken cancellationToken = default) => _inner.DeleteAsync(cancellationToken);
+
+    /// <summary>Frames <paramref name="payload"/> with <paramref name="table"/>.</summary>
+    internal static byte[] Frame(CompletionTable? table, ReadOnlySpan<byte> payload)
+    {
+        var tableLength = table?.CalculateSize() ?? 0;
+        var framed = new byte[HeaderLength + tableLength + payload.Length];
+        Magic.CopyTo(framed, 0);
+        BinaryPrimitives.WriteInt32LittleEndian(framed.AsSpan(Magic.Length), tableLength);
+        if (table is not null)
+        {
+            table.WriteTo(framed.AsSpan(HeaderLength, tableLength));
+        }
+
+        payload.CopyTo(framed.AsSpan(HeaderLength + tableLength));
+        return framed;
+    }
+
+    /// <summary>
+    /// The component's bytes of a stream entry; its records, if framed, go into <paramref name="records"/> (when not
+    /// null). An entry without the frame is the component's bytes as they are.
+    /// </summary>
+    internal static ReadOnlyMemory<byte> Unframe(ReadOnlyMemory<byte> entry, InstanceCompletions? records)
+    {
+        var span = entry.Span;
+        if (span.Length < HeaderLength || !span[..Magic.Length].SequenceEqual(Magic))
+        {
+            return entry;
+        }
+
+        var tableLength = BinaryPrimitives.ReadInt32LittleEndian(span[Magic.Length..]);
+        if (tableLength < 0 || tableLength > span.Length - HeaderLength)
+        {
+            return entry;
+        }
+
+        CompletionTable table;
+        try
+        {
+            table = CompletionTable.Parser.ParseFrom(span.Slice(HeaderLength, tableLength));
+        }
+        catch (InvalidProtocolBufferException)
+        {
+            return entry;
+        }
+
+        records?.Merge(table);
+        return entry[(HeaderLength + tableLength)..];
+    }
+
+    /// <summary>
+    /// The table a write carries, and the answers it writes down: the whole table for a checkpoint, the answers not
+    /// written yet for a log record; with the running call pending either way.
+    /// </summary>
+    private (CompletionTable? Table, int Answers) Table(bool whole)
+    {
+        if (_shadow is not { } shadow)
+        {
+            return (null, 0);
+        }
+
+        var running = shadow.RunningCall;
+        if (running is not null)
+        {
+            shadow.WroteCheckpointInCall = true;
+        }
+
+        var unwritten = shadow.UnwrittenAnswers;
+        (string ClientId, CompletionRecord Record)[] answered;
+        if (unwritten is null)
+        {
+            answered = [];
+        }
+        else
+        {
+            lock (unwritten)
+            {
+                answered = [.. unwritten];
+            }
+        }
+
+        var answers = answered.Length;
+        if (whole)
+        {
+            return (shadow.Completions?.ToMessage(running) ?? (running is { } call ? InstanceCompletions.PendingOnly(call) : null), answers);
+        }
+
+        if (answers == 0 && running is null)
+        {
+            return (null, 0);
+        }
+
+        var table = running is { } pending ? InstanceCompletions.PendingOnly(pending) : new CompletionTable();
+        for (var i = 0; i < answers; i++)
+        {
+            var (clientId, record) = answered[i];
+            var client = table.Clients.FirstOrDefault(c => c.ClientId == clientId);
+            if (client is null)
+            {
+                client = new ClientCompletions { ClientId = clientId };
+                table.Clients.Add(client);
+            }
+
+            client.Records.Add(new CompletionEntry
+            {
+                Sequence = record.Sequence,
+                Status = (int)record.Status,
+                Detail = record.Detail ?? string.Empty,
+                Reply = record.Reply is null ? ByteString.Empty : ByteString.CopyFrom(record.Reply),
+            });
+        }
+
+        return (table, answers);
+    }
+
+    /// <summary>Forgets the answers a completed write held: the stream has them now.</summary>
+    private void Written(int answers)
+    {
+        if (answers > 0 && _shadow?.UnwrittenAnswers is { } unwritten)
+        {
+            lock (unwritten)
+            {
+                unwritten.RemoveRange(0, Math.Min(answers, unwritten.Count));
+            }
+        }
+    }
+}

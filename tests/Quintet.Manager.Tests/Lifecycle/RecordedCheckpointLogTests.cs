@@ -1,0 +1,140 @@
+using Grpc.Core;
+using Microsoft.Extensions.Logging.Abstractions;
+using Quintet.Components;
+using Quintet.Manager.Calls;
+using Quintet.Manager.Lifecycle;
+using Quintet.Manager.Packages;
+using Quintet.Persistence;
+
+namespace Quintet.Manager.Tests.Lifecycle;
+
+/// <summary>
+/// The completion records in the checkpoint stream: written with the state, restored by the recovery of a manager that
+/// starts the instance from its stream alone, and invisible to the component.
+/// </summary>
+public sealed class RecordedCheckpointLogTests : IDisposable
+{
+    private readonly DirectoryInfo _directory = Directory.CreateTempSubdirectory("quintet-recorded-log-tests-");
+    private readonly LocalCheckpointStore _store;
+    private readonly ComponentClass _class = new("Samples.Probe", typeof(ProbeComponent), [], () => new ProbeComponent());
+    private readonly Totals _totals = new();
+
+    public RecordedCheckpointLogTests() => _store = new LocalCheckpointStore(_directory.FullName, NullLogger<LocalCheckpointStore>.Instance);
+
+    public void Dispose()
+    {
+        _store.Dispose();
+        _directory.Delete(recursive: true);
+    }
+
+    private sealed class ProbeComponent : Component;
+
+    private sealed class Totals : ICompletionTotals
+    {
+        public int MaxPerClient => 256;
+
+        public void Account(long count, long bytes)
+        {
+        }
+    }
+
+    private static readonly byte[] Reply = [1, 2, 3];
+
+    /// <summary>A call as the owner runs it: marked running while it writes, then answered (CallCompletions.RecordAsync's part on the stream).</summary>
+    private static async Task RunCallAsync(Shadow shadow, ICheckpointLog log, string client, long sequence, Func<ICheckpointLog, Task> write)
+    {
+        shadow.RunningCall = new ClientCallId(client, sequence, 0);
+        await write(log);
+        var record = new CompletionRecord(sequence, StatusCode.OK, null, Reply, Pending: false);
+        (shadow.Completions ??= new InstanceCompletions(new Totals())).Add(client, record);
+        shadow.RunningCall = null;
+        if (shadow.WroteCheckpointInCall)
+        {
+            (shadow.UnwrittenAnswers ??= []).Add((client, record));
+        }
+
+        shadow.WroteCheckpointInCall = false;
+    }
+
+    private (Shadow Shadow, ICheckpointLog Log) Owner(string key)
+    {
+        var shadow = new Shadow(_class, key, 1);
+        return (shadow, RecordedCheckpointLog.ForOwner(_store.Open("Samples.Probe/" + key), shadow, _totals));
+    }
+
+    [Fact]
+    public async Task A_manager_that_recovers_the_stream_answers_each_call_the_stream_holds_and_marks_the_last_one_pending()
+    {
+        var (shadow, log) = Owner("a");
+        await RunCallAsync(shadow, log, "c1", 1, l => l.WriteCheckpointAsync(new byte[] { 10 }));
+        await RunCallAsync(shadow, log, "c1", 2, l => l.AppendAsync(new byte[] { 11 }));
+        await RunCallAsync(shadow, log, "c2", 1, l => l.AppendAsync(new byte[] { 12 }));
+
+        // Another manager's activation: a new shadow, the same stream.
+        var (successor, recovered) = Owner("a");
+        var recovery = await recovered.RecoverAsync();
+
+        Assert.Equal([10], recovery.Checkpoint!.Value.ToArray());
+        Assert.Equal([[11], [12]], recovery.Log.Select(r => r.Data.ToArray()));
+        var records = successor.Completions!;
+        Assert.Equal(CompletionLookup.Recorded, records.Find(new ClientCallId("c1", 1, 0), 0, out var first));
+        Assert.Equal(Reply, first!.Reply);
+        Assert.Equal(CompletionLookup.Recorded, records.Find(new ClientCallId("c1", 2, 0), 0, out _));
+
+        // The last call's answer was to go with the next write, which never came: applied, its answer lost.
+        Assert.Equal(CompletionLookup.AnswerLost, records.Find(new ClientCallId("c2", 1, 0), 0, out _));
+        Assert.Equal(CompletionLookup.None, records.Find(new ClientCallId("c2", 2, 0), 0, out _));
+    }
+
+    [Fact]
+    public async Task A_checkpoint_carries_the_whole_table_so_truncating_the_log_behind_it_loses_no_answer()
+    {
+        var (shadow, log) = Owner("b");
+        await RunCallAsync(shadow, log, "c1", 1, l => l.AppendAsync(new byte[] { 1 }));
+        await RunCallAsync(shadow, log, "c1", 2, l => l.AppendAsync(new byte[] { 2 }));
+        await log.WriteCheckpointAsync(new byte[] { 3 });
+        await log.TruncateAsync();
+
+        var (successor, recovered) = Owner("b");
+        var recovery = await recovered.RecoverAsync();
+
+        Assert.Equal([3], recovery.Checkpoint!.Value.ToArray());
+        Assert.Empty(recovery.Log);
+        Assert.Equal(CompletionLookup.Recorded, successor.Completions!.Find(new ClientCallId("c1", 1, 0), 0, out _));
+        Assert.Equal(CompletionLookup.Recorded, successor.Completions!.Find(new ClientCallId("c1", 2, 0), 0, out _));
+        Assert.Empty(shadow.UnwrittenAnswers!);
+    }
+
+    [Fact]
+    public async Task Entries_written_without_the_frame_and_by_activations_that_keep_no_records_read_as_they_were_written()
+    {
+        var raw = _store.Open("Samples.Probe/c");
+        await raw.WriteCheckpointAsync(new byte[] { 0x51, 0x43, 0x52 });
+        await RecordedCheckpointLog.WithoutRecords(_store.Open("Samples.Probe/c")).AppendAsync(new byte[] { 7, 8 });
+        await raw.AppendAsync(Array.Empty<byte>());
+
+        var (successor, recovered) = Owner("c");
+        var recovery = await recovered.RecoverAsync();
+
+        Assert.Equal([0x51, 0x43, 0x52], recovery.Checkpoint!.Value.ToArray());
+        Assert.Equal([[7, 8], []], recovery.Log.Select(r => r.Data.ToArray()));
+        Assert.Equal(0, successor.Completions!.Count);
+    }
+
+    [Fact]
+    public async Task A_write_outside_any_call_carries_the_answers_not_written_yet()
+    {
+        var (shadow, log) = Owner("d");
+        await RunCallAsync(shadow, log, "c1", 1, l => l.AppendAsync(new byte[] { 1 }));
+        Assert.Single(shadow.UnwrittenAnswers!);
+
+        // The component's own write later (a timer, its deactivation): the answer goes with it.
+        await log.AppendAsync(new byte[] { 2 });
+        Assert.Empty(shadow.UnwrittenAnswers!);
+
+        var (successor, recovered) = Owner("d");
+        await recovered.RecoverAsync();
+        Assert.Equal(CompletionLookup.Recorded, successor.Completions!.Find(new ClientCallId("c1", 1, 0), 0, out var record));
+        Assert.Equal(Reply, record!.Reply);
+    }
+}
