@@ -13,8 +13,8 @@ namespace Quintet.Manager.Lifecycle;
 /// so that a manager that starts the instance from its stream alone answers retries of the calls the stream holds.
 /// </summary>
 /// <remarks>
-/// Every write is framed: <see cref="Magic"/>, the table's length (4 bytes, little-endian), the table, then the
-/// component's bytes. Reading takes an entry without the frame as the component's bytes alone (a stream written before
+/// Every write is framed: <see cref="Magic"/>, the length of a <c>CheckpointFrame</c> (4 bytes, little-endian) that holds
+/// the table, the frame, then the component's bytes. Reading takes an entry without the frame as the component's bytes alone (a stream written before
 /// the frame existed). The answer of a call goes with the next write, not one of its own: if the owner fails before
 /// it, a retry of that call gets <c>DATA_LOSS</c> (applied, its answer lost), never a second run.
 /// </remarks>
@@ -95,16 +95,13 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
     /// <summary>Frames <paramref name="payload"/> with <paramref name="table"/>.</summary>
     internal static byte[] Frame(CompletionTable? table, ReadOnlySpan<byte> payload)
     {
-        var tableLength = table?.CalculateSize() ?? 0;
-        var framed = new byte[HeaderLength + tableLength + payload.Length];
+        var frame = new CheckpointFrame { Completions = table };
+        var frameLength = frame.CalculateSize();
+        var framed = new byte[HeaderLength + frameLength + payload.Length];
         Magic.CopyTo(framed, 0);
-        BinaryPrimitives.WriteInt32LittleEndian(framed.AsSpan(Magic.Length), tableLength);
-        if (table is not null)
-        {
-            table.WriteTo(framed.AsSpan(HeaderLength, tableLength));
-        }
-
-        payload.CopyTo(framed.AsSpan(HeaderLength + tableLength));
+        BinaryPrimitives.WriteInt32LittleEndian(framed.AsSpan(Magic.Length), frameLength);
+        frame.WriteTo(framed.AsSpan(HeaderLength, frameLength));
+        payload.CopyTo(framed.AsSpan(HeaderLength + frameLength));
         return framed;
     }
 
@@ -120,24 +117,24 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
             return entry;
         }
 
-        var tableLength = BinaryPrimitives.ReadInt32LittleEndian(span[Magic.Length..]);
-        if (tableLength < 0 || tableLength > span.Length - HeaderLength)
+        var frameLength = BinaryPrimitives.ReadInt32LittleEndian(span[Magic.Length..]);
+        if (frameLength < 0 || frameLength > span.Length - HeaderLength)
         {
             return entry;
         }
 
-        CompletionTable table;
+        CheckpointFrame frame;
         try
         {
-            table = CompletionTable.Parser.ParseFrom(span.Slice(HeaderLength, tableLength));
+            frame = CheckpointFrame.Parser.ParseFrom(span.Slice(HeaderLength, frameLength));
         }
         catch (InvalidProtocolBufferException)
         {
             return entry;
         }
 
-        records?.Merge(table);
-        return entry[(HeaderLength + tableLength)..];
+        records?.Merge(frame.Completions);
+        return entry[(HeaderLength + frameLength)..];
     }
 
     /// <summary>
