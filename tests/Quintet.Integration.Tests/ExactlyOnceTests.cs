@@ -28,9 +28,7 @@ public class ExactlyOnceTests(ITestOutputHelper output)
     public Task Deposits_through_a_kill_of_the_owner_a_migration_and_a_retirement_are_each_applied_once() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
         {
-            await cluster.WaitForGroupViewAsync(cluster.Managers);
-            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
-            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+            await DeployAccountsAsync(cluster);
 
             // The package's spec with a 1 s retirement, so that an account left idle between bursts retires.
             await Admin(cluster.Managers[0]).SetQosAsync(
@@ -174,9 +172,7 @@ public class ExactlyOnceTests(ITestOutputHelper output)
     public Task A_retry_gets_its_recorded_answer_on_a_promoted_backup_that_a_subscription_activated_first() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
         {
-            await cluster.WaitForGroupViewAsync(cluster.Managers);
-            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
-            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+            await DeployAccountsAsync(cluster);
 
             const string Key = "eo-subscribed-first";
             using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
@@ -231,9 +227,7 @@ public class ExactlyOnceTests(ITestOutputHelper output)
     public Task A_retry_gets_its_recorded_answer_from_the_checkpoint_stream_of_an_account_without_backups() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
         {
-            await cluster.WaitForGroupViewAsync(cluster.Managers);
-            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
-            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+            await DeployAccountsAsync(cluster);
             await Admin(cluster.Managers[0]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "instancing: keyed\nreplication: none\n" }, deadline: Soon);
 
             const string Key = "eo-checkpoint-only";
@@ -255,6 +249,14 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             Assert.NotEqual(owner.Name, balance.Manager);
             output.WriteLine($"{Key}: deposits answered by {owner.Name}, killed; started again from its stream on {balance.Manager} ({balance.Activation}); the retry of the first got its recorded answer; balance {balance.Value} after {balance.Updates} updates");
         });
+
+    /// <summary>The BankAccount sample deployed on every manager of the formed cluster.</summary>
+    private static async Task DeployAccountsAsync(LocalCluster cluster)
+    {
+        await cluster.WaitForGroupViewAsync(cluster.Managers);
+        await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+        await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+    }
 
     /// <summary>
     /// Deposits 5 as call 1 of a client that numbers its own calls, as a retry carries it: the same <c>quintet-call</c>
