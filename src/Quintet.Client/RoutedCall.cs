@@ -17,8 +17,6 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
     private static readonly TimeSpan FirstBackoff = TimeSpan.FromMilliseconds(50);
     private static readonly TimeSpan MaxBackoff = TimeSpan.FromMilliseconds(500);
 
-    // HTTP/2 error codes (RFC 9113, section 7).
-
     private readonly ClusterConnection _connection;
     private readonly Method<TRequest, TResponse> _method;
     private readonly string? _host;

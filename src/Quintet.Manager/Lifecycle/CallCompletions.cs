@@ -8,8 +8,8 @@ namespace Quintet.Manager.Lifecycle;
 /// Exactly-once calls on the owner, in the instance's turn: before a recorded call runs, its record is looked up (a
 /// retry of a call that ran gets the answer recorded then, and runs nothing); after it ran, its answer is recorded and
 /// sent to the backups the state it wrote went to before the caller gets it, and to its checkpoint stream with the
-/// stream's next write. The records an
-/// instance arrived with (migrated, promoted from a backup) are taken in before its first lookup.
+/// stream's next write. The records an instance arrived with (migrated, promoted from a backup) are taken in when it
+/// is activated, before its first lookup.
 /// </summary>
 internal sealed class CallCompletions(CompletionRecordBook book, InstanceMigration migration, PrimaryBackups backups)
 {

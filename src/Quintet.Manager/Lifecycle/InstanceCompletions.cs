@@ -219,14 +219,7 @@ internal sealed class InstanceCompletions(ICompletionTotals book)
                 var entry = new ClientCompletions { ClientId = clientId, Floor = client.Floor };
                 foreach (var record in client.Records.Values)
                 {
-                    entry.Records.Add(new CompletionEntry
-                    {
-                        Sequence = record.Sequence,
-                        Status = (int)record.Status,
-                        Detail = record.Detail ?? string.Empty,
-                        Reply = record.Reply is null ? ByteString.Empty : ByteString.CopyFrom(record.Reply),
-                        Pending = record.Pending,
-                    });
+                    entry.Records.Add(ToEntry(record));
                 }
 
                 if (running is { } call && call.ClientId == clientId)
@@ -249,6 +242,16 @@ internal sealed class InstanceCompletions(ICompletionTotals book)
 
         return table;
     }
+
+    /// <summary>One record as it travels in a <see cref="CompletionTable"/>.</summary>
+    public static CompletionEntry ToEntry(CompletionRecord record) => new()
+    {
+        Sequence = record.Sequence,
+        Status = (int)record.Status,
+        Detail = record.Detail ?? string.Empty,
+        Reply = record.Reply is null ? ByteString.Empty : ByteString.CopyFrom(record.Reply),
+        Pending = record.Pending,
+    };
 
     /// <summary>A table holding only the running call, pending: the records of an instance that has none yet.</summary>
     public static CompletionTable PendingOnly(ClientCallId running) =>

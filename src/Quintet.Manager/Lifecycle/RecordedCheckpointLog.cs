@@ -190,13 +190,7 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
                 table.Clients.Add(client);
             }
 
-            client.Records.Add(new CompletionEntry
-            {
-                Sequence = record.Sequence,
-                Status = (int)record.Status,
-                Detail = record.Detail ?? string.Empty,
-                Reply = record.Reply is null ? ByteString.Empty : ByteString.CopyFrom(record.Reply),
-            });
+            client.Records.Add(InstanceCompletions.ToEntry(record));
         }
 
         return (table, answers);
