@@ -125,16 +125,89 @@ public class SubscriptionTests(ITestOutputHelper output)
 
             // The checker: updates 1..n, each once, in order; every acknowledged deposit among them; the events came
             // from the first owner, the promoted backup and the migration's target.
-            var updates = received.Select(e => e.Update).ToList();
-            output.WriteLine($"{updates.Count} events, last update {last}, {unanswered} deposits unanswered, {started.Elapsed.TotalSeconds:F1} s");
-            var duplicates = updates.GroupBy(u => u).Where(g => g.Count() > 1).Select(g => g.Key).ToList();
-            var missing = Enumerable.Range(1, (int)last).Select(n => (long)n).Except(updates).ToList();
-            Assert.True(duplicates.Count == 0, $"updates received twice: {string.Join(", ", duplicates)}");
-            Assert.True(missing.Count == 0, $"updates never received: {string.Join(", ", missing)}");
-            Assert.Equal(Enumerable.Range(1, (int)last).Select(n => (long)n), updates);
-            Assert.Empty(acknowledged.Except(updates));
+            output.WriteLine($"{received.Count} events, last update {last}, {unanswered} deposits unanswered, {started.Elapsed.TotalSeconds:F1} s");
+            AssertEveryUpdateOnceInOrder(received, last, acknowledged);
             Assert.Equal(
                 new[] { victim.Name, promoted.Name, target.Name }.Order(StringComparer.Ordinal),
                 received.Select(e => e.Manager).Distinct().Order(StringComparer.Ordinal));
         });
+
+    /// <summary>
+    /// The events go into the checkpoint stream with the state they describe: a subscriber to an account kept by its
+    /// checkpoint alone (no backups) resumes, after <c>kill -9</c> of the owner's manager, on the manager that starts the
+    /// account again from its stream, in the same event log, and receives every update once, in order.
+    /// </summary>
+    [Fact]
+    public Task A_subscription_to_an_account_without_backups_resumes_from_its_checkpoint_stream_after_a_kill_of_the_owner() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: Soon);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
+            await Admin(cluster.Managers[0]).SetQosAsync(new SetQosRequest { ClassName = AccountClass, Spec = "instancing: keyed\nreplication: none\n" }, deadline: Soon);
+
+            const string Unreplicated = "watched-checkpoint-only";
+            using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
+            var account = client.GetComponent<IAccount>(Unreplicated);
+            var acknowledged = new ConcurrentQueue<long>([(await account.DepositAsync(new Amount { Value = 1 }, CancellationToken.None)).Updates]);
+
+            var received = new ConcurrentQueue<AccountEvent>();
+            using var stopReading = new CancellationTokenSource();
+            var subscriber = Task.Run(async () =>
+            {
+                try
+                {
+                    await foreach (var update in account.EventsAsync(new EventsRequest(), stopReading.Token))
+                    {
+                        received.Enqueue(update);
+                    }
+                }
+                catch (Exception e) when (stopReading.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled })
+                {
+                    // Stopped by the test.
+                }
+            });
+
+            async Task DepositAndWaitAsync(int deposits)
+            {
+                for (var i = 0; i < deposits; i++)
+                {
+                    acknowledged.Enqueue((await account.DepositAsync(new Amount { Value = 1 }, CancellationToken.None)).Updates);
+                }
+
+                var waited = Stopwatch.StartNew();
+                while (received.LastOrDefault()?.Update != acknowledged.Last())
+                {
+                    Assert.True(waited.Elapsed < TimeSpan.FromSeconds(30), $"the subscriber got updates up to {received.LastOrDefault()?.Update}, not {acknowledged.Last()}, in 30 s");
+                    Assert.False(subscriber.IsCompleted, $"the subscription ended: {subscriber.Exception?.GetBaseException()}");
+                    await Task.Delay(50);
+                }
+            }
+
+            await DepositAndWaitAsync(4);
+            var owner = cluster.Managers.Single(m => m.Name == received.Last().Manager);
+            await cluster.KillAsync(owner);
+            await cluster.WaitForGroupViewAsync([.. cluster.Managers.Where(m => m != owner)]);
+            await DepositAndWaitAsync(5);
+
+            await stopReading.CancelAsync();
+            await subscriber;
+            var last = acknowledged.Last();
+            output.WriteLine($"{Unreplicated}: {received.Count} events; owner {owner.Name} killed after update 5; then served by {received.Last().Manager}");
+            Assert.Equal(10, last);
+            AssertEveryUpdateOnceInOrder(received, last, acknowledged);
+            Assert.NotEqual(owner.Name, received.Last().Manager);
+        });
+
+    /// <summary>The checker: updates 1..<paramref name="last"/>, each once, in order, every acknowledged deposit among them.</summary>
+    private static void AssertEveryUpdateOnceInOrder(IEnumerable<AccountEvent> received, long last, IEnumerable<long> acknowledged)
+    {
+        var updates = received.Select(e => e.Update).ToList();
+        var duplicates = updates.GroupBy(u => u).Where(g => g.Count() > 1).Select(g => g.Key).ToList();
+        var missing = Enumerable.Range(1, (int)last).Select(n => (long)n).Except(updates).ToList();
+        Assert.True(duplicates.Count == 0, $"updates received twice: {string.Join(", ", duplicates)}");
+        Assert.True(missing.Count == 0, $"updates never received: {string.Join(", ", missing)}");
+        Assert.Equal(Enumerable.Range(1, (int)last).Select(n => (long)n), updates);
+        Assert.Empty(acknowledged.Except(updates));
+    }
 }

@@ -73,14 +73,30 @@ public sealed class ComponentUpdateTests : IDisposable
             Steps.Add($"event {((ComponentStateTests.Deposited)(object)message).Count}");
             return ++LastPosition;
         }
+
+        public void Withdraw(long position)
+        {
+            Steps.Add($"withdraw {position}");
+            LastPosition = Math.Min(LastPosition, position - 1);
+        }
     }
 
     private sealed class RecordingLog(ICheckpointLog inner, List<string> steps) : ICheckpointLog
     {
         public string Stream => inner.Stream;
 
+        /// <summary>Whether the next checkpoint write fails, as a full disk would.</summary>
+        public bool FailNextWrite { get; set; }
+
         public Task<long> WriteCheckpointAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken = default)
         {
+            if (FailNextWrite)
+            {
+                FailNextWrite = false;
+                steps.Add("checkpoint failed");
+                throw new IOException("No space left on device");
+            }
+
             steps.Add("checkpoint");
             return inner.WriteCheckpointAsync(state, cancellationToken);
         }
@@ -144,7 +160,7 @@ public sealed class ComponentUpdateTests : IDisposable
     }
 
     [Fact]
-    public async Task An_updates_event_is_published_after_the_state_is_durable_and_before_it_goes_to_the_backups()
+    public async Task An_updates_event_is_published_before_the_checkpoint_write_that_carries_it_and_before_it_goes_to_the_backups()
     {
         var recorder = new Recorder();
         var component = new UpdatingComponent();
@@ -152,8 +168,30 @@ public sealed class ComponentUpdateTests : IDisposable
         var published = await component.AddAndPublishAsync("x");
         await component.AddAndPublishAsync("y");
         Assert.Equal(1, published!.Count);
-        Assert.Equal(["checkpoint", "event 1", "backups", "checkpoint", "event 2", "backups"], recorder.Steps);
+        Assert.Equal(["event 1", "checkpoint", "backups", "event 2", "checkpoint", "backups"], recorder.Steps);
         Assert.Equal(2, recorder.LastPosition);
+    }
+
+    [Fact]
+    public async Task An_update_whose_checkpoint_cannot_be_written_withdraws_its_event_and_leaves_the_state_as_it_was()
+    {
+        var recorder = new Recorder();
+        var component = new UpdatingComponent();
+        var context = Recorded("w", recorder);
+        await ((IComponentLifecycle)component).ActivateAsync(context, ActivationReason.Created, CancellationToken.None);
+        await component.AddAndPublishAsync("x");
+        recorder.Steps.Clear();
+
+        ((RecordingLog)context.Checkpoints).FailNextWrite = true;
+        await Assert.ThrowsAsync<IOException>(() => component.AddAndPublishAsync("y"));
+        Assert.Equal(["event 2", "checkpoint failed", "withdraw 2"], recorder.Steps);
+        Assert.Equal((1L, 1L), (recorder.LastPosition, component.Current.Count));
+        Assert.Equal(["x"], component.Current.Seen);
+
+        // The next update's event takes the position again.
+        recorder.Steps.Clear();
+        await component.AddAndPublishAsync("z");
+        Assert.Equal(["event 2", "checkpoint", "backups"], recorder.Steps);
     }
 
     [Fact]

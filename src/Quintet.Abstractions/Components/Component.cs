@@ -243,6 +243,11 @@ public sealed record ComponentContext(string ClassName, string Key, string Manag
 
         public long Publish<TEvent>(TEvent message) where TEvent : class =>
             throw new InvalidOperationException("Events are not available to this activation (it runs outside a manager, as an active replica, or in an isolated worker).");
+
+        public void Withdraw(long position)
+        {
+            // Nothing was published: there is nothing to withdraw.
+        }
     }
 
     /// <summary>The coordination tools: voting, leader election, barriers, locks with fencing tokens, two-phase commit.</summary>

@@ -22,6 +22,16 @@ public interface IComponentEvents
     /// no operation is running (events are published from operations).</exception>
     long Publish<TEvent>(TEvent message) where TEvent : class;
 
+    /// <summary>
+    /// Withdraws the events the running operation published from <paramref name="position"/> on (as <see cref="Publish"/>
+    /// returned it), for an update that failed before it was kept. Publish an update's event before the write that makes
+    /// the update durable, so that the checkpoint stream holds the event with the state, and withdraw it if that write
+    /// fails. Nothing to withdraw (a position past the last) is no error.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">One of them reached a subscriber, a backup or the checkpoint stream
+    /// already, or no operation is running.</exception>
+    void Withdraw(long position);
+
     /// <summary>The position of the last event published; 0 before the first.</summary>
     long LastPosition { get; }
 }

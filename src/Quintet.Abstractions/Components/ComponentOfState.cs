@@ -60,9 +60,10 @@ public abstract class Component<TState> : Component, IMigrateState
     /// <summary>
     /// <see cref="UpdateAsync(Action{TState}, CancellationToken)"/> for an update that an event describes:
     /// <paramref name="update"/> changes the state and returns its event (or null for none), which is published to the
-    /// instance's subscribers (<see cref="IComponentEvents.Publish{TEvent}"/>) once the new state is durable and before it
-    /// goes to the backups, so a promoted backup has every event a subscriber saw and no event describes an update
-    /// that did not happen.
+    /// instance's subscribers (<see cref="IComponentEvents.Publish{TEvent}"/>) with the new state: written into the
+    /// checkpoint stream with it and sent to the backups with it, and withdrawn if the checkpoint cannot be written.
+    /// Subscribers receive it when the operation ends, so an instance started again from its stream or promoted from a
+    /// backup has every event a subscriber saw, and no event describes an update that did not happen.
     /// </summary>
     /// <returns>The event, as published.</returns>
     protected async Task<TEvent?> UpdateAndPublishAsync<TEvent>(Func<TState, TEvent?> update, CancellationToken cancellationToken)
@@ -73,23 +74,31 @@ public abstract class Component<TState> : Component, IMigrateState
         var active = Context.Qos.Replication == ReplicationStyle.Active;
         byte[] after;
         TEvent? published;
+        long? position = null;
         try
         {
             published = update(State);
             after = Serialize(State);
             if (!active)
             {
+                // Published before the write, which then carries the event with the state it describes.
+                position = published is null ? null : Context.Events.Publish(published);
                 await Context.Checkpoints.WriteCheckpointAsync(after, cancellationToken);
             }
         }
         catch
         {
             State = Deserialize(before);
+            if (position is { } unkept)
+            {
+                Context.Events.Withdraw(unkept);
+            }
+
             throw;
         }
 
         // The checkpoint written is the commit point: what follows never puts the state back.
-        if (published is not null)
+        if (active && published is not null)
         {
             Context.Events.Publish(published);
         }

@@ -18,6 +18,14 @@ public sealed class EventLogOptions
     /// <summary>The most bytes of events one instance's log retains. <value>Default: 1 048 576 (1 MiB).</value></summary>
     public long MaxBytesPerInstance { get; set; } = 1024 * 1024;
 
+    /// <summary>
+    /// The most events a checkpoint of the instance's stream carries (its newest); the log's id and last position always
+    /// go. An instance started again from its stream alone (its manager failed, no backup) resumes its subscribers that
+    /// had seen at least the event before these; one further behind gets <c>OUT_OF_RANGE</c>. 0 writes no events.
+    /// <value>Default: 32.</value>
+    /// </summary>
+    public int MaxEventsPerCheckpoint { get; set; } = 32;
+
     /// <summary>The settings that are out of range, each with a message naming it.</summary>
     public IEnumerable<string> Validate()
     {
@@ -29,6 +37,11 @@ public sealed class EventLogOptions
         if (MaxBytesPerInstance < 1024)
         {
             yield return $"{SectionName}:MaxBytesPerInstance: {MaxBytesPerInstance.ToString(CultureInfo.InvariantCulture)} is too small; use 1024 or more (the default is 1048576, 1 MiB).";
+        }
+
+        if (MaxEventsPerCheckpoint < 0)
+        {
+            yield return $"{SectionName}:MaxEventsPerCheckpoint: {MaxEventsPerCheckpoint.ToString(CultureInfo.InvariantCulture)} is not a number of events; use 0 or more (the default is 32).";
         }
     }
 }

@@ -86,6 +86,11 @@ internal static class ComponentContexts
             ArgumentNullException.ThrowIfNull(message);
             return Interlocked.Increment(ref _lastPosition);
         }
+
+        public void Withdraw(long position)
+        {
+            // Numbered and dropped: no one received them, and the numbers go on.
+        }
     }
 
     /// <summary>The tools an activation may not use: each call fails at once with the reason.</summary>

@@ -87,7 +87,7 @@ internal sealed partial class InstanceActivation(
         shadow.Groups = new InstanceGroups(groups, shadow, instance);
         shadow.Coordination = coordination.ForInstance(shadow.Key);
         var context = ComponentContexts.ForOwner(
-            shadow.Class, shadow.Key, identity.NodeName, RecordedCheckpointLog.ForOwner(checkpoints.Open(ComponentContexts.StreamOf(shadow.Id)), shadow, completions.Book), backups.For(shadow), shadow.Groups, shared, shadow.Coordination, events.For(shadow));
+            shadow.Class, shadow.Key, identity.NodeName, RecordedCheckpointLog.ForOwner(checkpoints.Open(ComponentContexts.StreamOf(shadow.Id)), shadow, completions.Book, events), backups.For(shadow), shadow.Groups, shared, shadow.Coordination, events.For(shadow));
 
         try
         {

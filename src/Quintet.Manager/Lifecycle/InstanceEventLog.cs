@@ -108,6 +108,43 @@ internal sealed class InstanceEventLog
         }
     }
 
+    /// <summary>
+    /// Removes the events appended from <paramref name="position"/> on, none of them committed (an update that failed
+    /// after publishing its event): the next event takes <paramref name="position"/> again.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">An event at or after <paramref name="position"/> is committed.</exception>
+    public void Withdraw(long position)
+    {
+        lock (_gate)
+        {
+            if (position > _last)
+            {
+                return;
+            }
+
+            if (position <= _committed)
+            {
+                throw new InvalidOperationException(string.Create(CultureInfo.InvariantCulture, $"Event {position} of log {LogId} cannot be withdrawn: the events through {_committed} are committed (subscribers may have received them)."));
+            }
+
+            var count = _events.Count;
+            for (var i = 0; i < count; i++)
+            {
+                var entry = _events.Dequeue();
+                if (entry.Position < position)
+                {
+                    _events.Enqueue(entry);
+                }
+                else
+                {
+                    _bytes -= entry.Payload.Length;
+                }
+            }
+
+            _last = position - 1;
+        }
+    }
+
     /// <summary>Commits every event appended so far and wakes the subscribers.</summary>
     public void Commit()
     {
@@ -274,6 +311,31 @@ internal sealed class InstanceEventLog
                 {
                     message.Entries.Add(new EventEntry { Position = entry.Position, Type = entry.Type, Payload = ByteString.CopyFrom(entry.Payload) });
                 }
+            }
+
+            return message;
+        }
+    }
+
+    /// <summary>
+    /// The log as a checkpoint carries it: its id, its last position and its newest <paramref name="max"/> events
+    /// (appended ones included), whole: it replaces what a reader held.
+    /// </summary>
+    public EventLog Newest(int max)
+    {
+        lock (_gate)
+        {
+            var message = new EventLog { LogId = LogId, LastPosition = _last, Whole = true };
+            var skip = Math.Max(0, _events.Count - max);
+            foreach (var entry in _events)
+            {
+                if (skip > 0)
+                {
+                    skip--;
+                    continue;
+                }
+
+                message.Entries.Add(new EventEntry { Position = entry.Position, Type = entry.Type, Payload = ByteString.CopyFrom(entry.Payload) });
             }
 
             return message;

@@ -52,6 +52,47 @@ internal sealed class InstanceEvents(IOptions<EventLogOptions> options, PrimaryB
         shadow.EventsBackedUp = 0;
     }
 
+    /// <summary>How many of its newest events a checkpoint of an instance's stream carries.</summary>
+    public int MaxEventsPerCheckpoint => _options.MaxEventsPerCheckpoint;
+
+    /// <summary>A log as a checkpoint stream carried it (whole), within this manager's bounds.</summary>
+    public InstanceEventLog Restore(EventLog message) =>
+        InstanceEventLog.FromMessage(message, _options.MaxEventsPerInstance, _options.MaxBytesPerInstance);
+
+    /// <summary>
+    /// Installs the log recovered from the instance's checkpoint stream, unless the shadow holds a log at least as new
+    /// (kept through a retirement, or arrived with a migration or a backup's copy): the stream then only says how far it
+    /// holds the events.
+    /// </summary>
+    public static void TakeInRecovered(Shadow shadow, InstanceEventLog recovered)
+    {
+        lock (shadow)
+        {
+            var current = shadow.Events;
+            var newer = current is null
+                || (current.LastPosition == 0 && current.LogId != recovered.LogId)
+                || (current.LogId == recovered.LogId && current.LastPosition < recovered.LastPosition);
+            if (!newer)
+            {
+                if (current!.LogId == recovered.LogId)
+                {
+                    shadow.EventsWrittenLog = recovered.LogId;
+                    shadow.EventsWritten = recovered.LastPosition;
+                }
+
+                return;
+            }
+
+            current?.Close();
+            recovered.Commit();
+            shadow.Events = recovered;
+            shadow.EventsAcknowledged = null;
+            shadow.EventsBackedUp = 0;
+            shadow.EventsWrittenLog = recovered.LogId;
+            shadow.EventsWritten = recovered.LastPosition;
+        }
+    }
+
     /// <summary>What an activation owned here publishes through.</summary>
     public IComponentEvents For(Shadow shadow) => new Publisher(this, shadow);
 
@@ -87,6 +128,31 @@ internal sealed class InstanceEvents(IOptions<EventLogOptions> options, PrimaryB
             var writer = new ArrayBufferWriter<byte>(256);
             operation.WriteResponse(writer, message);
             return events.LogOf(shadow).Append(typeof(TEvent).FullName!, writer.WrittenSpan.ToArray());
+        }
+
+        public void Withdraw(long position)
+        {
+            if (!shadow.InCall)
+            {
+                throw new InvalidOperationException($"{shadow.Id} withdrew events outside an operation: an operation withdraws the events it published.");
+            }
+
+            if (shadow.Events is not { } log || position > log.LastPosition)
+            {
+                return;
+            }
+
+            var written = shadow.EventsWrittenLog == log.LogId ? shadow.EventsWritten : 0;
+            if (position <= shadow.EventsBackedUp || position <= written)
+            {
+                throw new InvalidOperationException(string.Create(System.Globalization.CultureInfo.InvariantCulture, $"{shadow.Id} cannot withdraw event {position}: the events through {Math.Max(shadow.EventsBackedUp, written)} reached its backups or its checkpoint stream already."));
+            }
+
+            log.Withdraw(position);
+
+            // A failed write may yet have reached the stream: the next write carries the log anew, and the stream's
+            // copy of the withdrawn events is replaced.
+            shadow.EventsWrittenLog = null;
         }
 
         private static ComponentOperation? StreamOf(ComponentClass componentClass, Type eventType)

@@ -82,6 +82,12 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// <summary>The last event position included in a completed backup update.</summary>
     public long EventsBackedUp { get; set; }
 
+    /// <summary>The event log the checkpoint stream holds events of (through <see cref="EventsWritten"/>); a write for another log carries it anew.</summary>
+    public string? EventsWrittenLog { get; set; }
+
+    /// <summary>The last event position in a completed write to the checkpoint stream.</summary>
+    public long EventsWritten { get; set; }
+
     /// <summary>The instance's completion records; null until it has any.</summary>
     public InstanceCompletions? Completions { get; set; }
 

@@ -187,4 +187,25 @@ public sealed class InstanceEventLogTests
         Assert.Equal(0, EventFrames.ReadPosition(new ReadOnlySequence<byte>([0x08, 0x2A])));
         Assert.Equal([0x08, 0x2A], framed[^2..]);
     }
+
+    [Fact]
+    public void Withdrawn_events_leave_the_log_and_their_positions_are_taken_again_but_committed_ones_cannot_be_withdrawn()
+    {
+        var log = NewLog();
+        log.Append("T", Payload(1));
+        log.Commit();
+        log.Append("T", Payload(2));
+        log.Append("T", Payload(3));
+
+        log.Withdraw(2);
+        Assert.Equal((1L, 1), (log.LastPosition, log.Count));
+        Assert.Equal(2, log.Append("T", Payload(4)));
+        log.Commit();
+        Assert.Equal([1, 4], log.ReadCommitted(What, 0, 10).Select(e => e.Payload[0]));
+
+        log.Withdraw(3);
+        Assert.Equal(2, log.LastPosition);
+        var refused = Assert.Throws<InvalidOperationException>(() => log.Withdraw(2));
+        Assert.Contains("committed", refused.Message, StringComparison.Ordinal);
+    }
 }

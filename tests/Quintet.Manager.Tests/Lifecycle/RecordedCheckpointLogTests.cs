@@ -9,8 +9,8 @@ using Quintet.Persistence;
 namespace Quintet.Manager.Tests.Lifecycle;
 
 /// <summary>
-/// The completion records in the checkpoint stream: written with the state, restored by the recovery of a manager that
-/// starts the instance from its stream alone, and invisible to the component.
+/// The completion records and the events in the checkpoint stream: written with the state, restored by the recovery of
+/// a manager that starts the instance from its stream alone, and invisible to the component.
 /// </summary>
 public sealed class RecordedCheckpointLogTests : IDisposable
 {
@@ -56,10 +56,21 @@ public sealed class RecordedCheckpointLogTests : IDisposable
         shadow.WroteCheckpointInCall = false;
     }
 
-    private (Shadow Shadow, ICheckpointLog Log) Owner(string key)
+    private (Shadow Shadow, ICheckpointLog Log) Owner(string key, int maxEventsPerCheckpoint = 32)
     {
         var shadow = new Shadow(_class, key, 1);
-        return (shadow, RecordedCheckpointLog.ForOwner(_store.Open("Samples.Probe/" + key), shadow, _totals));
+        return (shadow, RecordedCheckpointLog.ForOwner(_store.Open("Samples.Probe/" + key), shadow, _totals, Events(maxEventsPerCheckpoint)));
+    }
+
+    /// <summary>The event logs' bounds; no backups (FinishCallAsync is not called here).</summary>
+    private static InstanceEvents Events(int maxEventsPerCheckpoint) =>
+        new(Microsoft.Extensions.Options.Options.Create(new Quintet.Manager.Configuration.EventLogOptions { MaxEventsPerCheckpoint = maxEventsPerCheckpoint }), null!);
+
+    /// <summary>Publishes as an operation does: appended in the call, committed when it ends.</summary>
+    private static long Publish(Shadow shadow, byte value)
+    {
+        var log = Events(32).LogOf(shadow);
+        return log.Append("Samples.Probe.Changed", [value]);
     }
 
     [Fact]
@@ -136,5 +147,101 @@ public sealed class RecordedCheckpointLogTests : IDisposable
         await recovered.RecoverAsync();
         Assert.Equal(CompletionLookup.Recorded, successor.Completions!.Find(new ClientCallId("c1", 1, 0), 0, out var record));
         Assert.Equal(Reply, record!.Reply);
+    }
+
+    [Fact]
+    public async Task An_instance_started_from_its_stream_alone_keeps_its_event_log_id_and_positions_so_its_subscribers_resume()
+    {
+        var (shadow, log) = Owner("e");
+        Publish(shadow, 1);
+        await log.WriteCheckpointAsync(new byte[] { 10 });
+        shadow.Events!.Commit();
+        Publish(shadow, 2);
+        Publish(shadow, 3);
+        await log.AppendAsync(new byte[] { 11 });
+        shadow.Events.Commit();
+
+        // Published after the last write: not in the stream, and lost with the owner.
+        Publish(shadow, 4);
+
+        var (successor, recovered) = Owner("e");
+        var recovery = await recovered.RecoverAsync();
+
+        Assert.Equal([10], recovery.Checkpoint!.Value.ToArray());
+        Assert.Equal([[11]], recovery.Log.Select(r => r.Data.ToArray()));
+        var events = successor.Events!;
+        Assert.Equal((shadow.Events.LogId, 3L, 3L), (events.LogId, events.LastPosition, events.CommittedPosition));
+        Assert.Equal([1L, 2L, 3L], events.ReadCommitted("e", 0, 10).Select(e => e.Position));
+        Assert.Equal([1, 2, 3], events.ReadCommitted("e", 0, 10).Select(e => e.Payload[0]));
+
+        // A subscriber that saw event 2 of the log resumes after it; the next event is numbered 4.
+        Assert.Equal(2, events.ResumePoint("e", shadow.Events.LogId, 2));
+        Assert.Equal(4, events.Append("Samples.Probe.Changed", [5]));
+        Assert.Equal((shadow.Events.LogId, 3L), (successor.EventsWrittenLog, successor.EventsWritten));
+    }
+
+    [Fact]
+    public async Task A_checkpoint_carries_only_the_newest_events_and_a_subscriber_behind_them_is_told_they_are_not_retained()
+    {
+        var (shadow, log) = Owner("f", maxEventsPerCheckpoint: 2);
+        for (byte i = 1; i <= 5; i++)
+        {
+            Publish(shadow, i);
+        }
+
+        await log.WriteCheckpointAsync(new byte[] { 1 });
+        await log.TruncateAsync();
+
+        var (successor, recovered) = Owner("f", maxEventsPerCheckpoint: 2);
+        await recovered.RecoverAsync();
+        var events = successor.Events!;
+        Assert.Equal((5L, 4L), (events.LastPosition, events.FirstRetained));
+        Assert.Equal(3, events.ResumePoint("f", shadow.Events!.LogId, 3));
+        var behind = Assert.Throws<InvocationException>(() => events.ResumePoint("f", shadow.Events.LogId, 1));
+        Assert.Equal(StatusCode.OutOfRange, behind.Code);
+    }
+
+    [Fact]
+    public async Task A_shadow_that_kept_a_newer_log_keeps_it_and_the_stream_only_says_how_far_it_holds_the_events()
+    {
+        var (shadow, log) = Owner("g");
+        Publish(shadow, 1);
+        await log.WriteCheckpointAsync(new byte[] { 1 });
+        Publish(shadow, 2);
+        shadow.Events!.Commit();
+
+        // Retired and reactivated on the same manager: the shadow kept its log, newer than the stream's.
+        var kept = shadow.Events;
+        shadow.EventsWrittenLog = null;
+        var reactivated = RecordedCheckpointLog.ForOwner(_store.Open("Samples.Probe/g"), shadow, _totals, Events(32));
+        await reactivated.RecoverAsync();
+
+        Assert.Same(kept, shadow.Events);
+        Assert.Equal(2, shadow.Events.LastPosition);
+        Assert.Equal((kept.LogId, 1L), (shadow.EventsWrittenLog, shadow.EventsWritten));
+    }
+
+    [Fact]
+    public async Task A_withdrawn_event_that_a_failed_write_may_have_carried_is_replaced_in_the_stream_by_the_next_write()
+    {
+        var (shadow, log) = Owner("h");
+        Publish(shadow, 1);
+        await log.WriteCheckpointAsync(new byte[] { 1 });
+        shadow.Events!.Commit();
+
+        // Event 2 went into a write that reached the stream although the component saw it fail (a timeout, say).
+        Publish(shadow, 2);
+        await log.AppendAsync(new byte[] { 2 });
+        shadow.EventsWritten = 1;
+        shadow.Events.Withdraw(2);
+        shadow.EventsWrittenLog = null;
+
+        // The next event takes position 2; the write carrying it replaces the stream's copy of the log.
+        Publish(shadow, 3);
+        await log.AppendAsync(new byte[] { 3 });
+
+        var (successor, recovered) = Owner("h");
+        await recovered.RecoverAsync();
+        Assert.Equal([1, 3], successor.Events!.ReadCommitted("h", 0, 10).Select(e => e.Payload[0]));
     }
 }
