@@ -13,9 +13,11 @@ using Samples.Counter;
 namespace Quintet.Benchmarks;
 
 /// <summary>
-/// Client to component calls (the Counter sample's Add, through the typed client) beside a bare gRPC for .NET unary
-/// echo served by the same manager process and server, and the same calls through the local proxy (quintet-proxy, in
-/// this process), at several concurrencies; then the memory of idle instances.
+/// Client to component calls (the Counter sample's Add, through the typed client over the manager's channel, and
+/// through a client connected to the cluster, which routes, fails over and numbers its calls as the proxy's own client
+/// does) beside a bare gRPC for .NET unary echo served by the same manager process and server, and the same calls
+/// through the local proxy (quintet-proxy, in this process) over loopback TCP and over its Unix domain socket, at
+/// several concurrencies; then the memory of idle instances.
 /// </summary>
 internal static class CallBenchmark
 {
@@ -37,20 +39,48 @@ internal static class CallBenchmark
         var manager = cluster.Managers[0];
         await new ComponentAdmin.ComponentAdminClient(manager.Channel).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(CounterComponent).Assembly)) });
         using var client = QuintetClient.Over(manager.Channel);
+
+        // The client applications normally make: routed, failed over and numbered for the completion records, as the
+        // proxy's own client is.
+        using var connected = QuintetClient.Connect(manager.GrpcEndpoint);
         var echo = new GroupDiagnostics.GroupDiagnosticsClient(manager.Channel);
 
         // The local proxy in this process (on a client machine it is a process of its own), on a free loopback port:
         // the same calls through it, from a client that only knows the proxy.
+        var proxySocket = Path.Combine(Path.GetTempPath(), $"quintet-bench-proxy-{Environment.ProcessId}.sock");
         await using var proxy = ProxyHost.Build([], builder => builder.Configuration.AddInMemoryCollection(new Dictionary<string, string?>
         {
             ["Quintet:Proxy:Listen"] = "127.0.0.1:0",
-            ["Quintet:Proxy:UnixSocket"] = "",
+            ["Quintet:Proxy:UnixSocket"] = proxySocket,
             ["Quintet:Client:Endpoints:0"] = manager.GrpcEndpoint,
             ["Logging:LogLevel:Default"] = "Warning",
         }));
         await proxy.StartAsync();
         using var proxyChannel = GrpcChannel.ForAddress(proxy.ListeningAddresses()[0]);
         using var proxied = QuintetClient.Over(proxyChannel);
+
+        // The same proxy over its Unix domain socket, as a local application on Linux would reach it.
+        using var socketChannel = GrpcChannel.ForAddress("http://localhost", new GrpcChannelOptions
+        {
+            HttpHandler = new SocketsHttpHandler
+            {
+                ConnectCallback = async (_, cancellationToken) =>
+                {
+                    var socket = new System.Net.Sockets.Socket(System.Net.Sockets.AddressFamily.Unix, System.Net.Sockets.SocketType.Stream, System.Net.Sockets.ProtocolType.Unspecified);
+                    try
+                    {
+                        await socket.ConnectAsync(new System.Net.Sockets.UnixDomainSocketEndPoint(proxySocket), cancellationToken);
+                        return new System.Net.Sockets.NetworkStream(socket, ownsSocket: true);
+                    }
+                    catch
+                    {
+                        socket.Dispose();
+                        throw;
+                    }
+                },
+            },
+        });
+        using var proxiedBySocket = QuintetClient.Over(socketChannel);
 
         Console.WriteLine($"{"workers",7} {"call",10} {"calls/s",10} {"p50 ms",8} {"p99 ms",8}   {"p50 ratio",9} {"p99 ratio",9} {"rate ratio",10}");
         foreach (var concurrency in concurrencies)
@@ -60,19 +90,30 @@ internal static class CallBenchmark
             Func<int, Task> component = worker => counters[worker].AddAsync(add, CancellationToken.None);
             var viaProxy = Enumerable.Range(0, concurrency).Select(i => proxied.GetComponent<ICounter>($"bench-proxy-{concurrency}-{i}")).ToArray();
             Func<int, Task> throughProxy = worker => viaProxy[worker].AddAsync(add, CancellationToken.None);
+            var numbered = Enumerable.Range(0, concurrency).Select(i => connected.GetComponent<ICounter>($"bench-connected-{concurrency}-{i}")).ToArray();
+            Func<int, Task> connectedCall = worker => numbered[worker].AddAsync(add, CancellationToken.None);
+            var viaSocket = Enumerable.Range(0, concurrency).Select(i => proxiedBySocket.GetComponent<ICounter>($"bench-socket-{concurrency}-{i}")).ToArray();
+            Func<int, Task> throughSocket = worker => viaSocket[worker].AddAsync(add, CancellationToken.None);
             var message = new EchoMessage { Value = 1, Text = manager.Name };
             Func<int, Task> bare = worker => echo.EchoAsync(message).ResponseAsync;
 
             await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), component);
             await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), bare);
             await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), throughProxy);
+            await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), throughSocket);
+            await MeasureAsync(concurrency, TimeSpan.FromSeconds(2), connectedCall);
             var c = await MeasureAsync(concurrency, window, component);
             var b = await MeasureAsync(concurrency, window, bare);
             var p = await MeasureAsync(concurrency, window, throughProxy);
+            var u = await MeasureAsync(concurrency, window, throughSocket);
+            var n = await MeasureAsync(concurrency, window, connectedCall);
             Console.WriteLine($"{concurrency,7} {"component",10} {c.Rate,10:F0} {c.P50,8:F3} {c.P99,8:F3}   {c.P50 / b.P50,9:F2} {c.P99 / b.P99,9:F2} {c.Rate / b.Rate,10:F2}");
+            Console.WriteLine($"{concurrency,7} {"connected",10} {n.Rate,10:F0} {n.P50,8:F3} {n.P99,8:F3}   {n.P50 / b.P50,9:F2} {n.P99 / b.P99,9:F2} {n.Rate / b.Rate,10:F2}");
             Console.WriteLine($"{concurrency,7} {"via proxy",10} {p.Rate,10:F0} {p.P50,8:F3} {p.P99,8:F3}   {p.P50 / b.P50,9:F2} {p.P99 / b.P99,9:F2} {p.Rate / b.Rate,10:F2}");
+            Console.WriteLine($"{concurrency,7} {"proxy uds",10} {u.Rate,10:F0} {u.P50,8:F3} {u.P99,8:F3}   {u.P50 / b.P50,9:F2} {u.P99 / b.P99,9:F2} {u.Rate / b.Rate,10:F2}");
             Console.WriteLine($"{concurrency,7} {"bare gRPC",10} {b.Rate,10:F0} {b.P50,8:F3} {b.P99,8:F3}");
-            Console.WriteLine($"{"",7} via proxy / component: p50 {p.P50 / c.P50:F2}x, p99 {p.P99 / c.P99:F2}x, rate {p.Rate / c.Rate:F2}x (target: latency at most {ProxyLatencyTarget:F1}x the direct call)");
+            Console.WriteLine($"{"",7} via proxy / component: p50 {p.P50 / c.P50:F2}x, p99 {p.P99 / c.P99:F2}x, rate {p.Rate / c.Rate:F2}x (target: latency at most {ProxyLatencyTarget:F1}x the direct call); over the Unix socket p50 {u.P50 / c.P50:F2}x, p99 {u.P99 / c.P99:F2}x, rate {u.Rate / c.Rate:F2}x");
+            Console.WriteLine($"{"",7} via proxy / connected: p50 {p.P50 / n.P50:F2}x; the proxy's p50 less one bare gRPC hop and the connected call's: {(p.P50 - b.P50 - n.P50) * 1000:F0} us (its own work: the floor of two hops is connected + bare = {(n.P50 + b.P50) / c.P50:F2}x the direct call)");
         }
 
         Console.WriteLine();
