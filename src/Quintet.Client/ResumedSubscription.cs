@@ -18,7 +18,9 @@ internal sealed class PositionedEvent<TEvent>(long position, TEvent value)
 /// opened on the manager owning the instance if the client knows it, else on the configured endpoint in use; when the
 /// stream breaks (<c>UNAVAILABLE</c>: the owner's manager failed or stopped, the instance moved, a lost connection) it is
 /// opened again on the next manager, after the position of the last event the reader got (<c>quintet-events-after</c>,
-/// with the log it came from), with the unary calls' backoff, until the failover budget is spent within one outage. So
+/// with the log it came from), with the unary calls' backoff, until the failover budget is spent within one outage. A
+/// client that follows the managers' view also breaks the stream itself when the view leaves its manager out (a manager
+/// paused or cut off answers nothing, and its connection would only fail with the keep-alive), and resumes at once. So
 /// the reader sees every event once, in order, across failover, migration and retirement; any other status ends it
 /// (<c>OUT_OF_RANGE</c>: the events after its position are no longer retained; <c>DATA_LOSS</c>: the log was lost).
 /// </summary>
@@ -40,6 +42,8 @@ internal sealed class ResumedSubscription<TRequest, TResponse> : IAsyncStreamRea
     private readonly TaskCompletionSource<Metadata> _responseHeaders = new(TaskCreationOptions.RunContinuationsAsynchronously);
 
     private AsyncServerStreamingCall<PositionedEvent<TResponse>>? _attempt;
+    private CancellationTokenSource? _attemptCancellation;
+    private CancellationToken _departure;
     private ManagerEndpoint? _endpoint;
     private bool _direct;
     private bool _attemptStarted;
@@ -129,10 +133,10 @@ internal sealed class ResumedSubscription<TRequest, TResponse> : IAsyncStreamRea
                 Current = next.Value;
                 return true;
             }
-            catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e)) && !cancellationToken.IsCancellationRequested && !_options.CancellationToken.IsCancellationRequested && !_disposed)
+            catch (RpcException e) when ((e.StatusCode == StatusCode.Unavailable || ConnectionLost(e) || LeftView(e)) && !cancellationToken.IsCancellationRequested && !_options.CancellationToken.IsCancellationRequested && !_disposed)
             {
-                // The owner's manager failed or stopped, the instance moved, or the connection broke: open the
-                // subscription again after the last event read, on the manager that owns the instance now.
+                // The owner's manager failed, stopped or left the view, the instance moved, or the connection broke:
+                // open the subscription again after the last event read, on the manager that owns the instance now.
                 var endpoint = _endpoint!;
                 if (_direct)
                 {
@@ -196,7 +200,18 @@ internal sealed class ResumedSubscription<TRequest, TResponse> : IAsyncStreamRea
             }
         }
 
-        var options = new CallOptions(headers, _options.Deadline, _options.CancellationToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
+        // The attempt also ends when the managers' view leaves its manager out, to be resumed elsewhere at once.
+        _attemptCancellation?.Dispose();
+        _attemptCancellation = null;
+        _departure = _connection.FollowsView ? endpoint.Departure : CancellationToken.None;
+        var attemptToken = _options.CancellationToken;
+        if (_departure.CanBeCanceled)
+        {
+            _attemptCancellation = CancellationTokenSource.CreateLinkedTokenSource(_options.CancellationToken, _departure);
+            attemptToken = _attemptCancellation.Token;
+        }
+
+        var options = new CallOptions(headers, _options.Deadline, attemptToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
         try
         {
             _attempt = endpoint.Invoker.AsyncServerStreamingCall(_method, _host, options, _request);
@@ -211,9 +226,16 @@ internal sealed class ResumedSubscription<TRequest, TResponse> : IAsyncStreamRea
         return _attempt;
     }
 
-    /// <summary>A stream whose connection broke under it (grpc-dotnet says <c>INTERNAL</c> where other libraries say <c>UNAVAILABLE</c>).</summary>
+    /// <summary>
+    /// A stream whose connection broke under it (grpc-dotnet says <c>INTERNAL</c> where other libraries say
+    /// <c>UNAVAILABLE</c>). Broader than a unary call's test: reading events again after a position applies nothing.
+    /// </summary>
     private static bool ConnectionLost(RpcException e) =>
         e.StatusCode == StatusCode.Internal && e.Status.DebugException is HttpRequestException or IOException;
+
+    /// <summary>Whether the attempt ended because the managers' view left its manager out, not because the reader cancelled.</summary>
+    private bool LeftView(RpcException e) =>
+        e.StatusCode == StatusCode.Cancelled && _departure.IsCancellationRequested;
 
     private Status GetStatus() =>
         _status ?? throw new InvalidOperationException("The subscription has not ended yet: its status is known only then.");
@@ -225,6 +247,7 @@ internal sealed class ResumedSubscription<TRequest, TResponse> : IAsyncStreamRea
     {
         _disposed = true;
         _attempt?.Dispose();
+        _attemptCancellation?.Dispose();
         _responseHeaders.TrySetResult([]);
     }
 }

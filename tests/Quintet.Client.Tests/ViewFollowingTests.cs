@@ -107,6 +107,52 @@ public class ViewFollowingTests(ITestOutputHelper output)
     }
 
     [Fact]
+    public async Task A_subscription_on_a_manager_the_view_leaves_out_is_opened_again_elsewhere_at_once()
+    {
+        await using var fakes = await FakeManagers.StartAsync(3);
+        var (paused, second, third) = (fakes[0], fakes[1], fakes[2]);
+        foreach (var manager in fakes.Managers)
+        {
+            manager.ServesView = true;
+        }
+
+        Publish(fakes, View(5, paused, second, third));
+
+        // The paused manager holds the stream for "s" without a word, as a stopped process does; no keepalive: only the
+        // view can end the attempt.
+        var held = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        paused.BeforeAnswer = async (key, aborted) =>
+        {
+            if (key == "s")
+            {
+                held.TrySetResult();
+                await Task.Delay(Timeout.InfiniteTimeSpan, aborted);
+            }
+        };
+        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [paused.Endpoint], KeepAliveTime = null, FailoverBudget = TimeSpan.FromSeconds(30) });
+        Assert.Equal(paused.Name, (await client.GetComponent<ICounter>("first").GetAsync(new GetRequest(), CancellationToken.None)).Manager);
+        await WaitUntilAsync(() => client.ManagersView is { ViewId: 5, WatchedOn.Count: 2 }, "the client to follow view 5 through two watches");
+
+        var passThrough = Grpc.Core.Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
+        var events = new Grpc.Core.Method<byte[], byte[]>(Grpc.Core.MethodType.ServerStreaming, "samples.counter.Counter", "Events", passThrough, passThrough);
+        using var subscription = client.CreateCallInvoker("s").AsyncServerStreamingCall(events, null, new Grpc.Core.CallOptions(), []);
+        var first = subscription.ResponseStream.MoveNext(CancellationToken.None);
+        await held.Task.WaitAsync(Bound);
+        var clock = Stopwatch.StartNew();
+        Publish(fakes, View(6, second, third));
+
+        Assert.True(await first.WaitAsync(Bound));
+        var value = ProtoBuf.Serializer.Deserialize<CounterValue>(new MemoryStream(subscription.ResponseStream.Current));
+        output.WriteLine($"first event from {value.Manager} {clock.ElapsedMilliseconds} ms after the view left {paused.Name} out");
+        Assert.NotEqual(paused.Name, value.Manager);
+        Assert.True(clock.Elapsed < TimeSpan.FromSeconds(10), $"The subscription was opened again {clock.Elapsed} after the view changed.");
+        var attempts = fakes.Calls.Where(c => c.Key == "s").ToList();
+        Assert.Equal(2, attempts.Count);
+        Assert.Equal(paused.Name, attempts[0].Manager);
+        Assert.Equal(1, client.Statistics.Retries);
+    }
+
+    [Fact]
     public async Task A_view_that_names_more_managers_under_the_same_id_adds_them_and_the_watches_spread_over_two_managers()
     {
         await using var fakes = await FakeManagers.StartAsync(3);
