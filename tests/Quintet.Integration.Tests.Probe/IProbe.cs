@@ -40,6 +40,13 @@ public interface IProbe
     /// holding bytes 0 to 3.
     /// </summary>
     Task<ProbeReply> ShareAsync(ProbeRequest request, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Counts a run and makes it durable (a record in its checkpoint stream), then waits <see cref="ProbeRequest.TimeoutMs"/>
+    /// with the call's token and answers the count as <see cref="ProbeReply.Token"/>: a call its caller abandons after the
+    /// write shows whether it ran to its end, and how often it ran.
+    /// </summary>
+    Task<ProbeReply> SettleAsync(ProbeRequest request, CancellationToken cancellationToken);
 }
 
 /// <summary>What to do.</summary>

@@ -9,6 +9,7 @@ public sealed class ProbeComponent : Component, IProbe
     private readonly Dictionary<string, IVotingGroup> _groups = [];
     private readonly Dictionary<string, IBarrier> _barriers = [];
     private ILockHold? _hold;
+    private long _settled;
 
     /// <inheritdoc />
     public Task<ProbeReply> WhereAsync(ProbeRequest request, CancellationToken cancellationToken)
@@ -96,6 +97,18 @@ public sealed class ProbeComponent : Component, IProbe
         }
 
         return Reply(true);
+    }
+
+    /// <inheritdoc />
+    public async Task<ProbeReply> SettleAsync(ProbeRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        var run = ++_settled;
+        await Context.Checkpoints.AppendAsync(BitConverter.GetBytes(run), cancellationToken);
+        await Task.Delay(request.TimeoutMs, cancellationToken);
+        var reply = Reply(true);
+        reply.Token = run;
+        return reply;
     }
 
     /// <inheritdoc />

@@ -250,6 +250,46 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             output.WriteLine($"{Key}: deposits answered by {owner.Name}, killed; started again from its stream on {balance.Manager} ({balance.Activation}); the retry of the first got its recorded answer; balance {balance.Value} after {balance.Updates} updates");
         });
 
+    /// <summary>
+    /// A recorded call runs to its end once it has started, though its caller cancels it (as when the caller's
+    /// connection is lost with its proxy or with the manager that forwarded the call): its retry under the same identity
+    /// gets its answer rather than a cancellation, and it ran once.
+    /// </summary>
+    [Fact]
+    public Task A_call_its_caller_cancels_after_it_wrote_state_runs_to_its_end_and_its_retry_gets_the_answer() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(2), async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            await Admin(cluster.Managers[0]).DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(Probe.ProbeComponent).Assembly)) }, deadline: Soon);
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "CoordinationProbe");
+
+            const string Key = "eo-settled";
+            using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
+            var passThrough = Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
+            var settle = new Method<byte[], byte[]>(MethodType.Unary, "quintet.tests.Probe", "Settle", passThrough, passThrough);
+            using var request = new MemoryStream();
+            ProtoBuf.Serializer.Serialize(request, new Probe.ProbeRequest { TimeoutMs = 1500 });
+            async Task<Probe.ProbeReply> SettleAsync(long sequence, CancellationToken cancellationToken)
+            {
+                var headers = new Metadata { { "quintet-call", $"eo-settle-test:{sequence}:{sequence - 1}" } };
+                using var call = client.CreateCallInvoker(Key).AsyncUnaryCall(settle, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(60), cancellationToken), request.ToArray());
+                return ProtoBuf.Serializer.Deserialize<Probe.ProbeReply>(new MemoryStream(await call.ResponseAsync));
+            }
+
+            // The caller gives up half a second in, after the run was counted and written, while it waits.
+            using (var giveUp = new CancellationTokenSource(TimeSpan.FromMilliseconds(500)))
+            {
+                var abandoned = await Assert.ThrowsAsync<RpcException>(() => SettleAsync(1, giveUp.Token));
+                Assert.Equal(StatusCode.Cancelled, abandoned.StatusCode);
+            }
+
+            var retried = await SettleAsync(1, CancellationToken.None);
+            Assert.Equal(1, retried.Token);
+            var next = await SettleAsync(2, CancellationToken.None);
+            Assert.Equal(2, next.Token);
+            output.WriteLine($"{Key} on {retried.Manager}: the abandoned call's retry got run {retried.Token}, the next call run {next.Token}");
+        });
+
     /// <summary>The BankAccount sample deployed on every manager of the formed cluster.</summary>
     private static async Task DeployAccountsAsync(LocalCluster cluster)
     {

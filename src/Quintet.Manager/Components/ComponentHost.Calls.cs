@@ -195,6 +195,11 @@ internal sealed partial class ComponentHost
                 }
             }
 
+            // A recorded call runs to its end once it starts, whatever becomes of its caller (a client cancelled, its
+            // connection lost with a proxy or a manager that forwarded it): its answer is recorded, and the caller's retry
+            // under the same identity gets it rather than a cancellation. Only the call's deadline stops it.
+            using var deadlineOnly = recorded is not null && call.Deadline is { } deadline ? new CancellationTokenSource(Max(deadline - DateTimeOffset.UtcNow, TimeSpan.Zero)) : null;
+            var runToken = recorded is null ? cancellationToken : deadlineOnly?.Token ?? CancellationToken.None;
             var started = Stopwatch.GetTimestamp();
             shadow.RunningCall = recorded;
             shadow.BackupStateInCall = null;
@@ -210,7 +215,7 @@ internal sealed partial class ComponentHost
                     shadow.InCall = true;
                     try
                     {
-                        value = await op.InvokeAsync(shadow.Instance!, message, cancellationToken);
+                        value = await op.InvokeAsync(shadow.Instance!, message, runToken);
                     }
                     finally
                     {
@@ -218,15 +223,17 @@ internal sealed partial class ComponentHost
                         lifecycle.SetCurrentCall(null);
                     }
                 }
-                catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+                catch (Exception e) when (runToken.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled or StatusCode.DeadlineExceeded })
                 {
+                    // Stopped by the caller, or for a recorded call by its deadline (also where a call the operation
+                    // made, to the backups say, ended for it with the caller's cancellation).
                     if (recorded is { } cancelled && (shadow.BackupStateInCall is not null || shadow.WroteCheckpointInCall))
                     {
                         // It wrote state before it stopped: a retry must not apply it again.
-                        await _completions.RecordAsync(shadow, cancelled, StatusCode.Cancelled, $"{op.Name} was cancelled after it had written the instance's state; it is not run again.", null, CancellationToken.None);
+                        await _completions.RecordAsync(shadow, cancelled, StatusCode.Cancelled, $"{op.Name} was stopped by its deadline after it had written the instance's state; it is not run again.", null, CancellationToken.None);
                     }
 
-                    throw;
+                    throw e as OperationCanceledException ?? new OperationCanceledException(e.Message, e, runToken);
                 }
                 catch (ComponentFaultException e)
                 {
@@ -247,7 +254,7 @@ internal sealed partial class ComponentHost
                     // A failure is an answer too: a retry gets it rather than running the call again.
                     if (recorded is { } failed)
                     {
-                        await _completions.RecordAsync(shadow, failed, failure.Code, failure.Message, null, cancellationToken);
+                        await _completions.RecordAsync(shadow, failed, failure.Code, failure.Message, null, runToken);
                     }
 
                     throw failure;
@@ -258,7 +265,7 @@ internal sealed partial class ComponentHost
                 var reply = Serialize(op, value);
                 if (recorded is { } done)
                 {
-                    await _completions.RecordAsync(shadow, done, StatusCode.OK, null, reply, cancellationToken);
+                    await _completions.RecordAsync(shadow, done, StatusCode.OK, null, reply, runToken);
                 }
 
                 shadow.Record(op.Name, message, value, null, elapsed, shadow.Class.Qos.Debug);
@@ -280,6 +287,8 @@ internal sealed partial class ComponentHost
             shadow.Turn.Release();
         }
     }
+
+    private static TimeSpan Max(TimeSpan a, TimeSpan b) => a > b ? a : b;
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') failed in {Operation} (request {RequestId})")]
     private static partial void LogCallFailed(ILogger logger, Exception exception, string @class, string key, string operation, string requestId);
