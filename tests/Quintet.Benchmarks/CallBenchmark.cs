@@ -116,6 +116,8 @@ internal static class CallBenchmark
             Console.WriteLine($"{"",7} via proxy / connected: p50 {p.P50 / n.P50:F2}x; the proxy's p50 less one bare gRPC hop and the connected call's: {(p.P50 - b.P50 - n.P50) * 1000:F0} us (its own work: the floor of two hops is connected + bare = {(n.P50 + b.P50) / c.P50:F2}x the direct call)");
         }
 
+        await PythonRowsAsync(manager.GrpcEndpoint, proxy.ListeningAddresses()[0], seconds);
+
         Console.WriteLine();
         var admin = manager.Admin;
         var before = await HeapAsync(admin);
@@ -152,6 +154,85 @@ internal static class CallBenchmark
         Console.WriteLine($"retired in {retiring.Elapsed.TotalSeconds:F1} s: {list.Instances} shadows, {list.LiveInstances} live; live managed heap {liveBefore / 1048576.0:F1} -> {liveRetired / 1048576.0:F1} MB: " +
             $"{(liveRetired - liveBefore) / (double)instances:F0} bytes per retired instance (its shadow and its directory entry; target for the shadow alone: under 1 KB).");
     }
+
+    /// <summary>
+    /// The same call from Python (Debian's python3-grpcio, installed when missing): to the manager directly, as any gRPC
+    /// client may call it, and through the proxy; one caller, undecoded bytes (no generated code on either side).
+    /// </summary>
+    private static async Task PythonRowsAsync(string managerEndpoint, string proxyAddress, int seconds)
+    {
+        try
+        {
+            await DebianPackages.EnsureAsync(["python3-grpcio"]);
+        }
+        catch (InvalidOperationException e)
+        {
+            Console.WriteLine($"Python rows skipped: {e.Message}");
+            return;
+        }
+
+        var script = Path.Combine(Path.GetTempPath(), $"quintet-bench-python-{Environment.ProcessId}.py");
+        await File.WriteAllTextAsync(script, PythonCaller);
+        try
+        {
+            using var request = new MemoryStream();
+            ProtoBuf.Serializer.Serialize(request, new AddRequest { Amount = 1 });
+            var payload = Convert.ToHexString(request.ToArray());
+            var direct = await RunPythonAsync(script, new Uri(managerEndpoint).Authority, "bench-python-direct", seconds, payload);
+            var proxied = await RunPythonAsync(script, new Uri(proxyAddress).Authority, "bench-python-proxy", seconds, payload);
+            Console.WriteLine($"{1,7} {"py direct",10} {direct.Rate,10:F0} {direct.P50,8:F3} {direct.P99,8:F3}");
+            Console.WriteLine($"{1,7} {"py proxy",10} {proxied.Rate,10:F0} {proxied.P50,8:F3} {proxied.P99,8:F3}");
+            Console.WriteLine($"{"",7} Python via proxy / Python direct: p50 {proxied.P50 / direct.P50:F2}x, p99 {proxied.P99 / direct.P99:F2}x, rate {proxied.Rate / direct.Rate:F2}x (target: latency at most {ProxyLatencyTarget:F1}x)");
+        }
+        finally
+        {
+            File.Delete(script);
+        }
+    }
+
+    private static async Task<(double Rate, double P50, double P99)> RunPythonAsync(string script, string target, string key, int seconds, string payload)
+    {
+        var start = new ProcessStartInfo("/usr/bin/python3") { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
+        foreach (var argument in new[] { script, target, key, seconds.ToString(CultureInfo.InvariantCulture), "/samples.counter.Counter/Add", payload })
+        {
+            start.ArgumentList.Add(argument);
+        }
+
+        using var process = Process.Start(start) ?? throw new InvalidOperationException("python3 did not start.");
+        var stdout = process.StandardOutput.ReadToEndAsync();
+        var stderr = process.StandardError.ReadToEndAsync();
+        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(seconds + 60));
+        await process.WaitForExitAsync(bound.Token);
+        var text = (await stdout).Trim();
+        if (process.ExitCode != 0)
+        {
+            throw new InvalidOperationException($"The Python caller failed ({process.ExitCode}): {await stderr}");
+        }
+
+        var figures = text.Split(' ').Select(f => double.Parse(f, CultureInfo.InvariantCulture)).ToArray();
+        return (figures[0], figures[1], figures[2]);
+    }
+
+    /// <summary>Calls one method with the same bytes in a loop for a number of seconds; prints calls/s, p50 and p99 in ms.</summary>
+    private const string PythonCaller = """
+        import sys, time
+        import grpc
+
+        target, key, seconds, method, payload = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4], bytes.fromhex(sys.argv[5])
+        call = grpc.insecure_channel(target).unary_unary(method)
+        metadata = (("quintet-key", key),)
+        warm = time.perf_counter() + 2
+        while time.perf_counter() < warm:
+            call(payload, metadata=metadata, timeout=30)
+        latencies = []
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            started = time.perf_counter()
+            call(payload, metadata=metadata, timeout=30)
+            latencies.append((time.perf_counter() - started) * 1000)
+        latencies.sort()
+        print(len(latencies) / seconds, latencies[len(latencies) // 2], latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))])
+        """;
 
     private static async Task<(long Heap, long WorkingSet)> HeapAsync(ClusterAdmin.ClusterAdminClient admin)
     {

@@ -16,6 +16,9 @@
 //   (log: the local log's commit alone beside the fdatasync floor, in a few seconds, without a cluster)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- capture [--entries 1000000 --value-bytes 64 --rounds 5]
 //   (capture: how long a large shared dictionary's capture holds its replica's commands, beside the capture it replaced)
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- tree [--instances 100000 --managers 3 --repeats 50]
+//   (tree: the console's cluster tree (GetClusterTree pages, filtered on the server) at 1000 instances and at --instances,
+//   beside the bare echo; the managers' CPU while nobody asks; QUINTET_TREE_TRACE=1 prints each page's time)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- failover [--rounds 5 --managers 3]
 //   (failover: client-visible outage per key after kill -9 of an owner (the oldest every other round) and SIGSTOP of
 //   another, beside the same rounds with Akka.NET's failure-detector and downing defaults)
@@ -55,6 +58,12 @@ if (args.Length > 0 && args[0] == "log")
 if (args.Length > 0 && args[0] == "capture")
 {
     CaptureBenchmark.Run(Arguments.Int(args, "--entries", 1_000_000), Arguments.Int(args, "--value-bytes", 64), Arguments.Int(args, "--rounds", 5));
+    return;
+}
+
+if (args.Length > 0 && args[0] == "tree")
+{
+    await TreeBenchmark.RunAsync(Arguments.Int(args, "--instances", 100_000), Arguments.Int(args, "--managers", 3), Arguments.Int(args, "--repeats", 50));
     return;
 }
 
