@@ -43,8 +43,9 @@ public interface IProbe
 
     /// <summary>
     /// Counts a run and makes it durable (a record in its checkpoint stream), then waits <see cref="ProbeRequest.TimeoutMs"/>
-    /// with the call's token and answers the count as <see cref="ProbeReply.Token"/>: a call its caller abandons after the
-    /// write shows whether it ran to its end, and how often it ran.
+    /// with the call's token (before the count and the write instead, for <see cref="ProbeRequest.Behavior"/>
+    /// <c>wait-first</c>), and answers the count as <see cref="ProbeReply.Token"/>: a call its caller abandons shows
+    /// whether it ran to its end, and how often it ran.
     /// </summary>
     Task<ProbeReply> SettleAsync(ProbeRequest request, CancellationToken cancellationToken);
 }

@@ -103,9 +103,19 @@ public sealed class ProbeComponent : Component, IProbe
     public async Task<ProbeReply> SettleAsync(ProbeRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
+        var waitFirst = request.Behavior == "wait-first";
+        if (waitFirst)
+        {
+            await Task.Delay(request.TimeoutMs, cancellationToken);
+        }
+
         var run = ++_settled;
         await Context.Checkpoints.AppendAsync(BitConverter.GetBytes(run), cancellationToken);
-        await Task.Delay(request.TimeoutMs, cancellationToken);
+        if (!waitFirst)
+        {
+            await Task.Delay(request.TimeoutMs, cancellationToken);
+        }
+
         var reply = Reply(true);
         reply.Token = run;
         return reply;

@@ -251,12 +251,13 @@ public class ExactlyOnceTests(ITestOutputHelper output)
         });
 
     /// <summary>
-    /// A recorded call runs to its end once it has started, though its caller cancels it (as when the caller's
-    /// connection is lost with its proxy or with the manager that forwarded the call): its retry under the same identity
-    /// gets its answer rather than a cancellation, and it ran once.
+    /// A recorded call that has written the instance's state runs to its end, though its caller cancels it then (as when
+    /// the caller's connection is lost with its proxy or with the manager that forwarded the call): its retry under the
+    /// same identity gets its answer rather than a cancellation, and it ran once. Cancelled before its first write, it
+    /// stops, and nothing of it is kept.
     /// </summary>
     [Fact]
-    public Task A_call_its_caller_cancels_after_it_wrote_state_runs_to_its_end_and_its_retry_gets_the_answer() =>
+    public Task A_call_its_caller_cancels_stops_before_its_first_write_and_runs_to_its_end_after_it() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(2), async cluster =>
         {
             await cluster.WaitForGroupViewAsync(cluster.Managers);
@@ -267,27 +268,36 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
             var passThrough = Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
             var settle = new Method<byte[], byte[]>(MethodType.Unary, "quintet.tests.Probe", "Settle", passThrough, passThrough);
-            using var request = new MemoryStream();
-            ProtoBuf.Serializer.Serialize(request, new Probe.ProbeRequest { TimeoutMs = 1500 });
-            async Task<Probe.ProbeReply> SettleAsync(long sequence, CancellationToken cancellationToken)
+            async Task<Probe.ProbeReply> SettleAsync(string key, long sequence, string behavior, CancellationToken cancellationToken)
             {
-                var headers = new Metadata { { "quintet-call", $"eo-settle-test:{sequence}:{sequence - 1}" } };
-                using var call = client.CreateCallInvoker(Key).AsyncUnaryCall(settle, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(60), cancellationToken), request.ToArray());
+                using var request = new MemoryStream();
+                ProtoBuf.Serializer.Serialize(request, new Probe.ProbeRequest { TimeoutMs = 1500, Behavior = behavior });
+                var headers = new Metadata { { "quintet-call", $"eo-settle-{key}:{sequence}:{sequence - 1}" } };
+                using var call = client.CreateCallInvoker(key).AsyncUnaryCall(settle, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(60), cancellationToken), request.ToArray());
                 return ProtoBuf.Serializer.Deserialize<Probe.ProbeReply>(new MemoryStream(await call.ResponseAsync));
             }
 
-            // The caller gives up half a second in, after the run was counted and written, while it waits.
-            using (var giveUp = new CancellationTokenSource(TimeSpan.FromMilliseconds(500)))
+            async Task AbandonAsync(string key, string behavior)
             {
-                var abandoned = await Assert.ThrowsAsync<RpcException>(() => SettleAsync(1, giveUp.Token));
+                using var giveUp = new CancellationTokenSource(TimeSpan.FromMilliseconds(500));
+                var abandoned = await Assert.ThrowsAsync<RpcException>(() => SettleAsync(key, 1, behavior, giveUp.Token));
                 Assert.Equal(StatusCode.Cancelled, abandoned.StatusCode);
             }
 
-            var retried = await SettleAsync(1, CancellationToken.None);
+            // The caller gives up half a second in, after the run was counted and written, while it waits: the run goes
+            // on to its end, and the retry gets its answer.
+            await AbandonAsync(Key, string.Empty);
+            var retried = await SettleAsync(Key, 1, string.Empty, CancellationToken.None);
             Assert.Equal(1, retried.Token);
-            var next = await SettleAsync(2, CancellationToken.None);
+            var next = await SettleAsync(Key, 2, string.Empty, CancellationToken.None);
             Assert.Equal(2, next.Token);
             output.WriteLine($"{Key} on {retried.Manager}: the abandoned call's retry got run {retried.Token}, the next call run {next.Token}");
+
+            // Given up before it wrote anything: the caller's cancellation stops it, and it never counted.
+            const string Early = "eo-settled-early";
+            await AbandonAsync(Early, "wait-first");
+            var afterEarly = await SettleAsync(Early, 2, string.Empty, CancellationToken.None);
+            Assert.Equal(1, afterEarly.Token);
         });
 
     /// <summary>The BankAccount sample deployed on every manager of the formed cluster.</summary>

@@ -195,11 +195,19 @@ internal sealed partial class ComponentHost
                 }
             }
 
-            // A recorded call runs to its end once it starts, whatever becomes of its caller (a client cancelled, its
-            // connection lost with a proxy or a manager that forwarded it): its answer is recorded, and the caller's retry
-            // under the same identity gets it rather than a cancellation. Only the call's deadline stops it.
-            using var deadlineOnly = recorded is not null && call.Deadline is { } deadline ? new CancellationTokenSource(Max(deadline - DateTimeOffset.UtcNow, TimeSpan.Zero)) : null;
-            var runToken = recorded is null ? cancellationToken : deadlineOnly?.Token ?? CancellationToken.None;
+            // A recorded call that has written the instance's state (its checkpoint stream, its backups) runs to its end,
+            // whatever becomes of its caller (a client that cancelled, a connection lost with a proxy or with the manager
+            // that forwarded it): its answer is recorded, and the caller's retry under the same identity gets it rather
+            // than a cancellation. Before its first write the caller's cancellation stops it, as any call's, since nothing
+            // of it is kept; its deadline stops it at any time.
+            using var run = recorded is null ? null : new CancellationTokenSource();
+            if (run is not null && call.Deadline is { } deadline)
+            {
+                run.CancelAfter(Max(deadline - DateTimeOffset.UtcNow, TimeSpan.Zero));
+            }
+
+            using var callerGone = run is null ? default : cancellationToken.Register(CancelUnlessWritten, (run, shadow));
+            var runToken = run?.Token ?? cancellationToken;
             var started = Stopwatch.GetTimestamp();
             shadow.RunningCall = recorded;
             shadow.BackupStateInCall = null;
@@ -225,12 +233,13 @@ internal sealed partial class ComponentHost
                 }
                 catch (Exception e) when (runToken.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled or StatusCode.DeadlineExceeded })
                 {
-                    // Stopped by the caller, or for a recorded call by its deadline (also where a call the operation
-                    // made, to the backups say, ended for it with the caller's cancellation).
+                    // Stopped by its caller or its deadline (also where a call the operation made, to the backups say,
+                    // ended for it with that cancellation).
                     if (recorded is { } cancelled && (shadow.BackupStateInCall is not null || shadow.WroteCheckpointInCall))
                     {
-                        // It wrote state before it stopped: a retry must not apply it again.
-                        await _completions.RecordAsync(shadow, cancelled, StatusCode.Cancelled, $"{op.Name} was stopped by its deadline after it had written the instance's state; it is not run again.", null, CancellationToken.None);
+                        // It wrote state before it stopped (its deadline passed, or it wrote just as its caller left):
+                        // a retry must not apply it again.
+                        await _completions.RecordAsync(shadow, cancelled, StatusCode.Cancelled, $"{op.Name} was stopped (its deadline passed or its caller cancelled it) after it had written the instance's state; it is not run again.", null, CancellationToken.None);
                     }
 
                     throw e as OperationCanceledException ?? new OperationCanceledException(e.Message, e, runToken);
@@ -289,6 +298,16 @@ internal sealed partial class ComponentHost
     }
 
     private static TimeSpan Max(TimeSpan a, TimeSpan b) => a > b ? a : b;
+
+    /// <summary>The caller left a recorded call: it stops unless it has written the instance's state.</summary>
+    private static void CancelUnlessWritten(object? state)
+    {
+        var (run, shadow) = ((CancellationTokenSource, Shadow))state!;
+        if (shadow.BackupStateInCall is null && !shadow.WroteCheckpointInCall)
+        {
+            run.Cancel();
+        }
+    }
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') failed in {Operation} (request {RequestId})")]
     private static partial void LogCallFailed(ILogger logger, Exception exception, string @class, string key, string operation, string requestId);
