@@ -211,6 +211,30 @@ internal sealed class ClusterConnection : IDisposable
     public void CountRetry() => Interlocked.Increment(ref _retries);
 
     /// <summary>
+    /// The token an attempt on <paramref name="endpoint"/> runs with: the caller's, and also cancelled when the managers'
+    /// view leaves the endpoint's manager out (<paramref name="departure"/>), so that the attempt is made again elsewhere
+    /// at once. <paramref name="linked"/> is the source made to join the two, which the attempt disposes when it ends;
+    /// none is made when only one of the two can be cancelled.
+    /// </summary>
+    public CancellationToken AttemptToken(ManagerEndpoint endpoint, CancellationToken callerToken, out CancellationToken departure, out CancellationTokenSource? linked)
+    {
+        departure = FollowsView ? endpoint.Departure : CancellationToken.None;
+        linked = null;
+        if (!departure.CanBeCanceled)
+        {
+            return callerToken;
+        }
+
+        if (!callerToken.CanBeCanceled)
+        {
+            return departure;
+        }
+
+        linked = CancellationTokenSource.CreateLinkedTokenSource(callerToken, departure);
+        return linked.Token;
+    }
+
+    /// <summary>
     /// Moves calls without a route on to the next configured endpoint if <paramref name="failed"/> is the one in use.
     /// Many calls failing on the same manager at once move it on once, not once each.
     /// </summary>

@@ -202,14 +202,7 @@ internal sealed class ResumedSubscription<TRequest, TResponse> : IAsyncStreamRea
 
         // The attempt also ends when the managers' view leaves its manager out, to be resumed elsewhere at once.
         _attemptCancellation?.Dispose();
-        _attemptCancellation = null;
-        _departure = _connection.FollowsView ? endpoint.Departure : CancellationToken.None;
-        var attemptToken = _options.CancellationToken;
-        if (_departure.CanBeCanceled)
-        {
-            _attemptCancellation = CancellationTokenSource.CreateLinkedTokenSource(_options.CancellationToken, _departure);
-            attemptToken = _attemptCancellation.Token;
-        }
+        var attemptToken = _connection.AttemptToken(endpoint, _options.CancellationToken, out _departure, out _attemptCancellation);
 
         var options = new CallOptions(headers, _options.Deadline, attemptToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
         try

@@ -146,22 +146,7 @@ internal sealed class RoutedCall<TRequest, TResponse> : IDisposable
 
                 var deadline = callerDeadline ?? (_connection.Options.AttemptDeadline is { } perAttempt ? DateTime.UtcNow + perAttempt : null);
                 ClientTelemetry.Attempt(activity, endpoint);
-                // The attempt also ends when the managers' view leaves its manager out, to be retried elsewhere at once.
-                var departure = _connection.FollowsView ? endpoint.Departure : CancellationToken.None;
-                var attemptToken = cancellationToken;
-                CancellationTokenSource? linked = null;
-                if (departure.CanBeCanceled)
-                {
-                    if (cancellationToken.CanBeCanceled)
-                    {
-                        linked = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken, departure);
-                        attemptToken = linked.Token;
-                    }
-                    else
-                    {
-                        attemptToken = departure;
-                    }
-                }
+                var attemptToken = _connection.AttemptToken(endpoint, cancellationToken, out var departure, out var linked);
 
                 var options = new CallOptions(AttemptHeaders(headers), deadline, attemptToken, _options.WriteOptions, _options.PropagationToken, _options.Credentials);
                 AsyncUnaryCall<TResponse> call;

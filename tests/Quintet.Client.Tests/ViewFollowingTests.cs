@@ -43,32 +43,69 @@ public class ViewFollowingTests(ITestOutputHelper output)
         }
     }
 
+    /// <summary>
+    /// Three fake managers that serve view 5; the first (the paused one) holds every call and stream for one key without
+    /// a word, as a stopped process does, and <see cref="Held"/> completes when one reaches it. The client is configured
+    /// with the paused manager alone and without keepalive; it has made one call there and follows view 5 through two
+    /// watches.
+    /// </summary>
+    private sealed class HeldKeySetup(FakeManagers fakes, QuintetClient client, TaskCompletionSource held) : IAsyncDisposable
+    {
+        public FakeManagers Fakes { get; } = fakes;
+
+        public QuintetClient Client { get; } = client;
+
+        public TaskCompletionSource Held { get; } = held;
+
+        public static async Task<HeldKeySetup> StartAsync(string heldKey)
+        {
+            var fakes = await FakeManagers.StartAsync(3);
+            QuintetClient? client = null;
+            try
+            {
+                foreach (var manager in fakes.Managers)
+                {
+                    manager.ServesView = true;
+                }
+
+                Publish(fakes, View(5, fakes[0], fakes[1], fakes[2]));
+                var held = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+                var paused = fakes[0];
+                paused.BeforeAnswer = async (key, aborted) =>
+                {
+                    if (key == heldKey)
+                    {
+                        held.TrySetResult();
+                        await Task.Delay(Timeout.InfiniteTimeSpan, aborted);
+                    }
+                };
+                client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [paused.Endpoint], KeepAliveTime = null, FailoverBudget = TimeSpan.FromSeconds(30) });
+                Assert.Equal(paused.Name, (await client.GetComponent<ICounter>("first").GetAsync(new GetRequest(), CancellationToken.None)).Manager);
+                await WaitUntilAsync(() => client.ManagersView is { ViewId: 5, WatchedOn.Count: 2 }, "the client to follow view 5 through two watches");
+                return new HeldKeySetup(fakes, client, held);
+            }
+            catch
+            {
+                client?.Dispose();
+                await fakes.DisposeAsync();
+                throw;
+            }
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            Client.Dispose();
+            await Fakes.DisposeAsync();
+        }
+    }
+
     [Fact]
     public async Task A_call_in_flight_on_a_manager_the_view_leaves_out_is_retried_elsewhere_at_once_under_the_same_identity()
     {
-        await using var fakes = await FakeManagers.StartAsync(3);
+        // No keepalive, no deadline: only the view can end the attempt held on the paused manager.
+        await using var setup = await HeldKeySetup.StartAsync("k");
+        var (fakes, client, held) = (setup.Fakes, setup.Client, setup.Held);
         var (paused, second, third) = (fakes[0], fakes[1], fakes[2]);
-        foreach (var manager in fakes.Managers)
-        {
-            manager.ServesView = true;
-        }
-
-        Publish(fakes, View(5, paused, second, third));
-
-        // The paused manager holds calls for "k" without an answer, as a stopped process does; no keepalive, no deadline:
-        // only the view can end the attempt.
-        var held = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        paused.BeforeAnswer = async (key, aborted) =>
-        {
-            if (key == "k")
-            {
-                held.TrySetResult();
-                await Task.Delay(Timeout.InfiniteTimeSpan, aborted);
-            }
-        };
-        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [paused.Endpoint], KeepAliveTime = null, FailoverBudget = TimeSpan.FromSeconds(30) });
-        Assert.Equal(paused.Name, (await client.GetComponent<ICounter>("first").GetAsync(new GetRequest(), CancellationToken.None)).Manager);
-        await WaitUntilAsync(() => client.ManagersView is { ViewId: 5, WatchedOn.Count: 2 }, "the client to follow view 5 through two watches");
         Assert.Equal(new[] { paused.Endpoint, second.Endpoint, third.Endpoint }.Order(), client.ManagersView!.Endpoints.Order());
 
         var call = client.GetComponent<ICounter>("k").GetAsync(new GetRequest(), CancellationToken.None);
@@ -109,29 +146,10 @@ public class ViewFollowingTests(ITestOutputHelper output)
     [Fact]
     public async Task A_subscription_on_a_manager_the_view_leaves_out_is_opened_again_elsewhere_at_once()
     {
-        await using var fakes = await FakeManagers.StartAsync(3);
+        // No keepalive: only the view can end the stream held on the paused manager.
+        await using var setup = await HeldKeySetup.StartAsync("s");
+        var (fakes, client, held) = (setup.Fakes, setup.Client, setup.Held);
         var (paused, second, third) = (fakes[0], fakes[1], fakes[2]);
-        foreach (var manager in fakes.Managers)
-        {
-            manager.ServesView = true;
-        }
-
-        Publish(fakes, View(5, paused, second, third));
-
-        // The paused manager holds the stream for "s" without a word, as a stopped process does; no keepalive: only the
-        // view can end the attempt.
-        var held = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        paused.BeforeAnswer = async (key, aborted) =>
-        {
-            if (key == "s")
-            {
-                held.TrySetResult();
-                await Task.Delay(Timeout.InfiniteTimeSpan, aborted);
-            }
-        };
-        using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [paused.Endpoint], KeepAliveTime = null, FailoverBudget = TimeSpan.FromSeconds(30) });
-        Assert.Equal(paused.Name, (await client.GetComponent<ICounter>("first").GetAsync(new GetRequest(), CancellationToken.None)).Manager);
-        await WaitUntilAsync(() => client.ManagersView is { ViewId: 5, WatchedOn.Count: 2 }, "the client to follow view 5 through two watches");
 
         var passThrough = Grpc.Core.Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
         var events = new Grpc.Core.Method<byte[], byte[]>(Grpc.Core.MethodType.ServerStreaming, "samples.counter.Counter", "Events", passThrough, passThrough);

@@ -31,28 +31,15 @@ public partial class ProxyTests
         var history = new ConcurrentQueue<DepositCall>();
         var errors = new ConcurrentQueue<string>();
         using var stop = new CancellationTokenSource();
-        var workers = Enumerable.Range(0, 4).Select(worker => Task.Run(async () =>
-        {
-            // The proxy is this client's only endpoint; it numbers its calls, and the proxy passes the numbers on.
-            using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [proxy.Address], FollowView = false, FailoverBudget = TimeSpan.FromSeconds(30) });
-            var accounts = keys.Select(client.GetComponent<IAccount>).ToArray();
-            for (long sequence = 1; !stop.IsCancellationRequested; sequence++)
-            {
-                var key = (int)((sequence + worker) % keys.Length);
-                var amount = 1 + ((worker * 7919) + (sequence * 31)) % 97;
-                try
-                {
-                    using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-                    var balance = await accounts[key].DepositAsync(new Amount { Value = amount }, bound.Token);
-                    history.Enqueue(new DepositCall(keys[key], $"worker-{worker}", sequence, amount, CallOutcome.Acknowledged, balance.Value, balance.Updates));
-                }
-                catch (Exception e) when (e is RpcException or OperationCanceledException)
-                {
-                    errors.Enqueue($"worker {worker} deposit {sequence}: {(e is RpcException r ? $"{r.StatusCode} {r.Status.Detail}" : e.Message)}");
-                    history.Enqueue(new DepositCall(keys[key], $"worker-{worker}", sequence, amount, CallOutcome.Unknown));
-                }
-            }
-        })).ToList();
+
+        // The proxy is each worker's only endpoint; the worker's client numbers its calls, and the proxy passes the
+        // numbers on.
+        var workers = StartDepositors(
+            keys,
+            () => QuintetClient.Connect(new QuintetClientOptions { Endpoints = [proxy.Address], FollowView = false, FailoverBudget = TimeSpan.FromSeconds(30) }),
+            history,
+            (worker, sequence, e) => errors.Enqueue($"worker {worker} deposit {sequence}: {(e is RpcException r ? $"{r.StatusCode} {r.Status.Detail}" : e.Message)}"),
+            stop.Token);
 
         async Task WaitForAcknowledgedAsync(int count, string what)
         {

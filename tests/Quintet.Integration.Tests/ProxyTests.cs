@@ -205,28 +205,13 @@ public partial class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) 
         var errors = new ConcurrentDictionary<StatusCode, int>();
         using var stop = new CancellationTokenSource();
 
-        // Clients that know nothing of Quintet's identity headers: the proxy numbers their calls. Each worker's calls go
-        // one at a time, named here by worker and number for the checker.
-        var workers = Enumerable.Range(0, 4).Select(worker => Task.Run(async () =>
-        {
-            var accounts = keys.Select(k => QuintetClient.Over(fixture.Channel).GetComponent<IAccount>(k)).ToArray();
-            for (long sequence = 1; !stop.IsCancellationRequested; sequence++)
-            {
-                var key = (int)((sequence + worker) % keys.Length);
-                var amount = 1 + ((worker * 7919) + (sequence * 31)) % 97;
-                try
-                {
-                    using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
-                    var balance = await accounts[key].DepositAsync(new Amount { Value = amount }, bound.Token);
-                    history.Enqueue(new DepositCall(keys[key], $"worker-{worker}", sequence, amount, CallOutcome.Acknowledged, balance.Value, balance.Updates));
-                }
-                catch (Exception e) when (e is RpcException or OperationCanceledException)
-                {
-                    errors.AddOrUpdate(e is RpcException r ? r.StatusCode : StatusCode.Cancelled, 1, (_, n) => n + 1);
-                    history.Enqueue(new DepositCall(keys[key], $"worker-{worker}", sequence, amount, CallOutcome.Unknown));
-                }
-            }
-        })).ToList();
+        // Clients that know nothing of Quintet's identity headers: the proxy numbers their calls.
+        var workers = StartDepositors(
+            keys,
+            () => QuintetClient.Over(fixture.Channel),
+            history,
+            (_, _, e) => errors.AddOrUpdate(e is RpcException r ? r.StatusCode : StatusCode.Cancelled, 1, (_, n) => n + 1),
+            stop.Token);
 
         var observer = QuintetClient.Over(fixture.Channel);
         var loaded = Stopwatch.StartNew();
@@ -276,6 +261,35 @@ public partial class ProxyTests(ProxyFixture fixture, ITestOutputHelper output) 
         await fixture.Cluster.RestartAsync(victim);
         await fixture.Cluster.WaitForGroupViewAsync(fixture.Cluster.Managers);
     }
+
+    /// <summary>
+    /// Four workers, each depositing on <paramref name="keys"/> in turn, one call at a time, through a client of its own
+    /// from <paramref name="connect"/>, until <paramref name="stop"/>. Each call goes into <paramref name="history"/>,
+    /// named by worker and number for the exactly-once checker: acknowledged with the balance it returned, or of unknown
+    /// outcome, which <paramref name="failed"/> is told of (worker, number, exception).
+    /// </summary>
+    private static List<Task> StartDepositors(string[] keys, Func<QuintetClient> connect, ConcurrentQueue<DepositCall> history, Action<int, long, Exception> failed, CancellationToken stop) =>
+        [.. Enumerable.Range(0, 4).Select(worker => Task.Run(async () =>
+        {
+            using var client = connect();
+            var accounts = keys.Select(client.GetComponent<IAccount>).ToArray();
+            for (long sequence = 1; !stop.IsCancellationRequested; sequence++)
+            {
+                var key = (int)((sequence + worker) % keys.Length);
+                var amount = 1 + ((worker * 7919) + (sequence * 31)) % 97;
+                try
+                {
+                    using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(60));
+                    var balance = await accounts[key].DepositAsync(new Amount { Value = amount }, bound.Token);
+                    history.Enqueue(new DepositCall(keys[key], $"worker-{worker}", sequence, amount, CallOutcome.Acknowledged, balance.Value, balance.Updates));
+                }
+                catch (Exception e) when (e is RpcException or OperationCanceledException)
+                {
+                    failed(worker, sequence, e);
+                    history.Enqueue(new DepositCall(keys[key], $"worker-{worker}", sequence, amount, CallOutcome.Unknown));
+                }
+            }
+        }))];
 }
 
 /// <summary>The proxy refuses to listen where anything but this machine could reach it.</summary>

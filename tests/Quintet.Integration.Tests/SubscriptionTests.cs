@@ -44,22 +44,8 @@ public class SubscriptionTests(ITestOutputHelper output)
             var acknowledged = new ConcurrentQueue<long>([first.Updates]);
 
             // The subscriber: every event it reads, in the order it reads them.
-            var received = new ConcurrentQueue<AccountEvent>();
-            using var stopReading = new CancellationTokenSource();
-            var subscriber = Task.Run(async () =>
-            {
-                try
-                {
-                    await foreach (var update in account.EventsAsync(new EventsRequest(), stopReading.Token))
-                    {
-                        received.Enqueue(update);
-                    }
-                }
-                catch (Exception e) when (stopReading.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled })
-                {
-                    // Stopped by the test.
-                }
-            });
+            await using var subscriber = new Subscriber(account);
+            var received = subscriber.Received;
 
             // The depositor, one call at a time; a deposit without an answer may or may not have been applied.
             using var stopDepositing = new CancellationTokenSource();
@@ -88,7 +74,7 @@ public class SubscriptionTests(ITestOutputHelper output)
                 while (received.Count < count)
                 {
                     Assert.True(waited.Elapsed < TimeSpan.FromSeconds(20), $"the subscriber got {received.Count} events, not {count}, in 20 s");
-                    Assert.False(subscriber.IsCompleted, $"the subscription ended: {subscriber.Exception?.GetBaseException()}");
+                    subscriber.AssertReading();
                     await Task.Delay(50);
                 }
             }
@@ -120,8 +106,7 @@ public class SubscriptionTests(ITestOutputHelper output)
                 await Task.Delay(50);
             }
 
-            await stopReading.CancelAsync();
-            await subscriber;
+            await subscriber.StopAsync();
 
             // The checker: updates 1..n, each once, in order; every acknowledged deposit among them; the events came
             // from the first owner, the promoted backup and the migration's target.
@@ -151,22 +136,8 @@ public class SubscriptionTests(ITestOutputHelper output)
             var account = client.GetComponent<IAccount>(Unreplicated);
             var acknowledged = new ConcurrentQueue<long>([(await account.DepositAsync(new Amount { Value = 1 }, CancellationToken.None)).Updates]);
 
-            var received = new ConcurrentQueue<AccountEvent>();
-            using var stopReading = new CancellationTokenSource();
-            var subscriber = Task.Run(async () =>
-            {
-                try
-                {
-                    await foreach (var update in account.EventsAsync(new EventsRequest(), stopReading.Token))
-                    {
-                        received.Enqueue(update);
-                    }
-                }
-                catch (Exception e) when (stopReading.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled })
-                {
-                    // Stopped by the test.
-                }
-            });
+            await using var subscriber = new Subscriber(account);
+            var received = subscriber.Received;
 
             async Task DepositAndWaitAsync(int deposits)
             {
@@ -179,7 +150,7 @@ public class SubscriptionTests(ITestOutputHelper output)
                 while (received.LastOrDefault()?.Update != acknowledged.Last())
                 {
                     Assert.True(waited.Elapsed < TimeSpan.FromSeconds(30), $"the subscriber got updates up to {received.LastOrDefault()?.Update}, not {acknowledged.Last()}, in 30 s");
-                    Assert.False(subscriber.IsCompleted, $"the subscription ended: {subscriber.Exception?.GetBaseException()}");
+                    subscriber.AssertReading();
                     await Task.Delay(50);
                 }
             }
@@ -190,14 +161,61 @@ public class SubscriptionTests(ITestOutputHelper output)
             await cluster.WaitForGroupViewAsync([.. cluster.Managers.Where(m => m != owner)]);
             await DepositAndWaitAsync(5);
 
-            await stopReading.CancelAsync();
-            await subscriber;
+            await subscriber.StopAsync();
             var last = acknowledged.Last();
             output.WriteLine($"{Unreplicated}: {received.Count} events; owner {owner.Name} killed after update 5; then served by {received.Last().Manager}");
             Assert.Equal(10, last);
             AssertEveryUpdateOnceInOrder(received, last, acknowledged);
             Assert.NotEqual(owner.Name, received.Last().Manager);
         });
+
+    /// <summary>Reads an account's events, in the order they come, until the test stops it.</summary>
+    private sealed class Subscriber : IAsyncDisposable
+    {
+        private readonly CancellationTokenSource _stop = new();
+        private readonly Task _reading;
+
+        public Subscriber(IAccount account) =>
+            _reading = Task.Run(async () =>
+            {
+                try
+                {
+                    await foreach (var update in account.EventsAsync(new EventsRequest(), _stop.Token))
+                    {
+                        Received.Enqueue(update);
+                    }
+                }
+                catch (Exception e) when (_stop.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled })
+                {
+                    // Stopped by the test.
+                }
+            });
+
+        public ConcurrentQueue<AccountEvent> Received { get; } = new();
+
+        /// <summary>Fails the test if the subscription ended before the test stopped it.</summary>
+        public void AssertReading() =>
+            Assert.False(_reading.IsCompleted, $"the subscription ended: {_reading.Exception?.GetBaseException()}");
+
+        /// <summary>Stops reading; throws what ended the subscription if it was not the stop.</summary>
+        public async Task StopAsync()
+        {
+            await _stop.CancelAsync();
+            await _reading;
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            if (!_stop.IsCancellationRequested)
+            {
+                // A test that failed before it stopped reading: the subscription ends with it, its own failure is reported.
+                await _stop.CancelAsync();
+                await _reading.ContinueWith(_ => { }, TaskScheduler.Default);
+            }
+
+            _stop.Dispose();
+        }
+    }
 
     /// <summary>The checker: updates 1..<paramref name="last"/>, each once, in order, every acknowledged deposit among them.</summary>
     private static void AssertEveryUpdateOnceInOrder(IEnumerable<AccountEvent> received, long last, IEnumerable<long> acknowledged)

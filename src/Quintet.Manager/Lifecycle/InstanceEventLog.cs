@@ -309,7 +309,7 @@ internal sealed class InstanceEventLog
             {
                 if (whole || entry.Position > after)
                 {
-                    message.Entries.Add(new EventEntry { Position = entry.Position, Type = entry.Type, Payload = ByteString.CopyFrom(entry.Payload) });
+                    message.Entries.Add(ToEntry(entry));
                 }
             }
 
@@ -335,12 +335,15 @@ internal sealed class InstanceEventLog
                     continue;
                 }
 
-                message.Entries.Add(new EventEntry { Position = entry.Position, Type = entry.Type, Payload = ByteString.CopyFrom(entry.Payload) });
+                message.Entries.Add(ToEntry(entry));
             }
 
             return message;
         }
     }
+
+    private static EventEntry ToEntry(InstanceEvent entry) =>
+        new() { Position = entry.Position, Type = entry.Type, Payload = ByteString.CopyFrom(entry.Payload) };
 
     /// <summary>A log received whole from another manager (a migrating instance, a backup's copy); every event committed.</summary>
     public static InstanceEventLog FromMessage(EventLog message, int maxEvents, long maxBytes)

@@ -119,18 +119,9 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
 
     /// <summary>
     /// The component's bytes of a stream entry; its records, if framed, go into <paramref name="records"/> (when not
-    /// null). An entry without the frame is the component's bytes as they are.
-    /// </summary>
-    internal static ReadOnlyMemory<byte> Unframe(ReadOnlyMemory<byte> entry, InstanceCompletions? records)
-    {
-        InstanceEventLog? ignored = null;
-        return Unframe(entry, records, ref ignored, null);
-    }
-
-    /// <summary>
-    /// <see cref="Unframe(ReadOnlyMemory{byte}, InstanceCompletions?)"/>, and the entry's events applied to
-    /// <paramref name="events"/> (the log as the stream holds it so far) when <paramref name="restore"/> is given: a
-    /// checkpoint's replace it, a log record's extend it.
+    /// null), and its events are applied to <paramref name="events"/> (the log as the stream holds it so far) when
+    /// <paramref name="restore"/> is given: a checkpoint's replace it, a log record's extend it. An entry without the frame
+    /// is the component's bytes as they are.
     /// </summary>
     internal static ReadOnlyMemory<byte> Unframe(ReadOnlyMemory<byte> entry, InstanceCompletions? records, ref InstanceEventLog? events, InstanceEvents? restore)
     {
