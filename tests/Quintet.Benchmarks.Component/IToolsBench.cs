@@ -13,6 +13,12 @@ public interface IToolsBench
     /// <summary>Sets an entry of the shared dictionary <c>bench</c>; returns once it is applied at this manager.</summary>
     Task<BenchReply> SetAsync(SetRequest request, CancellationToken cancellationToken);
 
+    /// <summary>
+    /// Reads an entry of the shared dictionary <c>bench</c>: from this manager's replica, or, with
+    /// <see cref="GetRequest.Linearizable"/>, through the total order.
+    /// </summary>
+    Task<GetReply> GetAsync(GetRequest request, CancellationToken cancellationToken);
+
     /// <summary>Sets an entry of the durable shared dictionary <c>bench-durable</c>; returns once a majority of the managers hold it on disk.</summary>
     Task<BenchReply> SetDurableAsync(SetRequest request, CancellationToken cancellationToken);
 
@@ -40,6 +46,32 @@ public sealed class SetRequest
     /// <summary>The entry's key.</summary>
     [ProtoMember(1)]
     public string Key { get; set; } = string.Empty;
+
+    /// <summary>Its value.</summary>
+    [ProtoMember(2)]
+    public byte[] Value { get; set; } = [];
+}
+
+/// <summary>An entry to read.</summary>
+[ProtoContract]
+public sealed class GetRequest
+{
+    /// <summary>The entry's key.</summary>
+    [ProtoMember(1)]
+    public string Key { get; set; } = string.Empty;
+
+    /// <summary>Read through the total order (<c>GetLinearizableAsync</c>) instead of from the local replica.</summary>
+    [ProtoMember(2)]
+    public bool Linearizable { get; set; }
+}
+
+/// <summary>An entry read.</summary>
+[ProtoContract]
+public sealed class GetReply
+{
+    /// <summary>Whether the dictionary holds the key.</summary>
+    [ProtoMember(1)]
+    public bool Found { get; set; }
 
     /// <summary>Its value.</summary>
     [ProtoMember(2)]

@@ -34,6 +34,20 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
     }
 
     /// <inheritdoc />
+    public async Task<GetReply> GetAsync(GetRequest request, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(request);
+        if (request.Linearizable)
+        {
+            return await _dictionary!.GetLinearizableAsync(request.Key, cancellationToken) is { } read
+                ? new GetReply { Found = true, Value = read.ToArray() }
+                : new GetReply();
+        }
+
+        return _dictionary!.TryGet(request.Key, out var value) ? new GetReply { Found = true, Value = value.ToArray() } : new GetReply();
+    }
+
+    /// <inheritdoc />
     public async Task<BenchReply> SetDurableAsync(SetRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);

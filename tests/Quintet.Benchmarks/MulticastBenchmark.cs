@@ -20,7 +20,8 @@ internal static class MulticastBenchmark
     /// <param name="managerCounts">The cluster sizes to measure.</param>
     /// <param name="rate">Messages per second each manager offers; 1 000 000 or more: as fast as the group accepts.</param>
     /// <param name="tls">Whether the managers are secured with certificates (mutual TLS between them) or run open.</param>
-    public static async Task RunAsync(int seconds, int failovers, int[] managerCounts, int rate, bool tls = false)
+    /// <param name="jgroups">Whether to measure the JGroups peer beside each row.</param>
+    public static async Task RunAsync(int seconds, int failovers, int[] managerCounts, int rate, bool tls = false, bool jgroups = true)
     {
         var window = TimeSpan.FromSeconds(seconds);
         using var certificates = tls ? LocalCertificates.Create() : null;
@@ -28,13 +29,20 @@ internal static class MulticastBenchmark
         Console.WriteLine(rate >= 1_000_000
             ? "Throughput is messages delivered per second at the slowest member; every member sends at full speed."
             : $"Throughput is messages delivered per second at the slowest member; every member offers {rate} messages per second.");
+        var jgroupsFolder = Path.Combine(Path.GetTempPath(), "quintet-bench-multicast", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture), "jgroups");
+        var jgroupsMissing = jgroups ? await JGroupsPeer.PrepareAsync(jgroupsFolder) : "left out (--no-jgroups)";
+        Console.WriteLine(jgroupsMissing is null
+            ? "Peer: JGroups 2.12 (Debian's libjgroups-java), one JVM per member on loopback, its tcp.xml stack; total order with its SEQUENCER protocol, atomic rows without it (FIFO per sender). Same rates and windows, measured after Quintet's managers are stopped."
+            : $"Peer: JGroups {jgroupsMissing}; its columns stay empty.");
         Console.WriteLine();
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"{"managers",8} {"bytes",6} {"ordering",9} {"group/s",10} {"raw/s",10} {"ratio",6} {"p50 ms",8} {"p99 ms",8} {"p50@200/s",10} {"p99@200/s",10}"));
+            $"{"managers",8} {"bytes",6} {"ordering",9} {"group/s",10} {"raw/s",10} {"ratio",6} {"p50 ms",8} {"p99 ms",8} {"p50@200/s",10} {"p99@200/s",10} {"jgroups/s",10} {"÷jg",6} {"jg p50",8} {"jg p99",8} {"jg p50@200",11} {"jg p99@200",11}"));
         foreach (var managers in managerCounts)
         {
             foreach (var bytes in new[] { 64, 1024 })
             {
+                var rows = new List<(string Name, double Throughput, double Raw, double P50, double P99, double LightP50, double LightP99)>();
+
                 // A fresh cluster per size: an overload in one configuration must not spill into the next.
                 try
                 {
@@ -44,15 +52,30 @@ internal static class MulticastBenchmark
                     {
                         var (throughput, p50, p99) = await MeasureGroupAsync(cluster, bytes, fraction, rate, window);
                         var (_, lightP50, lightP99) = await MeasureGroupAsync(cluster, bytes, fraction, 200, TimeSpan.FromSeconds(3));
-                        Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-                            $"{managers,8} {bytes,6} {name,9} {throughput,10:F0} {raw,10:F0} {throughput / raw,6:F2} {p50,8:F1} {p99,8:F1} {lightP50,10:F1} {lightP99,10:F1}"));
+                        rows.Add((name, throughput, raw, p50, p99, lightP50, lightP99));
                     }
                 }
                 catch (Exception ex) when (ex is RpcException or TimeoutException or InvalidOperationException)
                 {
                     Console.WriteLine($"{managers,8} {bytes,6} failed: {ex.GetType().Name}: {ex.Message.Split('\n')[0]}");
+                    continue;
+                }
+
+                foreach (var row in rows)
+                {
+                    var peer = jgroupsMissing is null ? await MeasureJGroupsAsync(jgroupsFolder, managers, bytes, row.Name == "total", rate, window) : null;
+                    var peerColumns = peer is { } p
+                        ? $"{p.Throughput,10:F0} {row.Throughput / p.Throughput,6:F2} {p.P50,8:F1} {p.P99,8:F1} {p.LightP50,11:F1} {p.LightP99,11:F1}"
+                        : $"{"–",10} {"",6} {"",8} {"",8} {"",11} {"",11}";
+                    Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                        $"{managers,8} {bytes,6} {row.Name,9} {row.Throughput,10:F0} {row.Raw,10:F0} {row.Throughput / row.Raw,6:F2} {row.P50,8:F1} {row.P99,8:F1} {row.LightP50,10:F1} {row.LightP99,10:F1} {peerColumns}"));
                 }
             }
+        }
+
+        if (jgroupsMissing is null)
+        {
+            Directory.Delete(Path.GetDirectoryName(jgroupsFolder)!, recursive: true);
         }
 
         if (failovers > 0)
@@ -106,6 +129,62 @@ internal static class MulticastBenchmark
         var p50 = after.Select(s => s.LatencyP50Ms).Order().ElementAt(after.Length / 2);
         var p99 = after.Max(s => s.LatencyP99Ms);
         return (throughput, p50, p99);
+    }
+
+    /// <summary>
+    /// The JGroups peer of one row, on a group of its own started for it: throughput at the slowest member under
+    /// <paramref name="rate"/>, then latency at 200 messages per second per member, as <see cref="MeasureGroupAsync"/>
+    /// measures the managers group; null (with the reason printed) when the group fails.
+    /// </summary>
+    private static async Task<(double Throughput, double P50, double P99, double LightP50, double LightP99)?> MeasureJGroupsAsync(
+        string folder, int members, int bytes, bool totalOrder, int rate, TimeSpan window)
+    {
+        try
+        {
+            await using var peer = await JGroupsPeer.StartAsync(folder, members, totalOrder);
+            async Task<(double Rate, double P50, double P99)> MeasureAsync(double offered, TimeSpan length)
+            {
+                await peer.RunAsync(offered, bytes);
+                await Task.Delay(Warmup);
+                var before = await peer.MarkAsync(); // also resets the latency samples
+                var clock = Stopwatch.StartNew();
+                await Task.Delay(length);
+                var after = await peer.MarkAsync();
+                var elapsed = clock.Elapsed.TotalSeconds;
+                await peer.RunAsync(0, bytes);
+                await DrainedAsync(peer);
+                var throughput = before.Zip(after, (b, a) => (a.Delivered - b.Delivered) / elapsed).Min();
+                return (throughput, after.Select(m => m.P50Ms).Order().ElementAt(after.Length / 2), after.Max(m => m.P99Ms));
+            }
+
+            // The sequencer of a group sending at full speed can be seconds behind when the senders stop: the light-load
+            // window waits until every member has delivered its backlog (at most 30 s), or it would time the backlog.
+            static async Task DrainedAsync(JGroupsPeer peer)
+            {
+                var drained = Stopwatch.StartNew();
+                long last = -1;
+                while (drained.Elapsed < TimeSpan.FromSeconds(30))
+                {
+                    await Task.Delay(TimeSpan.FromMilliseconds(500));
+                    var delivered = (await peer.MarkAsync()).Sum(m => m.Delivered);
+                    if (delivered == last && drained.Elapsed >= TimeSpan.FromSeconds(2))
+                    {
+                        return;
+                    }
+
+                    last = delivered;
+                }
+            }
+
+            var (throughput, p50, p99) = await MeasureAsync(rate, window);
+            var (_, lightP50, lightP99) = await MeasureAsync(200, TimeSpan.FromSeconds(3));
+            return (throughput, p50, p99, lightP50, lightP99);
+        }
+        catch (Exception ex) when (ex is TimeoutException or InvalidOperationException or IOException)
+        {
+            Console.WriteLine($"JGroups, {members} members, {bytes} B, {(totalOrder ? "total" : "atomic")}: {ex.Message.Split('\n')[0]}");
+            return null;
+        }
     }
 
     private static async Task SetWorkloadAsync(LocalCluster cluster, double rate, int bytes, double totalFraction) =>

@@ -1,7 +1,7 @@
 // Figures of Quintet, each beside a peer measured in the same run:
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- cluster [--runs 10 --peer-runs 5 --sizes 3,5,9,16]
 //   (--sizes: the figures at each cluster size, the peer's at the first)
-//   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N --tls]
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- multicast [--seconds 5 --failovers 5 --managers 3,5 --rate N --tls --no-jgroups]
 //   (--rate: messages per second per manager; the default is as fast as the group accepts them)
 //   (--tls: the managers secured with certificates, so the cluster port and the group port use mutual TLS)
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- calls [--seconds 5 --concurrency 1,64 --instances 100000 --tls]
@@ -80,7 +80,8 @@ if (args.Length > 0 && args[0] == "multicast")
         Arguments.Int(args, "--failovers", 5),
         Arguments.Ints(args, "--managers", [3, 5]),
         Arguments.Int(args, "--rate", 1_000_000),
-        tls: args.Contains("--tls"));
+        tls: args.Contains("--tls"),
+        jgroups: !args.Contains("--no-jgroups"));
     return;
 }
 

@@ -97,15 +97,28 @@ internal static class ToolsBenchmark
         var version = redis.Connection.GetServers()[0].Version.ToString();
         var db = redis.Connection.GetDatabase();
         var figures = new Dictionary<int, LoadFigures>();
+        var gets = new Dictionary<int, LoadFigures>();
         foreach (var writers in concurrencies)
         {
             Progress($"redis-server (pid {redis.ProcessId}): SET with {writers} writers");
             Func<int, long, Task> set = (worker, n) => db.StringSetAsync(Key(worker, n), value);
             await LoadRun.MeasureAsync(writers, Warmup, set);
             figures[writers] = await ProcessCpu.ChargeAsync([redis.ProcessId], () => LoadRun.MeasureAsync(writers, window, set));
+
+            // The keys the sets just wrote; a miss fails the call, so that reads of nothing are not counted.
+            Progress($"redis-server (pid {redis.ProcessId}): GET with {writers} writers");
+            Func<int, long, Task> get = async (worker, n) =>
+            {
+                if ((await db.StringGetAsync(Key(worker, n))).IsNull)
+                {
+                    throw new InvalidOperationException($"GET {Key(worker, n)} found nothing.");
+                }
+            };
+            await LoadRun.MeasureAsync(writers, Warmup, get);
+            gets[writers] = await ProcessCpu.ChargeAsync([redis.ProcessId], () => LoadRun.MeasureAsync(writers, window, get));
         }
 
-        return new PeerFigures($"redis-server {version}", figures, []);
+        return new PeerFigures($"redis-server {version}", figures, [], gets);
     }
 
     private static async Task<PeerFigures> MeasureRedisWaitAsync(string folder, int[] concurrencies, TimeSpan window, byte[] value)
@@ -169,6 +182,8 @@ internal static class ToolsBenchmark
         await WarmUpAsync(probes.Values.ToArray(), value);
         var noop = new Dictionary<int, LoadFigures>();
         var set = new Dictionary<int, LoadFigures>();
+        var get = new Dictionary<int, LoadFigures>();
+        var getLinearizable = new Dictionary<int, LoadFigures>();
         var append = new Dictionary<int, LoadFigures>();
         var syncs = new Dictionary<int, StoreCounters>();
         var setInside = new Dictionary<int, LoadFigures>();
@@ -186,6 +201,18 @@ internal static class ToolsBenchmark
             var noopRequest = new NoopRequest();
             noop[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, _) => instances[worker].NoopAsync(noopRequest, CancellationToken.None));
             set[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, n) => instances[worker].SetAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None));
+
+            // Reads of the keys the sets just wrote, on the same instances: from the local replica, and through the total order.
+            foreach (var (figures, linearizable) in new[] { (get, false), (getLinearizable, true) })
+            {
+                figures[writers] = await WarmAndMeasureAsync(pids, writers, window, async (worker, n) =>
+                {
+                    if (!(await instances[worker].GetAsync(new GetRequest { Key = Key(worker, n), Linearizable = linearizable }, CancellationToken.None)).Found)
+                    {
+                        throw new InvalidOperationException($"The dictionary holds no {Key(worker, n)}.");
+                    }
+                });
+            }
 
             var record = new AppendRequest { Record = value };
             Func<int, long, Task> appendCall = (worker, _) => instances[worker].AppendAsync(record, CancellationToken.None);
@@ -215,7 +242,7 @@ internal static class ToolsBenchmark
 
         var routes = client.Statistics;
         Console.WriteLine($"  client: {routes.Calls} calls, {routes.ForwardedCalls} passed on by a manager that did not own the instance, {routes.Retries} retried");
-        return new QuintetFigures(noop, set, append, syncs, setInside, setInsideAway, appendInside, durable, durableInside, durableSyncs);
+        return new QuintetFigures(noop, set, get, getLinearizable, append, syncs, setInside, setInsideAway, appendInside, durable, durableInside, durableSyncs);
     }
 
     /// <summary>
@@ -355,6 +382,19 @@ internal static class ToolsBenchmark
             Row(writers, "no-op call", quintet.Noop[writers], redis?.Figures[writers]);
         }
 
+        Console.WriteLine("1b. Reads of the keys just set, through a component on the same instances: from the manager's own replica");
+        Console.WriteLine($"   (TryGet) and through the total order (GetLinearizableAsync), beside {redis?.Name ?? "redis-server (not run)"} GET; the no-op call again.");
+        Console.WriteLine("   Target: the local read's p50 and cpu within 1.1× the no-op call's (reads stay local).");
+        Header("quintet", "redis GET");
+        foreach (var writers in concurrencies)
+        {
+            Row(writers, "get local", quintet.Get[writers], redis?.Gets?[writers]);
+            Row(writers, "get lineariz.", quintet.GetLinearizable[writers], redis?.Gets?[writers]);
+            Row(writers, "no-op call", quintet.Noop[writers], redis?.Gets?[writers]);
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"   {writers,7} local read ÷ no-op call: rate {quintet.Get[writers].Rate / quintet.Noop[writers].Rate:F2}, p50 {quintet.Get[writers].P50 / quintet.Noop[writers].P50:F2}, cpu {quintet.Get[writers].CpuMicrosPerCall / quintet.Noop[writers].CpuMicrosPerCall:F2}"));
+        }
+
         Console.WriteLine();
         var store = quintet.Syncs.Values.Select(c => c.StoreType).FirstOrDefault(t => t.Length > 0) ?? "?";
         Console.WriteLine($"2. Checkpoint log AppendAsync through a component (Context.Checkpoints: {store}), beside {etcd?.Name ?? "etcd (not run)"} put.");
@@ -478,11 +518,13 @@ internal static class ToolsBenchmark
         }
     }
 
-    private sealed record PeerFigures(string Name, Dictionary<int, LoadFigures> Figures, Dictionary<int, long> Syncs);
+    private sealed record PeerFigures(string Name, Dictionary<int, LoadFigures> Figures, Dictionary<int, long> Syncs, Dictionary<int, LoadFigures>? Gets = null);
 
     private sealed record QuintetFigures(
         Dictionary<int, LoadFigures> Noop,
         Dictionary<int, LoadFigures> Set,
+        Dictionary<int, LoadFigures> Get,
+        Dictionary<int, LoadFigures> GetLinearizable,
         Dictionary<int, LoadFigures> Append,
         Dictionary<int, StoreCounters> Syncs,
         Dictionary<int, LoadFigures> SetInside,
