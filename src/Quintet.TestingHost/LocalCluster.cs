@@ -405,22 +405,35 @@ public sealed class LocalCluster : IAsyncDisposable
     }
 
     /// <summary>
-    /// The first manager starts alone and seeds the others, which start together once it listens. Started before their
-    /// seed listens, they would find its cluster port closed, and remoting would gate its address (for
-    /// <c>retry-gate-closed-for</c>, some 10 s) and drop their join until the gate opened: 10 to 15 s lost, where the
-    /// head start costs about one process start.
+    /// The first manager starts alone and seeds the others, which start together once it listens, at most
+    /// <see cref="LocalClusterOptions.StartTogether"/> at a time, each wave once the managers before it are Up in every
+    /// view. Started before their seed listens, they would find its cluster port closed, and remoting would gate its
+    /// address (for <c>retry-gate-closed-for</c>, some 10 s) and drop their join until the gate opened: 10 to 15 s lost,
+    /// where the head start costs about one process start.
     /// </summary>
     private async Task<List<ManagerProcess>> StartFirstThenOthersAsync(IProgress<string>? progress, CancellationToken cancellationToken)
     {
         var first = await AddManagerAsync(cancellationToken);
         progress?.Report($"{first.Name} listening at {first.GrpcEndpoint} (cluster {first.ClusterAddress})");
-        var others = await Task.WhenAll(Enumerable.Range(1, _options.InitialManagers - 1).Select(async _ =>
+        List<ManagerProcess> started = [first];
+        var wave = Math.Max(1, _options.StartTogether);
+        while (started.Count < _options.InitialManagers)
         {
-            var manager = await AddManagerAsync(cancellationToken);
-            progress?.Report($"{manager.Name} listening at {manager.GrpcEndpoint} (cluster {manager.ClusterAddress})");
-            return manager;
-        }));
-        return [first, .. others];
+            if (started.Count > 1)
+            {
+                await WaitForViewAsync(started, cancellationToken);
+            }
+
+            var count = Math.Min(wave, _options.InitialManagers - started.Count);
+            started.AddRange(await Task.WhenAll(Enumerable.Range(0, count).Select(async _ =>
+            {
+                var manager = await AddManagerAsync(cancellationToken);
+                progress?.Report($"{manager.Name} listening at {manager.GrpcEndpoint} (cluster {manager.ClusterAddress})");
+                return manager;
+            })));
+        }
+
+        return started;
     }
 
     private void EnsureOwned(ManagerProcess manager)

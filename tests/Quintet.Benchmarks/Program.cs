@@ -242,7 +242,18 @@ namespace Quintet.Benchmarks
             TimeSpan? detection = null;
             while (since.Elapsed < timeout)
             {
-                var views = await Task.WhenAll(survivors.Select(s => cluster.ViewOfAsync(s)));
+                Quintet.Protocol.Admin.ListManagersResponse[] views;
+                try
+                {
+                    views = await Task.WhenAll(survivors.Select(s => cluster.ViewOfAsync(s)));
+                }
+                catch (Grpc.Core.RpcException e) when (e.StatusCode is Grpc.Core.StatusCode.DeadlineExceeded or Grpc.Core.StatusCode.Unavailable)
+                {
+                    // A survivor too busy to answer in time (sixteen managers on two cores, the leader just killed):
+                    // asked again, within the same bound.
+                    continue;
+                }
+
                 var at = since.Elapsed;
                 var seen = views.Select(v => v.Managers.FirstOrDefault(m => m.Address == address)).ToList();
                 if (detection is null && seen.All(m => m is null || !m.Reachable))
