@@ -268,23 +268,31 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [.. cluster.Managers.Select(m => m.GrpcEndpoint)], FailoverBudget = TimeSpan.FromSeconds(30) });
             var passThrough = Marshallers.Create(static (byte[] bytes) => bytes, static bytes => bytes);
             var settle = new Method<byte[], byte[]>(MethodType.Unary, "quintet.tests.Probe", "Settle", passThrough, passThrough);
+            var where = new Method<byte[], byte[]>(MethodType.Unary, "quintet.tests.Probe", "Where", passThrough, passThrough);
             async Task<Probe.ProbeReply> SettleAsync(string key, long sequence, string behavior, CancellationToken cancellationToken)
             {
                 using var request = new MemoryStream();
-                ProtoBuf.Serializer.Serialize(request, new Probe.ProbeRequest { TimeoutMs = 1500, Behavior = behavior });
+                ProtoBuf.Serializer.Serialize(request, new Probe.ProbeRequest { TimeoutMs = 3000, Behavior = behavior });
                 var headers = new Metadata { { "quintet-call", $"eo-settle-{key}:{sequence}:{sequence - 1}" } };
                 using var call = client.CreateCallInvoker(key).AsyncUnaryCall(settle, null, new CallOptions(headers, DateTime.UtcNow.AddSeconds(60), cancellationToken), request.ToArray());
                 return ProtoBuf.Serializer.Deserialize<Probe.ProbeReply>(new MemoryStream(await call.ResponseAsync));
             }
 
+            // The instance is activated first, by a call that writes nothing: on a loaded machine the first call's
+            // activation can outlast the caller's patience, and the abandoned call must be running when the caller leaves.
             async Task AbandonAsync(string key, string behavior)
             {
-                using var giveUp = new CancellationTokenSource(TimeSpan.FromMilliseconds(500));
+                using (var activation = client.CreateCallInvoker(key).AsyncUnaryCall(where, null, new CallOptions(deadline: DateTime.UtcNow.AddSeconds(60)), ProtoBufBytes(new Probe.ProbeRequest())))
+                {
+                    await activation.ResponseAsync;
+                }
+
+                using var giveUp = new CancellationTokenSource(TimeSpan.FromSeconds(1));
                 var abandoned = await Assert.ThrowsAsync<RpcException>(() => SettleAsync(key, 1, behavior, giveUp.Token));
                 Assert.Equal(StatusCode.Cancelled, abandoned.StatusCode);
             }
 
-            // The caller gives up half a second in, after the run was counted and written, while it waits: the run goes
+            // The caller gives up a second in, after the run was counted and written, while it waits 3 s: the run goes
             // on to its end, and the retry gets its answer.
             await AbandonAsync(Key, string.Empty);
             var retried = await SettleAsync(Key, 1, string.Empty, CancellationToken.None);
@@ -299,6 +307,13 @@ public class ExactlyOnceTests(ITestOutputHelper output)
             var afterEarly = await SettleAsync(Early, 2, string.Empty, CancellationToken.None);
             Assert.Equal(1, afterEarly.Token);
         });
+
+    private static byte[] ProtoBufBytes<T>(T message)
+    {
+        using var bytes = new MemoryStream();
+        ProtoBuf.Serializer.Serialize(bytes, message);
+        return bytes.ToArray();
+    }
 
     /// <summary>The BankAccount sample deployed on every manager of the formed cluster.</summary>
     private static async Task DeployAccountsAsync(LocalCluster cluster)

@@ -195,6 +195,9 @@ internal sealed partial class ComponentHost
                 }
             }
 
+            // A caller that left while the call waited for its turn or its activation: the call does not start.
+            cancellationToken.ThrowIfCancellationRequested();
+
             // A recorded call that has written the instance's state (its checkpoint stream, its backups) runs to its end,
             // whatever becomes of its caller (a client that cancelled, a connection lost with a proxy or with the manager
             // that forwarded it): its answer is recorded, and the caller's retry under the same identity gets it rather

@@ -138,6 +138,8 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
             return [];
         }
 
+        // As for the checkpoint stream: an update its call's cancellation refuses before it leaves marks nothing written.
+        cancellationToken.ThrowIfCancellationRequested();
         var sequence = ++shadow.BackupSequence;
         var bytes = state.ToArray();
         if (shadow.RunningCall is not null && !eventsOnly)

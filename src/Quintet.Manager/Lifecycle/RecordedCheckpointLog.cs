@@ -55,6 +55,9 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
     /// <inheritdoc />
     public async Task<long> WriteCheckpointAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken = default)
     {
+        // Framing marks the running call as having written state (it may land from here on): a write its call's
+        // cancellation refuses before it starts must not, or the call would be kept as stopped after a write it never made.
+        cancellationToken.ThrowIfCancellationRequested();
         var (table, written) = Table(whole: true);
         var (events, eventsThrough) = Events(whole: true);
         var position = await _inner.WriteCheckpointAsync(Frame(table, state.Span, events), cancellationToken);
@@ -65,6 +68,9 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
     /// <inheritdoc />
     public async Task<long> AppendAsync(ReadOnlyMemory<byte> record, CancellationToken cancellationToken = default)
     {
+        // Framing marks the running call as having written state (it may land from here on): a write its call's
+        // cancellation refuses before it starts must not, or the call would be kept as stopped after a write it never made.
+        cancellationToken.ThrowIfCancellationRequested();
         var (table, written) = Table(whole: false);
         var (events, eventsThrough) = Events(whole: false);
         var position = await _inner.AppendAsync(Frame(table, record.Span, events), cancellationToken);

@@ -73,6 +73,27 @@ public sealed class RecordedCheckpointLogTests : IDisposable
         return log.Append("Samples.Probe.Changed", [value]);
     }
 
+    /// <summary>
+    /// A write its call's cancellation refuses before it starts leaves the call unwritten: the caller's cancellation may
+    /// then stop the call, and its retry runs it, rather than getting a CANCELLED kept for a write that never happened.
+    /// </summary>
+    [Fact]
+    public async Task A_write_refused_by_a_cancelled_call_does_not_mark_the_call_as_having_written()
+    {
+        var (shadow, log) = Owner("refused");
+        shadow.RunningCall = new ClientCallId("c1", 1, 0);
+        using var cancelled = new CancellationTokenSource();
+        await cancelled.CancelAsync();
+
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => log.AppendAsync(new byte[] { 1 }, cancelled.Token));
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => log.WriteCheckpointAsync(new byte[] { 2 }, cancelled.Token));
+
+        Assert.False(shadow.WroteCheckpointInCall);
+        var recovery = await Owner("refused").Log.RecoverAsync();
+        Assert.Null(recovery.Checkpoint);
+        Assert.Empty(recovery.Log);
+    }
+
     [Fact]
     public async Task A_manager_that_recovers_the_stream_answers_each_call_the_stream_holds_and_marks_the_last_one_pending()
     {
