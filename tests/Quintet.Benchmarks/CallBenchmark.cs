@@ -192,23 +192,16 @@ internal static class CallBenchmark
 
     private static async Task<(double Rate, double P50, double P99)> RunPythonAsync(string script, string target, string key, int seconds, string payload)
     {
-        var start = new ProcessStartInfo("/usr/bin/python3") { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
-        foreach (var argument in new[] { script, target, key, seconds.ToString(CultureInfo.InvariantCulture), "/samples.counter.Counter/Add", payload })
+        var (code, output, error) = await ChildProgram.RunAsync(
+            "/usr/bin/python3",
+            [script, target, key, seconds.ToString(CultureInfo.InvariantCulture), "/samples.counter.Counter/Add", payload],
+            TimeSpan.FromSeconds(seconds + 60));
+        if (code != 0)
         {
-            start.ArgumentList.Add(argument);
+            throw new InvalidOperationException($"The Python caller failed ({code}): {error}");
         }
 
-        using var process = Process.Start(start) ?? throw new InvalidOperationException("python3 did not start.");
-        var stdout = process.StandardOutput.ReadToEndAsync();
-        var stderr = process.StandardError.ReadToEndAsync();
-        using var bound = new CancellationTokenSource(TimeSpan.FromSeconds(seconds + 60));
-        await process.WaitForExitAsync(bound.Token);
-        var text = (await stdout).Trim();
-        if (process.ExitCode != 0)
-        {
-            throw new InvalidOperationException($"The Python caller failed ({process.ExitCode}): {await stderr}");
-        }
-
+        var text = output.Trim();
         var figures = text.Split(' ').Select(f => double.Parse(f, CultureInfo.InvariantCulture)).ToArray();
         return (figures[0], figures[1], figures[2]);
     }

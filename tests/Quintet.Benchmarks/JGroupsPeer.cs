@@ -26,7 +26,7 @@ internal sealed class JGroupsPeer : IAsyncDisposable
     {
         try
         {
-            await DebianPackages.EnsureAsync(FindOnPath("javac") is null ? ["libjgroups-java", "default-jdk-headless"] : ["libjgroups-java"]);
+            await DebianPackages.EnsureAsync(ChildProgram.FindOnPath("javac") is null ? ["libjgroups-java", "default-jdk-headless"] : ["libjgroups-java"]);
         }
         catch (InvalidOperationException e)
         {
@@ -35,8 +35,8 @@ internal sealed class JGroupsPeer : IAsyncDisposable
 
         Directory.CreateDirectory(folder);
         var source = Path.Combine(AppContext.BaseDirectory, "jgroups", "JGroupsMember.java");
-        var (code, output) = await RunAsync("javac", "-cp", JGroupsJar, "-d", folder, source);
-        return code == 0 ? null : $"javac failed with exit code {code}: {output.Trim()}";
+        var (code, output, error) = await ChildProgram.RunAsync("javac", ["-cp", JGroupsJar, "-d", folder, source], TimeSpan.FromMinutes(2));
+        return code == 0 ? null : $"javac failed with exit code {code}: {(output + error).Trim()}";
     }
 
     /// <summary>Starts <paramref name="members"/> members in <paramref name="folder"/> (compiled by <see cref="PrepareAsync"/>) and waits until each sees all.</summary>
@@ -134,27 +134,6 @@ internal sealed class JGroupsPeer : IAsyncDisposable
 
     /// <summary>A member's count of delivered messages, and its own messages' latency percentiles in milliseconds.</summary>
     public readonly record struct Mark(long Delivered, double P50Ms, double P99Ms);
-
-    private static string? FindOnPath(string program) =>
-        (Environment.GetEnvironmentVariable("PATH") ?? string.Empty).Split(':', StringSplitOptions.RemoveEmptyEntries)
-            .Select(directory => Path.Combine(directory, program))
-            .FirstOrDefault(File.Exists);
-
-    private static async Task<(int Code, string Output)> RunAsync(string program, params string[] arguments)
-    {
-        var info = new ProcessStartInfo(program) { RedirectStandardOutput = true, RedirectStandardError = true, UseShellExecute = false };
-        foreach (var argument in arguments)
-        {
-            info.ArgumentList.Add(argument);
-        }
-
-        using var process = Process.Start(info) ?? throw new InvalidOperationException($"Could not start {program}.");
-        var output = process.StandardOutput.ReadToEndAsync();
-        var error = process.StandardError.ReadToEndAsync();
-        using var bound = new CancellationTokenSource(TimeSpan.FromMinutes(2));
-        await process.WaitForExitAsync(bound.Token);
-        return (process.ExitCode, await output + await error);
-    }
 
     /// <summary>One member process: commands on its standard input, answers on its standard output, its log in a file.</summary>
     private sealed class Member : IAsyncDisposable

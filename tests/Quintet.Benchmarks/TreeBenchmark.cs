@@ -179,20 +179,10 @@ internal static class TreeBenchmark
     {
         // A moment for the last queries' and activations' work to end.
         await Task.Delay(TimeSpan.FromSeconds(5));
-        var before = cluster.Managers.Sum(m => CpuMilliseconds(m.ProcessId));
+        int[] pids = [.. cluster.Managers.Select(m => m.ProcessId)];
+        var before = ProcessCpu.Of(pids);
         var clock = Stopwatch.StartNew();
         await Task.Delay(TimeSpan.FromSeconds(10));
-        var after = cluster.Managers.Sum(m => CpuMilliseconds(m.ProcessId));
-        return (after - before) / clock.Elapsed.TotalSeconds;
-    }
-
-    private static double CpuMilliseconds(int pid)
-    {
-        // Fields 14 and 15 of /proc/<pid>/stat, after the command's closing parenthesis: utime and stime in clock ticks
-        // (USER_HZ, 100 on Linux).
-        var stat = File.ReadAllText($"/proc/{pid}/stat");
-        var fields = stat[(stat.LastIndexOf(')') + 2)..].Split(' ');
-        var ticks = long.Parse(fields[11], CultureInfo.InvariantCulture) + long.Parse(fields[12], CultureInfo.InvariantCulture);
-        return ticks * 1000.0 / 100;
+        return (ProcessCpu.Of(pids) - before).TotalMilliseconds / clock.Elapsed.TotalSeconds;
     }
 }

@@ -55,10 +55,7 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
     /// <inheritdoc />
     public async Task<long> WriteCheckpointAsync(ReadOnlyMemory<byte> state, CancellationToken cancellationToken = default)
     {
-        // Framing marks the running call as having written state (it may land from here on): a write its call's
-        // cancellation refuses before it starts must not, or the call would be kept as stopped after a write it never made.
-        cancellationToken.ThrowIfCancellationRequested();
-        var (table, written) = Table(whole: true);
+        var (table, written) = Table(whole: true, cancellationToken);
         var (events, eventsThrough) = Events(whole: true);
         var position = await _inner.WriteCheckpointAsync(Frame(table, state.Span, events), cancellationToken);
         Written(written, events, eventsThrough);
@@ -68,10 +65,7 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
     /// <inheritdoc />
     public async Task<long> AppendAsync(ReadOnlyMemory<byte> record, CancellationToken cancellationToken = default)
     {
-        // Framing marks the running call as having written state (it may land from here on): a write its call's
-        // cancellation refuses before it starts must not, or the call would be kept as stopped after a write it never made.
-        cancellationToken.ThrowIfCancellationRequested();
-        var (table, written) = Table(whole: false);
+        var (table, written) = Table(whole: false, cancellationToken);
         var (events, eventsThrough) = Events(whole: false);
         var position = await _inner.AppendAsync(Frame(table, record.Span, events), cancellationToken);
         Written(written, events, eventsThrough);
@@ -171,8 +165,11 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
     /// The table a write carries, and the answers it writes down: the whole table for a checkpoint, the answers not
     /// written yet for a log record; with the running call pending either way.
     /// </summary>
-    private (CompletionTable? Table, int Answers) Table(bool whole)
+    private (CompletionTable? Table, int Answers) Table(bool whole, CancellationToken cancellationToken)
     {
+        // The write marks the running call as having written state (it may land from here on); a write its call's
+        // cancellation refuses before it starts must not, or the call would be kept as stopped after a write it never made.
+        cancellationToken.ThrowIfCancellationRequested();
         if (_shadow is not { } shadow)
         {
             return (null, 0);
