@@ -9,7 +9,7 @@ public class ManagerStartupTests
 {
     private static readonly TimeSpan ExitBound = TimeSpan.FromSeconds(60);
 
-    private static async Task<(int ExitCode, string Error)> RunManagerAsync(params string[] args)
+    internal static async Task<(int ExitCode, string Error)> RunManagerAsync(params string[] args)
     {
         var info = new ProcessStartInfo("dotnet")
         {

@@ -21,6 +21,14 @@ internal sealed class ManagerProblems
         _problems.TryAdd(subject, problem);
     }
 
+    /// <summary>Records a problem about <paramref name="subject"/>, or replaces the one recorded: for a problem whose sentence says how things stand now (an extension's count of slow calls).</summary>
+    public void Set(string subject, string problem)
+    {
+        ArgumentException.ThrowIfNullOrEmpty(subject);
+        ArgumentException.ThrowIfNullOrEmpty(problem);
+        _problems[subject] = problem;
+    }
+
     /// <summary>Takes back the problem about <paramref name="subject"/>: the manager mended it.</summary>
     public void Clear(string subject) => _problems.TryRemove(subject, out _);
 

@@ -2,6 +2,7 @@ using System.Net.Sockets;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Extensions;
 using Quintet.Manager.Lifetime;
 
 namespace Quintet.Manager.Hosting;
@@ -54,6 +55,10 @@ public static class ManagerHost
         catch (ClusterStartException ex)
         {
             return Fail(IsAddressInUse(ex) ? ManagerExitCode.PortUnavailable : ManagerExitCode.StartFailed, "cannot start", [ex.Message]);
+        }
+        catch (ExtensionStartException ex)
+        {
+            return Fail(ManagerExitCode.StartFailed, "cannot start", [ex.Message]);
         }
         catch (IOException ex) when (IsAddressInUse(ex))
         {

@@ -12,6 +12,7 @@ using Quintet.Manager.Admin;
 using Quintet.Manager.Components;
 using Quintet.Manager.Configuration;
 using Quintet.Manager.Diagnostics;
+using Quintet.Manager.Extensions;
 using Quintet.Manager.Health;
 using Quintet.Manager.Internal;
 using Quintet.Manager.Invocation;
@@ -43,7 +44,7 @@ public static class ManagerHostingExtensions
     /// <c>local</c> (for example <c>manager => manager.Services.AddPostgreSqlCheckpointStore()</c>), which
     /// <c>Quintet:Store:Kind</c> may then name.
     /// </param>
-    /// <exception cref="ConfigurationErrorException">A setting is unknown, unreadable or invalid, or <c>Quintet:Store:Kind</c> names no kind registered (the message lists those).</exception>
+    /// <exception cref="ConfigurationErrorException">A setting is unknown, unreadable or invalid, <c>Quintet:Store:Kind</c> names no kind registered (the message lists those), or an extension of <c>Quintet:Extensions</c> cannot be loaded.</exception>
     /// <exception cref="PortInUseException">A configured port is already taken.</exception>
     public static WebApplicationBuilder UseQuintetManager(this WebApplicationBuilder builder, Action<IQuintetManagerBuilder>? configure = null)
     {
@@ -52,6 +53,7 @@ public static class ManagerHostingExtensions
         CheckpointStoreServiceCollectionExtensions.AddBuiltInKinds(kinds);
         configure?.Invoke(new QuintetManagerBuilder(builder.Services, builder.Configuration));
         var settings = StartupSettings.Load(builder.Configuration, kinds);
+        var extensions = ExtensionLoader.Load(settings.Extensions, builder.Environment.ContentRootPath);
         PortCheck.EnsureFree(settings.GrpcHost, settings.Manager.GrpcPort, $"{ManagerOptions.SectionName}:GrpcPort");
         PortCheck.EnsureFree(settings.Cluster.Host, settings.Cluster.Port, $"{ClusterOptions.SectionName}:Port");
 
@@ -241,6 +243,18 @@ public static class ManagerHostingExtensions
                 kestrel.ListenLocalhost(settings.Manager.GrpcPort, Http2);
             }
         });
+
+        // Last, so that the extensions start after every service of the manager's own, and before its endpoint listens.
+        builder.Services.AddSingleton(sp => new ManagerExtensions(
+            extensions,
+            settings.NodeName,
+            sp.GetRequiredService<IConfiguration>(),
+            sp.GetRequiredService<ILoggerFactory>(),
+            sp.GetRequiredService<ManagerProblems>(),
+            sp.GetRequiredService<CallObservers>(),
+            sp.GetRequiredService<ILogger<ManagerExtensions>>()));
+        builder.Services.AddSingleton<IManagerReportPart>(sp => sp.GetRequiredService<ManagerExtensions>());
+        builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerExtensions>());
 
         AddTelemetry(builder, settings.NodeName);
         return builder;

@@ -4,6 +4,7 @@ using System.Reflection;
 using Microsoft.Extensions.Options;
 using Quintet.Core.Cluster;
 using Quintet.Manager.Configuration;
+using Quintet.Manager.Extensions;
 using Quintet.Manager.Persistence;
 using Quintet.Persistence;
 using Quintet.Security;
@@ -32,7 +33,13 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         (EventLogOptions.SectionName, typeof(EventLogOptions)),
         (Quintet.Core.Groups.GroupsOptions.SectionName, typeof(Quintet.Core.Groups.GroupsOptions)),
         (Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, typeof(Quintet.Manager.Diagnostics.DiagnosticsOptions)),
+
+        // A list: each entry's settings are those of the type.
+        (ExtensionOptions.SectionName, typeof(ExtensionOptions)),
     ];
+
+    /// <summary>The entries of <c>Quintet:Extensions</c>, disabled ones included; their assemblies are not loaded yet.</summary>
+    public IReadOnlyList<ExtensionOptions> Extensions { get; init; } = [];
 
     /// <summary>The gRPC host actually used: <see cref="ManagerOptions.GrpcHost"/>, or the cluster host.</summary>
     public string GrpcHost => Manager.GrpcHost ?? Cluster.Host;
@@ -59,6 +66,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         var events = Bind<EventLogOptions>(configuration, EventLogOptions.SectionName, failures);
         var securityOptions = Bind<SecurityOptions>(configuration, SecurityOptions.SectionName, failures);
         var audit = Bind<Quintet.Manager.Security.AuditOptions>(configuration, Quintet.Manager.Security.AuditOptions.SectionName, failures);
+        var extensions = ExtensionOptions.Read(configuration, failures);
         if (audit is { MaxEntries: < 100 })
         {
             failures.Add($"{Quintet.Manager.Security.AuditOptions.SectionName}:MaxEntries: {audit.MaxEntries} is too small; keep at least 100 entries.");
@@ -107,7 +115,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
             throw new ConfigurationErrorException(failures);
         }
 
-        return new StartupSettings(cluster, manager, store, structures, security);
+        return new StartupSettings(cluster, manager, store, structures, security) { Extensions = extensions };
     }
 
     /// <summary>

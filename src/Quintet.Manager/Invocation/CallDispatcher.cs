@@ -3,6 +3,7 @@ using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Components;
+using Quintet.Manager.Extensions;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
 
@@ -14,7 +15,7 @@ namespace Quintet.Manager.Invocation;
 /// bytes to the owner. Calls that reach a manager whose copy of the directory lags are held until it catches up rather
 /// than bounced back; calls on an instance that moves while they wait are routed again, a few hops at most.
 /// </summary>
-internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwarding, CallStatistics statistics)
+internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwarding, CallStatistics statistics, CallObservers observers)
 {
     private const int MaxHops = 4;
 
@@ -57,9 +58,10 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
 
         // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs
         // every call in the one total order anyway), rather than passing it to the owner.
+        var replicaStarted = observers.Active ? Stopwatch.GetTimestamp() : 0;
         if (!op.IsStream && host.TryCallLocalReplica(id, componentClass.Qos, op, call.Service, call.Request, cancellationToken) is { } replicated)
         {
-            return new InvocationResult(await replicated, null);
+            return new InvocationResult(observers.Active ? await ObservedAsync(replicated, componentClass, call, replicaStarted) : await replicated, null);
         }
 
         var caughtUp = false;
@@ -136,6 +138,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                 // Counted as served here when the instance ran it, whatever its outcome; not when it had left meanwhile.
                 var started = Stopwatch.GetTimestamp();
                 var ran = true;
+                var status = StatusCode.OK;
                 try
                 {
                     if (await host.ServeHereAsync(componentClass, op, call.Key, route.Epoch, call.Service, call.Request, call.Info, cancellationToken) is { } served)
@@ -145,11 +148,21 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
 
                     ran = false;
                 }
+                catch (Exception e)
+                {
+                    status = StatusOf(e, call);
+                    throw;
+                }
                 finally
                 {
                     if (ran)
                     {
-                        statistics.Record(Stopwatch.GetElapsedTime(started));
+                        var elapsed = Stopwatch.GetElapsedTime(started);
+                        statistics.Record(elapsed);
+                        if (observers.Active)
+                        {
+                            observers.Notify(new Quintet.Extensions.CompletedCall(componentClass.Name, call.Service, call.Operation, call.Key, call.Info.Caller, (int)status, elapsed));
+                        }
                     }
                 }
             }
@@ -161,6 +174,33 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
             }
         }
     }
+
+    /// <summary>Tells the extensions' observers of a call a live active replica here served (only while there are some).</summary>
+    private async Task<byte[]> ObservedAsync(Task<byte[]> reply, ComponentClass componentClass, ComponentInvocation call, long started)
+    {
+        var status = StatusCode.OK;
+        try
+        {
+            return await reply;
+        }
+        catch (Exception e)
+        {
+            status = StatusOf(e, call);
+            throw;
+        }
+        finally
+        {
+            observers.Notify(new Quintet.Extensions.CompletedCall(componentClass.Name, call.Service, call.Operation, call.Key, call.Info.Caller, (int)status, Stopwatch.GetElapsedTime(started)));
+        }
+    }
+
+    /// <summary>The status a call that threw <paramref name="e"/> ends with, as the telemetry step reads it.</summary>
+    private static StatusCode StatusOf(Exception e, ComponentInvocation call) => e switch
+    {
+        InvocationException invocation => invocation.Code,
+        OperationCanceledException => call.Info.Deadline is { } deadline && deadline <= DateTimeOffset.UtcNow ? StatusCode.DeadlineExceeded : StatusCode.Cancelled,
+        _ => StatusCode.Unknown,
+    };
 
     /// <summary>Refuses, before anything is placed, a subscription this manager cannot serve, saying why.</summary>
     /// <exception cref="InvocationException">Numbered for completion records (<c>FAILED_PRECONDITION</c>, with the

@@ -54,6 +54,7 @@ internal static class InvocationPipelineServiceCollectionExtensions
     {
         services.AddSingleton<PeerForwarding>();
         services.AddSingleton<CallStatistics>();
+        services.AddSingleton<Extensions.CallObservers>();
         services.AddSingleton<Peers.IManagerReportPart>(sp => sp.GetRequiredService<CallStatistics>());
         services.AddSingleton<CallDispatcher>();
         services.AddSingleton<IInvocationStep, CallTelemetryStep>();

@@ -17,6 +17,11 @@ internal sealed class PackageLoadContext(string name, string directory) : Assemb
         "protobuf-net",
         "protobuf-net.Core",
         "Microsoft.Extensions.Logging.Abstractions",
+
+        // What Quintet.Abstractions depends on besides (for the manager extension interface), so a package need not carry it.
+        "Microsoft.Extensions.DependencyInjection.Abstractions",
+        "Microsoft.Extensions.Configuration.Abstractions",
+        "Microsoft.Extensions.Primitives",
     };
 
 
