@@ -59,6 +59,24 @@ public class ClusterShowCommandTests
         Assert.Contains("No space left on device", json, StringComparison.Ordinal);
     }
 
+    [Fact]
+    public async Task The_extensions_a_manager_runs_are_printed_below_the_table()
+    {
+        await using var manager = await FakeManager.StartAsync("manager-1");
+        manager.Cluster[0].Report.Extensions.Add("slow-calls (Samples.SlowCalls.SlowCallsExtension)");
+        var plain = manager.Describe();
+        plain.Address = "akka.tcp://quintet@manager-2:4053";
+        plain.Report.NodeName = "manager-2";
+        manager.Cluster.Add(plain);
+
+        var (code, output, error) = await RunAsync("cluster", "show", "--endpoint", manager.Endpoint);
+
+        Assert.Equal(0, code);
+        Assert.Empty(error);
+        Assert.Contains("manager-1 runs extensions: slow-calls (Samples.SlowCalls.SlowCallsExtension)", output, StringComparison.Ordinal);
+        Assert.DoesNotContain("manager-2 runs", output, StringComparison.Ordinal);
+    }
+
     [Theory]
     [InlineData("not a url")]
     [InlineData("ftp://127.0.0.1:5053")]

@@ -27,6 +27,11 @@ internal static class ClusterView
                 console.MarkupLine($"[red]{Markup.Escape(m.Report.NodeName)}[/]: {Markup.Escape(problem)}");
             }
         }
+
+        foreach (var m in view.Managers.Where(m => m.Report is { Extensions.Count: > 0 }).OrderBy(m => m.Report.NodeName, StringComparer.Ordinal))
+        {
+            console.MarkupLine($"{Markup.Escape(m.Report.NodeName)} runs extensions: {Markup.Escape(string.Join(", ", m.Report.Extensions))}");
+        }
     }
 
     public static Table ToTable(ListManagersResponse view)
