@@ -58,10 +58,11 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
 
         // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs
         // every call in the one total order anyway), rather than passing it to the owner.
+        // Timed only while someone observes calls (the manager's statistics count the calls its owners serve, not these).
         var replicaStarted = observers.Active ? Stopwatch.GetTimestamp() : 0;
         if (!op.IsStream && host.TryCallLocalReplica(id, componentClass.Qos, op, call.Service, call.Request, cancellationToken) is { } replicated)
         {
-            return new InvocationResult(observers.Active ? await ObservedAsync(replicated, componentClass, call, replicaStarted) : await replicated, null);
+            return new InvocationResult(replicaStarted != 0 ? await ObservedAsync(replicated, componentClass, call, replicaStarted) : await replicated, null);
         }
 
         var caughtUp = false;
