@@ -135,6 +135,48 @@ public sealed class ConsoleComponentTests : BunitContext
     }
 
     [Fact]
+    public void A_management_module_shows_its_view_to_a_reader_and_no_action()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+        var cut = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+
+        cut.WaitForAssertion(() => Assert.Contains("balance", cut.Find(".management-result").TextContent));
+        Assert.Contains("Account administration", cut.Find(".management-panel h4").TextContent);
+        Assert.Contains("1234", cut.Find(".management-result").TextContent);
+        Assert.Empty(cut.FindAll(".management-action"));
+    }
+
+    [Fact]
+    public void An_operator_runs_an_action_of_the_management_module_after_confirming_and_a_bad_value_never_leaves_the_page()
+    {
+        AddAuthorization().SetAuthorized("olga").SetRoles("operator");
+        var cut = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+        cut.WaitForAssertion(() => Assert.Contains("1234", cut.Find(".management-result").TextContent));
+
+        // The operator's action is offered; the admin's (Close) is not.
+        var freeze = cut.Find(".management-action[data-operation=Freeze]");
+        Assert.Empty(cut.FindAll(".management-action[data-operation=Close]"));
+
+        // A value of the wrong kind is caught on the page: nothing is sent.
+        freeze.QuerySelector("input[name=reason]")!.Change("fraud review");
+        cut.Find(".management-action[data-operation=Freeze] input[name=days]").Change("three");
+        cut.Find(".management-action[data-operation=Freeze] .management-run").Click();
+        cut.Find(".management-action[data-operation=Freeze] .management-confirm").Click();
+        cut.WaitForAssertion(() => Assert.Contains("days 'three' is not an integer", cut.Find(".management-action[data-operation=Freeze] .call-error").TextContent));
+        Assert.Empty(_admin.Actions);
+
+        // Asked first, then run with the form's values; the view shows what it changed.
+        cut.Find(".management-action[data-operation=Freeze] input[name=days]").Change("3");
+        cut.Find(".management-action[data-operation=Freeze] .management-run").Click();
+        Assert.Contains("Freeze this account?", cut.Find(".confirmation").TextContent);
+        Assert.Empty(_admin.Actions);
+        cut.Find(".management-action[data-operation=Freeze] .management-confirm").Click();
+        cut.WaitForAssertion(() => Assert.Contains("Freeze: done on manager-1", cut.Find(".management-action[data-operation=Freeze] .call-done").TextContent));
+        Assert.Equal(["manage acct-00001 Freeze {\"reason\":\"fraud review\",\"days\":3}"], _admin.Actions);
+        cut.WaitForAssertion(() => Assert.Contains("fraud review", cut.Find(".management-result").TextContent));
+    }
+
+    [Fact]
     public void A_refused_action_shows_the_status_and_the_managers_message()
     {
         AddAuthorization().SetAuthorized("olga").SetRoles("operator");

@@ -120,7 +120,34 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     public Task<ListAuditEntriesResponse> ListAuditEntriesAsync(ListAuditEntriesRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListAuditEntriesResponse { Entries = { new AuditEntry { Caller = "alice", Action = "/quintet.admin.v1.ComponentAdmin/DeployPackage", Result = "OK", Manager = "manager-1" } } });
 
-    public Task<ListPackagesResponse> ListPackagesAsync(CancellationToken cancellationToken) => Task.FromResult(new ListPackagesResponse());
+    /// <summary>Whether the fake account is frozen, by its management module's Freeze action.</summary>
+    public string FrozenReason { get; private set; } = "";
+
+    /// <summary>The management module of Bank.Account: a view, an operator's action with a reason to give and a confirmation, an admin's action.</summary>
+    public static ManagementModuleInfo AccountAdministration { get; } = new()
+    {
+        Contract = "acme.bank.AccountAdministration",
+        Title = "Account administration",
+        Operations =
+        {
+            new ManagementOperationInfo { Operation = "Describe", Label = "Account", IsView = true, Role = "reader" },
+            new ManagementOperationInfo { Operation = "Freeze", Label = "Freeze", Role = "operator", Confirmation = "Freeze this account?", Fields = { new ManagementFieldInfo { Name = "reason", Kind = "string" }, new ManagementFieldInfo { Name = "days", Kind = "integer" } } },
+            new ManagementOperationInfo { Operation = "Close", Label = "Close", Role = "admin" },
+        },
+    };
+
+    public Task<ListPackagesResponse> ListPackagesAsync(CancellationToken cancellationToken) =>
+        Task.FromResult(new ListPackagesResponse { Packages = { new PackageInfo { Name = "Bank", Version = "1.0.0", Classes = { new ComponentClassInfo { ClassName = "Bank.Account", Contracts = { "acme.bank.Teller", AccountAdministration.Contract }, Management = { AccountAdministration } } } } } });
+
+    public Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ManagementResponse { Manager = "manager-1", ResultJson = $$"""{"balance":1234,"frozen":{{(FrozenReason.Length > 0 ? "true" : "false")}},"frozenReason":"{{FrozenReason}}"}""" });
+
+    public async Task<ManagementResponse> RunManagementActionAsync(ManagementRequest request, CancellationToken cancellationToken)
+    {
+        var response = await Act($"manage {request.Key} {request.Operation} {request.ArgumentsJson}", new ManagementResponse { Manager = "manager-1", ResultJson = """{"frozen":true}""" });
+        FrozenReason = System.Text.Json.JsonDocument.Parse(request.ArgumentsJson).RootElement.GetProperty("reason").GetString()!;
+        return response;
+    }
 
     public Task<ListInstancesResponse> ListInstancesAsync(string? managerEndpoint, ListInstancesRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListInstancesResponse { Instances = { new InstanceInfo { ClassName = request.ClassName, Key = request.Keys.FirstOrDefault() ?? "", Calls = 42, Errors = 1, P50Ms = 0.4, P99Ms = 2.5 } } });

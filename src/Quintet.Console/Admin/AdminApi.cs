@@ -94,6 +94,14 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetDrainProgressAsync(new GetDrainProgressRequest { Manager = manager }, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
+    public Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetManagementViewAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ManagementResponse> RunManagementActionAsync(ManagementRequest request, CancellationToken cancellationToken) =>
+        ActAsync("management action", $"{request.ClassName}/{request.Key} {request.Operation} {request.ArgumentsJson}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).RunManagementActionAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
     public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
         ActAsync("set role members", $"{package} {role}", (invoker, call) => new ComponentRoles.ComponentRolesClient(invoker).SetRoleMembersAsync(new RoleMembersRequest { Package = package, Role = role, Members = { members } }, call).ResponseAsync, cancellationToken);
 

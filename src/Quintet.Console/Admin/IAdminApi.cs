@@ -66,6 +66,12 @@ public interface IAdminApi
     /// <summary>ComponentAdmin/GetDrainProgress: how far a manager's running (or last) drain got.</summary>
     Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken);
 
+    /// <summary>ComponentAdmin/GetManagementView: runs a view of a class's management module on one instance.</summary>
+    Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/RunManagementAction: runs an action of a class's management module on one instance (audited).</summary>
+    Task<ManagementResponse> RunManagementActionAsync(ManagementRequest request, CancellationToken cancellationToken);
+
     /// <summary>ComponentRoles/SetRoleMembers: replaces the members of a role a package declares.</summary>
     Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken);
 }
