@@ -120,6 +120,9 @@ internal static class TreeBenchmark
             ["first page, one class"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { ClassName = "Samples.Counter.CounterComponent" }, expected: 100)),
             ["key prefix (100 match)"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { KeyPrefix = prefix }, expected: 100)),
             ["one manager's, first page"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { Manager = owner }, expected: 100)),
+
+            // The console's list jumped to its end: the last page by its offset, not after every page before it.
+            ["last page by offset (100)"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { Offset = instances - 100 }, expected: 100)),
         };
 
         // Every page in turn, 1000 at a time, as a listing that scrolls to the end reads them: the time per page.

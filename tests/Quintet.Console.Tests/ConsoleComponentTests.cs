@@ -52,16 +52,40 @@ public sealed class ConsoleComponentTests : BunitContext
         Assert.Equal(100_000, first.TotalItemCount);
         Assert.Equal("acct-00000", first.Items.First().Key);
 
-        // Pages 1 and 2 (keys 190..229) need page 1's token, which page 0 gave, so two more fetches and no more.
+        // Keys 190..229 are on pages 1 and 2: two more fetches, by offset, and no more.
         var later = await pages.ProvideAsync(new ItemsProviderRequest(190, 40, CancellationToken.None));
         Assert.Equal(3, pages.Fetches);
         Assert.Equal(["acct-00190", "acct-00229"], [later.Items.First().Key, later.Items.Last().Key]);
         Assert.All(admin.TreeRequests, r => Assert.Equal(InstancePages.PageSize, r.PageSize));
         Assert.All(admin.TreeRequests, r => Assert.Equal("Bank.Account", r.ClassName));
+        Assert.Equal([0, 100, 200], admin.TreeRequests.Select(r => r.Offset));
 
         // Scrolling back within the kept pages asks nothing.
         await pages.ProvideAsync(new ItemsProviderRequest(100, 40, CancellationToken.None));
         Assert.Equal(3, pages.Fetches);
+
+        // A jump to the end asks for the last page alone, not the 996 pages before it.
+        var end = await pages.ProvideAsync(new ItemsProviderRequest(99_980, 40, CancellationToken.None));
+        Assert.Equal(4, pages.Fetches);
+        Assert.Equal(99_900, admin.TreeRequests[^1].Offset);
+        Assert.Equal(["acct-99980", "acct-99999"], [end.Items.First().Key, end.Items.Last().Key]);
+    }
+
+    [Fact]
+    public async Task A_listing_longer_than_the_furthest_offset_lists_up_to_it_and_says_so()
+    {
+        var admin = new FakeAdminApi(instances: 300_000);
+        var pages = new InstancePages(new GetClusterTreeRequest(), admin.GetClusterTreeAsync);
+
+        var first = await pages.ProvideAsync(new ItemsProviderRequest(0, 40, CancellationToken.None));
+        Assert.Equal(InstancePages.MaxOffset + InstancePages.PageSize, first.TotalItemCount);
+        Assert.Equal(300_000, pages.Total);
+        Assert.True(pages.Capped);
+        var last = await pages.ProvideAsync(new ItemsProviderRequest(InstancePages.MaxOffset + 60, 40, CancellationToken.None));
+        Assert.Equal(InstancePages.MaxOffset, admin.TreeRequests[^1].Offset);
+        Assert.Equal(40, last.Items.Count());
+        Assert.Empty((await pages.ProvideAsync(new ItemsProviderRequest(InstancePages.MaxOffset + 100, 40, CancellationToken.None))).Items);
+        Assert.All(admin.TreeRequests, r => Assert.InRange(r.Offset, 0, InstancePages.MaxOffset));
     }
 
     [Fact]

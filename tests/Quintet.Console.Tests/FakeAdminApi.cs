@@ -58,7 +58,7 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
         }
 
         var size = request.PageSize == 0 ? 100 : request.PageSize;
-        var start = request.PageToken.Length == 0 ? 0 : int.Parse(request.PageToken, System.Globalization.CultureInfo.InvariantCulture);
+        var start = (request.PageToken.Length == 0 ? 0 : int.Parse(request.PageToken, System.Globalization.CultureInfo.InvariantCulture)) + request.Offset;
         var response = new GetClusterTreeResponse { ClusterName = "quintet", AnsweredBy = "manager-1", MatchingInstances = instances, Packages = { Bank } };
         response.Managers.AddRange(ManagerNames.Select(Manager));
         for (var i = start; i < Math.Min(instances, start + size); i++)

@@ -57,6 +57,17 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
 
         Assert.Equal(5, pages);
         Assert.Equal(keys, seen.Select(i => i.Key));
+
+        // A listing jumps to any position: the same instances at an offset as the pages gave, without the pages before.
+        var jumped = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, Offset = 20 }, deadline: Soon);
+        Assert.Equal(keys[20..], jumped.Instances.Select(i => i.Key));
+        Assert.Empty(jumped.NextPageToken);
+        Assert.Equal(23, jumped.MatchingInstances);
+        var middle = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, Offset = 7 }, deadline: Soon);
+        Assert.Equal(keys[7..12], middle.Instances.Select(i => i.Key));
+        var onwards = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, PageToken = middle.NextPageToken }, deadline: Soon);
+        Assert.Equal(keys[12..17], onwards.Instances.Select(i => i.Key));
+        Assert.Empty((await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, Offset = 23 }, deadline: Soon)).Instances);
         var names = fixture.Cluster.Managers.Select(m => m.Name).ToHashSet();
         Assert.All(seen, i =>
         {
@@ -93,6 +104,7 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         }
 
         await Refused(StatusCode.InvalidArgument, "page_token", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageToken = "not-a-token" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.InvalidArgument, "offset must be between 0 and 200000", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { Offset = -1 }, deadline: Soon).ResponseAsync);
         await Refused(StatusCode.InvalidArgument, "page_size must be between 1 and 1000", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageSize = 5000 }, deadline: Soon).ResponseAsync);
         await Refused(StatusCode.NotFound, "No manager named 'manager-9'", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { Manager = "manager-9" }, deadline: Soon).ResponseAsync);
         await Refused(StatusCode.NotFound, "No deployed class is named 'Nope'", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = "Nope" }, deadline: Soon).ResponseAsync);
