@@ -151,6 +151,9 @@ public sealed class ConsoleComponentTests : BunitContext
 
         instance.Find("#retire").Click();
         instance.WaitForAssertion(() => Assert.Contains("Retired on manager-1", instance.Markup));
+        instance.Find("#reactivate").Click();
+        instance.WaitForAssertion(() => Assert.Contains("Activated on manager-1", instance.Markup));
+        _admin.Actions.Remove("reactivate acct-00001");
         drain.Find("#drain").Click();
         Assert.Equal(["retire acct-00001"], _admin.Actions);
         drain.Find("#drain-confirm").Click();

@@ -168,6 +168,9 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     public Task<RetireInstanceResponse> RetireInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
         Act($"retire {key}", new RetireInstanceResponse { Manager = "manager-1", WasActive = true, Epoch = 1 });
 
+    public Task<ReactivateInstanceResponse> ReactivateInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
+        Act($"reactivate {key}", new ReactivateInstanceResponse { Manager = "manager-1", Activated = true, Epoch = 1, ElapsedMs = 3 });
+
     public Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken) =>
         Act($"drain {manager}", new DrainManagerResponse { Progress = new DrainProgress { Manager = manager, Total = 3, Moved = 3, ElapsedMs = 40 } });
 

@@ -232,6 +232,14 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         var owner = fixture.Cluster.Managers.Single(m => m.Name == retired.Manager);
         Assert.Equal("retired", await StateOnAsync(owner, keys[0]));
         Assert.False((await admin.RetireInstanceAsync(new RetireInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon)).WasActive);
+
+        // Activated again by hand, asked of the second manager (which passes it to the owner, if not itself): live before any call.
+        using var onSecond = fixture.Certificates.CreateChannel(fixture.Cluster.Managers[1].GrpcEndpoint, fixture.Certificates.IssueClientCertificate("otto", "operator"));
+        var reactivated = await new ComponentAdmin.ComponentAdminClient(onSecond).ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon);
+        Assert.Equal((true, retired.Manager), (reactivated.Activated, reactivated.Manager));
+        Assert.Equal("active", await StateOnAsync(owner, keys[0]));
+        Assert.False((await admin.ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon)).Activated);
+        await Refused(StatusCode.NotFound, "has no live owner", () => admin.ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = ProbeClass, Key = "never-called" }, deadline: Soon).ResponseAsync);
         Assert.Equal(retired.Manager, (await client.GetComponent<IProbe>(keys[0]).WhereAsync(new ProbeRequest(), CancellationToken.None)).Manager);
         Assert.Equal("active", await StateOnAsync(owner, keys[0]));
 
@@ -267,6 +275,7 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         var audit = await new Audit.AuditClient(First.Channel).ListAuditEntriesAsync(new ListAuditEntriesRequest { Caller = "otto", Limit = 50 }, deadline: Soon);
         Assert.Contains(audit.Entries, e => e.Action.EndsWith("/DrainManager", StringComparison.Ordinal) && e.Result == "OK");
         Assert.Contains(audit.Entries, e => e.Action.EndsWith("/RetireInstance", StringComparison.Ordinal) && e.Result == "OK");
+        Assert.Contains(audit.Entries, e => e.Action.EndsWith("/ReactivateInstance", StringComparison.Ordinal) && e.Result == "OK");
     }
 
     [Fact]

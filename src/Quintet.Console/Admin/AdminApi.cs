@@ -86,6 +86,10 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         ActAsync("retire", $"{className}/{key}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).RetireInstanceAsync(new RetireInstanceRequest { ClassName = className, Key = key }, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
+    public Task<ReactivateInstanceResponse> ReactivateInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
+        ActAsync("reactivate", $"{className}/{key}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = className, Key = key }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
     public Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken) =>
         ActAsync("drain", manager, (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).DrainManagerAsync(new DrainManagerRequest { Manager = manager }, call).ResponseAsync, cancellationToken);
 

@@ -60,6 +60,9 @@ public interface IAdminApi
     /// <summary>ComponentAdmin/RetireInstance: deactivates a keyed instance now (its next call reactivates it).</summary>
     Task<RetireInstanceResponse> RetireInstanceAsync(string className, string key, CancellationToken cancellationToken);
 
+    /// <summary>ComponentAdmin/ReactivateInstance: activates a retired keyed instance now, as its next call would.</summary>
+    Task<ReactivateInstanceResponse> ReactivateInstanceAsync(string className, string key, CancellationToken cancellationToken);
+
     /// <summary>ComponentAdmin/DrainManager: moves every instance a manager (its node name) owns to the others; answers when done.</summary>
     Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken);
 

@@ -157,6 +157,45 @@ internal sealed class ComponentAdminService(
         return new RetireInstanceResponse { Manager = identity.NodeName, WasActive = wasActive, Epoch = route.Epoch };
     }
 
+    public override async Task<ReactivateInstanceResponse> ReactivateInstance(ReactivateInstanceRequest request, ServerCallContext context)
+    {
+        var componentClass = deployed.FindClass(request.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        if (componentClass.Qos.Replication == ReplicationStyle.Active || componentClass.Qos.Isolation == IsolationMode.Process)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, componentClass.Qos.Replication == ReplicationStyle.Active
+                ? $"{componentClass.Name} is actively replicated: its replicas stay live on their managers and are never retired."
+                : $"{componentClass.Name} is isolated in a worker process: its next call activates it there."));
+        }
+
+        var id = new InstanceId(componentClass.Name, request.Key);
+        if (!directory.TryRoute(id, out var route))
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
+        }
+
+        if (!route.IsLocal)
+        {
+            // The owner activates it; pass the request on to it.
+            return await new ComponentAdmin.ComponentAdminClient(channels.For(route.Endpoint!)).ReactivateInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+        }
+
+        var started = System.Diagnostics.Stopwatch.GetTimestamp();
+        bool? activated;
+        try
+        {
+            activated = await host.ActivateHereAsync(componentClass, request.Key, route.Epoch, context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return activated is { } done
+            ? new ReactivateInstanceResponse { Manager = identity.NodeName, Activated = done, Epoch = route.Epoch, ElapsedMs = System.Diagnostics.Stopwatch.GetElapsedTime(started).TotalMilliseconds }
+            : throw new RpcException(new Status(StatusCode.Unavailable, $"{id} moved to another manager while the request waited; ask again."));
+    }
+
     public override async Task<DrainManagerResponse> DrainManager(DrainManagerRequest request, ServerCallContext context)
     {
         if (PeerEndpoint(request.Manager) is { } endpoint)

@@ -66,6 +66,7 @@ internal static class GrpcAccess
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.SetQos))] = Access.Admin,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.MigrateInstance))] = Access.Operator,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.RetireInstance))] = Access.Operator,
+        [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.ReactivateInstance))] = Access.Operator,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.DrainManager))] = Access.Operator,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.GetDrainProgress))] = Access.Reader,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.ListPackages))] = Access.Reader,
