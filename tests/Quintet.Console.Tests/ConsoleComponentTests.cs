@@ -204,6 +204,34 @@ public sealed class ConsoleComponentTests : BunitContext
     }
 
     [Fact]
+    public void A_package_page_shows_its_roles_members_and_an_admin_changes_only_those_edited()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("admin");
+        var cut = Render<PackageDetails>(p => p.Add(c => c.Name, "Bank").Add(c => c.Package, FakeAdminApi.Bank));
+
+        cut.WaitForAssertion(() => Assert.Equal(2, cut.FindAll(".package-roles input.role-members").Count));
+        Assert.Equal("user:bob", cut.Find("tr[data-role=teller] input").GetAttribute("value"));
+        cut.Find("tr[data-role=auditor] input").Change("user:ann, role:audit");
+        cut.Find("#set-roles").Click();
+
+        cut.WaitForAssertion(() => Assert.Contains("Set the members of 1 role.", cut.Find(".call-done").TextContent));
+        Assert.Equal(["roles auditor"], _admin.Actions);
+        Assert.Equal(["user:ann", "role:audit"], _admin.RoleMembers["auditor"]);
+    }
+
+    [Fact]
+    public void A_reader_sees_a_packages_roles_members_and_cannot_change_them()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+        var cut = Render<PackageDetails>(p => p.Add(c => c.Name, "Bank").Add(c => c.Package, FakeAdminApi.Bank));
+
+        cut.WaitForAssertion(() => Assert.Contains("user:bob", cut.Find("tr[data-role=teller]").TextContent));
+        Assert.Contains("(none)", cut.Find("tr[data-role=auditor]").TextContent);
+        Assert.Empty(cut.FindAll("input.role-members"));
+        Assert.Empty(cut.FindAll("#set-roles"));
+    }
+
+    [Fact]
     public void A_refused_action_shows_the_status_and_the_managers_message()
     {
         AddAuthorization().SetAuthorized("olga").SetRoles("operator");

@@ -177,8 +177,20 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     public Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken) =>
         Task.FromResult(new DrainProgress { Manager = manager, Running = true, Total = 3, Moved = 1 });
 
-    public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
-        Act($"roles {role}", new RoleMembersResponse());
+    /// <summary>The members of the Bank package's roles, as SetRoleMembers left them.</summary>
+    public Dictionary<string, string[]> RoleMembers { get; } = new(StringComparer.Ordinal) { ["teller"] = ["user:bob"], ["auditor"] = [] };
+
+    public Task<ListRoleAssignmentsResponse> ListRoleAssignmentsAsync(string package, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListRoleAssignmentsResponse
+        {
+            Packages = { new PackageRoleAssignments { Package = "Bank", Deployed = true, Roles = { RoleMembers.Select(r => new RoleAssignment { Role = r.Key, Declared = true, Members = { r.Value } }) } } },
+        });
+
+    public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken)
+    {
+        RoleMembers[role] = [.. members];
+        return Act($"roles {role}", new RoleMembersResponse());
+    }
 
     private Task<T> Act<T>(string action, T result)
     {

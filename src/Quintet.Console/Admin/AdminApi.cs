@@ -106,6 +106,10 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         ActAsync("management action", $"{request.ClassName}/{request.Key} {request.Operation} {request.ArgumentsJson}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).RunManagementActionAsync(request, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
+    public Task<ListRoleAssignmentsResponse> ListRoleAssignmentsAsync(string package, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ComponentRoles.ComponentRolesClient(invoker).ListRoleAssignmentsAsync(new ListRoleAssignmentsRequest { Package = package }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
     public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
         ActAsync("set role members", $"{package} {role}", (invoker, call) => new ComponentRoles.ComponentRolesClient(invoker).SetRoleMembersAsync(new RoleMembersRequest { Package = package, Role = role, Members = { members } }, call).ResponseAsync, cancellationToken);
 

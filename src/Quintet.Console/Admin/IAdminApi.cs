@@ -75,6 +75,9 @@ public interface IAdminApi
     /// <summary>ComponentAdmin/RunManagementAction: runs an action of a class's management module on one instance (audited).</summary>
     Task<ManagementResponse> RunManagementActionAsync(ManagementRequest request, CancellationToken cancellationToken);
 
+    /// <summary>ComponentRoles/ListRoleAssignments: the members of the roles of one package (empty: every package).</summary>
+    Task<ListRoleAssignmentsResponse> ListRoleAssignmentsAsync(string package, CancellationToken cancellationToken);
+
     /// <summary>ComponentRoles/SetRoleMembers: replaces the members of a role a package declares.</summary>
     Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken);
 }
