@@ -5,9 +5,10 @@ namespace Samples.BankAccount;
 /// <summary>
 /// A keyed account, primary/backup (quintet-qos.yaml): each update is durable and on the backup, with its event, before
 /// the call answers (<see cref="Component{TState}.UpdateAndPublishAsync{TEvent}"/>), so an acknowledged deposit survives
-/// retirement, migration, a restart and a <c>kill -9</c> of its manager, and subscribers see each update once.
+/// retirement, migration, a restart and a <c>kill -9</c> of its manager, and subscribers see each update once. Its
+/// administrators' side (a management module to freeze it, a debug module) is in AccountComponent.Administration.cs.
 /// </summary>
-public sealed class AccountComponent : Component<AccountData>, IAccount
+public sealed partial class AccountComponent : Component<AccountData>, IAccount
 {
     public Task<Balance> DepositAsync(Amount request, CancellationToken cancellationToken) => ApplyAsync(Positive(request), cancellationToken);
 
@@ -19,6 +20,8 @@ public sealed class AccountComponent : Component<AccountData>, IAccount
 
     private async Task<Balance> ApplyAsync(long change, CancellationToken cancellationToken)
     {
+        RefuseIfFrozen();
+
         // A refusal inside the update (Covered) leaves the state as it was, and writes and publishes nothing.
         await UpdateAndPublishAsync(s => new AccountEvent { Change = change, Balance = s.Balance = Covered(s.Balance, change), Update = ++s.Updates, Manager = Context.Manager }, cancellationToken);
         return Current();

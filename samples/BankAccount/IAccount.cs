@@ -45,5 +45,5 @@ public interface IAccount
     [ProtoMember(4)] public string Manager { get; set; } = "";
 }
 
-/// <summary>What an account keeps: durable and on its backup after every update, carried when it moves.</summary>
-[ProtoContract] public sealed class AccountData { [ProtoMember(1)] public long Balance { get; set; } [ProtoMember(2)] public long Updates { get; set; } }
+/// <summary>What an account keeps: durable and on its backup after every update, carried when it moves (and whether it is frozen: AccountComponent.Administration.cs).</summary>
+[ProtoContract] public sealed partial class AccountData { [ProtoMember(1)] public long Balance { get; set; } [ProtoMember(2)] public long Updates { get; set; } }

@@ -67,6 +67,12 @@ if (args.Length > 0 && args[0] == "tree")
     return;
 }
 
+if (args.Length > 0 && args[0] == "console")
+{
+    await ConsoleBenchmark.RunAsync(Arguments.Int(args, "--instances", 100_000), Arguments.Int(args, "--managers", 3), Arguments.Int(args, "--loads", 20));
+    return;
+}
+
 if (args.Length > 0 && args[0] == "failover")
 {
     Environment.ExitCode = await FailoverBenchmark.RunAsync(Arguments.Int(args, "--rounds", 5), Arguments.Int(args, "--managers", 3), FailoverBenchmark.AkkaDefaults);

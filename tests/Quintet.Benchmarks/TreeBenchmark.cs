@@ -74,9 +74,9 @@ internal static class TreeBenchmark
         }
     }
 
-    private static string Key(int index) => $"tree-{index:D6}";
+    internal static string Key(int index) => $"tree-{index:D6}";
 
-    private static async Task WaitForCounterAsync(LocalCluster cluster)
+    internal static async Task WaitForCounterAsync(LocalCluster cluster)
     {
         var waited = Stopwatch.StartNew();
         foreach (var manager in cluster.Managers)
@@ -94,7 +94,7 @@ internal static class TreeBenchmark
     }
 
     /// <summary>Activates instances <paramref name="from"/> to <paramref name="to"/> (one call each, 64 at a time), spread over the managers.</summary>
-    private static async Task ActivateAsync(QuintetClient[] clients, int from, int to)
+    internal static async Task ActivateAsync(QuintetClient[] clients, int from, int to)
     {
         var next = from - 1;
         await Task.WhenAll(Enumerable.Range(0, 64).Select(async _ =>
@@ -120,6 +120,9 @@ internal static class TreeBenchmark
             ["first page, one class"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { ClassName = "Samples.Counter.CounterComponent" }, expected: 100)),
             ["key prefix (100 match)"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { KeyPrefix = prefix }, expected: 100)),
             ["one manager's, first page"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { Manager = owner }, expected: 100)),
+
+            // The console's list jumped to its end: the last page by its offset, not after every page before it.
+            ["last page by offset (100)"] = await TimeAsync(repeats, () => TreeAsync(admin, new GetClusterTreeRequest { Offset = instances - 100 }, expected: 100)),
         };
 
         // Every page in turn, 1000 at a time, as a listing that scrolls to the end reads them: the time per page.
@@ -175,7 +178,7 @@ internal static class TreeBenchmark
     }
 
     /// <summary>The managers' CPU time (user and system, from /proc) per second of a 10 s window in which nothing asks them anything.</summary>
-    private static async Task<double> IdleCpuAsync(LocalCluster cluster)
+    internal static async Task<double> IdleCpuAsync(LocalCluster cluster)
     {
         // A moment for the last queries' and activations' work to end.
         await Task.Delay(TimeSpan.FromSeconds(5));

@@ -52,16 +52,40 @@ public sealed class ConsoleComponentTests : BunitContext
         Assert.Equal(100_000, first.TotalItemCount);
         Assert.Equal("acct-00000", first.Items.First().Key);
 
-        // Pages 1 and 2 (keys 190..229) need page 1's token, which page 0 gave, so two more fetches and no more.
+        // Keys 190..229 are on pages 1 and 2: two more fetches, by offset, and no more.
         var later = await pages.ProvideAsync(new ItemsProviderRequest(190, 40, CancellationToken.None));
         Assert.Equal(3, pages.Fetches);
         Assert.Equal(["acct-00190", "acct-00229"], [later.Items.First().Key, later.Items.Last().Key]);
         Assert.All(admin.TreeRequests, r => Assert.Equal(InstancePages.PageSize, r.PageSize));
         Assert.All(admin.TreeRequests, r => Assert.Equal("Bank.Account", r.ClassName));
+        Assert.Equal([0, 100, 200], admin.TreeRequests.Select(r => r.Offset));
 
         // Scrolling back within the kept pages asks nothing.
         await pages.ProvideAsync(new ItemsProviderRequest(100, 40, CancellationToken.None));
         Assert.Equal(3, pages.Fetches);
+
+        // A jump to the end asks for the last page alone, not the 996 pages before it.
+        var end = await pages.ProvideAsync(new ItemsProviderRequest(99_980, 40, CancellationToken.None));
+        Assert.Equal(4, pages.Fetches);
+        Assert.Equal(99_900, admin.TreeRequests[^1].Offset);
+        Assert.Equal(["acct-99980", "acct-99999"], [end.Items.First().Key, end.Items.Last().Key]);
+    }
+
+    [Fact]
+    public async Task A_listing_longer_than_the_furthest_offset_lists_up_to_it_and_says_so()
+    {
+        var admin = new FakeAdminApi(instances: 300_000);
+        var pages = new InstancePages(new GetClusterTreeRequest(), admin.GetClusterTreeAsync);
+
+        var first = await pages.ProvideAsync(new ItemsProviderRequest(0, 40, CancellationToken.None));
+        Assert.Equal(InstancePages.MaxOffset + InstancePages.PageSize, first.TotalItemCount);
+        Assert.Equal(300_000, pages.Total);
+        Assert.True(pages.Capped);
+        var last = await pages.ProvideAsync(new ItemsProviderRequest(InstancePages.MaxOffset + 60, 40, CancellationToken.None));
+        Assert.Equal(InstancePages.MaxOffset, admin.TreeRequests[^1].Offset);
+        Assert.Equal(40, last.Items.Count());
+        Assert.Empty((await pages.ProvideAsync(new ItemsProviderRequest(InstancePages.MaxOffset + 100, 40, CancellationToken.None))).Items);
+        Assert.All(admin.TreeRequests, r => Assert.InRange(r.Offset, 0, InstancePages.MaxOffset));
     }
 
     [Fact]
@@ -127,11 +151,84 @@ public sealed class ConsoleComponentTests : BunitContext
 
         instance.Find("#retire").Click();
         instance.WaitForAssertion(() => Assert.Contains("Retired on manager-1", instance.Markup));
+        instance.Find("#reactivate").Click();
+        instance.WaitForAssertion(() => Assert.Contains("Activated on manager-1", instance.Markup));
+        _admin.Actions.Remove("reactivate acct-00001");
         drain.Find("#drain").Click();
         Assert.Equal(["retire acct-00001"], _admin.Actions);
         drain.Find("#drain-confirm").Click();
         drain.WaitForAssertion(() => Assert.Contains("Drained manager-2: 3 of 3 instances moved", drain.Find(".call-done").TextContent));
         Assert.Equal(["retire acct-00001", "drain manager-2"], _admin.Actions);
+    }
+
+    [Fact]
+    public void A_management_module_shows_its_view_to_a_reader_and_no_action()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+        var cut = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+
+        cut.WaitForAssertion(() => Assert.Contains("balance", cut.Find(".management-result").TextContent));
+        Assert.Contains("Account administration", cut.Find(".management-panel h4").TextContent);
+        Assert.Contains("1234", cut.Find(".management-result").TextContent);
+        Assert.Empty(cut.FindAll(".management-action"));
+    }
+
+    [Fact]
+    public void An_operator_runs_an_action_of_the_management_module_after_confirming_and_a_bad_value_never_leaves_the_page()
+    {
+        AddAuthorization().SetAuthorized("olga").SetRoles("operator");
+        var cut = Render<InstanceDetails>(p => p.Add(c => c.Instance, FakeAdminApi.Instance(1)).Add(c => c.Managers, FakeAdminApi.ManagerNames));
+        cut.WaitForAssertion(() => Assert.Contains("1234", cut.Find(".management-result").TextContent));
+
+        // The operator's action is offered; the admin's (Close) is not.
+        var freeze = cut.Find(".management-action[data-operation=Freeze]");
+        Assert.Empty(cut.FindAll(".management-action[data-operation=Close]"));
+
+        // A value of the wrong kind is caught on the page: nothing is sent.
+        freeze.QuerySelector("input[name=reason]")!.Change("fraud review");
+        cut.Find(".management-action[data-operation=Freeze] input[name=days]").Change("three");
+        cut.Find(".management-action[data-operation=Freeze] .management-run").Click();
+        cut.Find(".management-action[data-operation=Freeze] .management-confirm").Click();
+        cut.WaitForAssertion(() => Assert.Contains("days 'three' is not an integer", cut.Find(".management-action[data-operation=Freeze] .call-error").TextContent));
+        Assert.Empty(_admin.Actions);
+
+        // Asked first, then run with the form's values; the view shows what it changed.
+        cut.Find(".management-action[data-operation=Freeze] input[name=days]").Change("3");
+        cut.Find(".management-action[data-operation=Freeze] .management-run").Click();
+        Assert.Contains("Freeze this account?", cut.Find(".confirmation").TextContent);
+        Assert.Empty(_admin.Actions);
+        cut.Find(".management-action[data-operation=Freeze] .management-confirm").Click();
+        cut.WaitForAssertion(() => Assert.Contains("Freeze: done on manager-1", cut.Find(".management-action[data-operation=Freeze] .call-done").TextContent));
+        Assert.Equal(["manage acct-00001 Freeze {\"reason\":\"fraud review\",\"days\":3}"], _admin.Actions);
+        cut.WaitForAssertion(() => Assert.Contains("fraud review", cut.Find(".management-result").TextContent));
+    }
+
+    [Fact]
+    public void A_package_page_shows_its_roles_members_and_an_admin_changes_only_those_edited()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("admin");
+        var cut = Render<PackageDetails>(p => p.Add(c => c.Name, "Bank").Add(c => c.Package, FakeAdminApi.Bank));
+
+        cut.WaitForAssertion(() => Assert.Equal(2, cut.FindAll(".package-roles input.role-members").Count));
+        Assert.Equal("user:bob", cut.Find("tr[data-role=teller] input").GetAttribute("value"));
+        cut.Find("tr[data-role=auditor] input").Change("user:ann, role:audit");
+        cut.Find("#set-roles").Click();
+
+        cut.WaitForAssertion(() => Assert.Contains("Set the members of 1 role.", cut.Find(".call-done").TextContent));
+        Assert.Equal(["roles auditor"], _admin.Actions);
+        Assert.Equal(["user:ann", "role:audit"], _admin.RoleMembers["auditor"]);
+    }
+
+    [Fact]
+    public void A_reader_sees_a_packages_roles_members_and_cannot_change_them()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+        var cut = Render<PackageDetails>(p => p.Add(c => c.Name, "Bank").Add(c => c.Package, FakeAdminApi.Bank));
+
+        cut.WaitForAssertion(() => Assert.Contains("user:bob", cut.Find("tr[data-role=teller]").TextContent));
+        Assert.Contains("(none)", cut.Find("tr[data-role=auditor]").TextContent);
+        Assert.Empty(cut.FindAll("input.role-members"));
+        Assert.Empty(cut.FindAll("#set-roles"));
     }
 
     [Fact]

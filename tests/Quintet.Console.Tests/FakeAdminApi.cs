@@ -58,7 +58,7 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
         }
 
         var size = request.PageSize == 0 ? 100 : request.PageSize;
-        var start = request.PageToken.Length == 0 ? 0 : int.Parse(request.PageToken, System.Globalization.CultureInfo.InvariantCulture);
+        var start = (request.PageToken.Length == 0 ? 0 : int.Parse(request.PageToken, System.Globalization.CultureInfo.InvariantCulture)) + request.Offset;
         var response = new GetClusterTreeResponse { ClusterName = "quintet", AnsweredBy = "manager-1", MatchingInstances = instances, Packages = { Bank } };
         response.Managers.AddRange(ManagerNames.Select(Manager));
         for (var i = start; i < Math.Min(instances, start + size); i++)
@@ -120,7 +120,34 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     public Task<ListAuditEntriesResponse> ListAuditEntriesAsync(ListAuditEntriesRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListAuditEntriesResponse { Entries = { new AuditEntry { Caller = "alice", Action = "/quintet.admin.v1.ComponentAdmin/DeployPackage", Result = "OK", Manager = "manager-1" } } });
 
-    public Task<ListPackagesResponse> ListPackagesAsync(CancellationToken cancellationToken) => Task.FromResult(new ListPackagesResponse());
+    /// <summary>Whether the fake account is frozen, by its management module's Freeze action.</summary>
+    public string FrozenReason { get; private set; } = "";
+
+    /// <summary>The management module of Bank.Account: a view, an operator's action with a reason to give and a confirmation, an admin's action.</summary>
+    public static ManagementModuleInfo AccountAdministration { get; } = new()
+    {
+        Contract = "acme.bank.AccountAdministration",
+        Title = "Account administration",
+        Operations =
+        {
+            new ManagementOperationInfo { Operation = "Describe", Label = "Account", IsView = true, Role = "reader" },
+            new ManagementOperationInfo { Operation = "Freeze", Label = "Freeze", Role = "operator", Confirmation = "Freeze this account?", Fields = { new ManagementFieldInfo { Name = "reason", Kind = "string" }, new ManagementFieldInfo { Name = "days", Kind = "integer" } } },
+            new ManagementOperationInfo { Operation = "Close", Label = "Close", Role = "admin" },
+        },
+    };
+
+    public Task<ListPackagesResponse> ListPackagesAsync(CancellationToken cancellationToken) =>
+        Task.FromResult(new ListPackagesResponse { Packages = { new PackageInfo { Name = "Bank", Version = "1.0.0", Classes = { new ComponentClassInfo { ClassName = "Bank.Account", Contracts = { "acme.bank.Teller", AccountAdministration.Contract }, Management = { AccountAdministration } } } } } });
+
+    public Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(new ManagementResponse { Manager = "manager-1", ResultJson = $$"""{"balance":1234,"frozen":{{(FrozenReason.Length > 0 ? "true" : "false")}},"frozenReason":"{{FrozenReason}}"}""" });
+
+    public async Task<ManagementResponse> RunManagementActionAsync(ManagementRequest request, CancellationToken cancellationToken)
+    {
+        var response = await Act($"manage {request.Key} {request.Operation} {request.ArgumentsJson}", new ManagementResponse { Manager = "manager-1", ResultJson = """{"frozen":true}""" });
+        FrozenReason = System.Text.Json.JsonDocument.Parse(request.ArgumentsJson).RootElement.GetProperty("reason").GetString()!;
+        return response;
+    }
 
     public Task<ListInstancesResponse> ListInstancesAsync(string? managerEndpoint, ListInstancesRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListInstancesResponse { Instances = { new InstanceInfo { ClassName = request.ClassName, Key = request.Keys.FirstOrDefault() ?? "", Calls = 42, Errors = 1, P50Ms = 0.4, P99Ms = 2.5 } } });
@@ -141,14 +168,29 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     public Task<RetireInstanceResponse> RetireInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
         Act($"retire {key}", new RetireInstanceResponse { Manager = "manager-1", WasActive = true, Epoch = 1 });
 
+    public Task<ReactivateInstanceResponse> ReactivateInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
+        Act($"reactivate {key}", new ReactivateInstanceResponse { Manager = "manager-1", Activated = true, Epoch = 1, ElapsedMs = 3 });
+
     public Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken) =>
         Act($"drain {manager}", new DrainManagerResponse { Progress = new DrainProgress { Manager = manager, Total = 3, Moved = 3, ElapsedMs = 40 } });
 
     public Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken) =>
         Task.FromResult(new DrainProgress { Manager = manager, Running = true, Total = 3, Moved = 1 });
 
-    public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>
-        Act($"roles {role}", new RoleMembersResponse());
+    /// <summary>The members of the Bank package's roles, as SetRoleMembers left them.</summary>
+    public Dictionary<string, string[]> RoleMembers { get; } = new(StringComparer.Ordinal) { ["teller"] = ["user:bob"], ["auditor"] = [] };
+
+    public Task<ListRoleAssignmentsResponse> ListRoleAssignmentsAsync(string package, CancellationToken cancellationToken) =>
+        Task.FromResult(new ListRoleAssignmentsResponse
+        {
+            Packages = { new PackageRoleAssignments { Package = "Bank", Deployed = true, Roles = { RoleMembers.Select(r => new RoleAssignment { Role = r.Key, Declared = true, Members = { r.Value } }) } } },
+        });
+
+    public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken)
+    {
+        RoleMembers[role] = [.. members];
+        return Act($"roles {role}", new RoleMembersResponse());
+    }
 
     private Task<T> Act<T>(string action, T result)
     {

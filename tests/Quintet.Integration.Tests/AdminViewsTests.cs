@@ -57,6 +57,17 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
 
         Assert.Equal(5, pages);
         Assert.Equal(keys, seen.Select(i => i.Key));
+
+        // A listing jumps to any position: the same instances at an offset as the pages gave, without the pages before.
+        var jumped = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, Offset = 20 }, deadline: Soon);
+        Assert.Equal(keys[20..], jumped.Instances.Select(i => i.Key));
+        Assert.Empty(jumped.NextPageToken);
+        Assert.Equal(23, jumped.MatchingInstances);
+        var middle = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, Offset = 7 }, deadline: Soon);
+        Assert.Equal(keys[7..12], middle.Instances.Select(i => i.Key));
+        var onwards = await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, PageToken = middle.NextPageToken }, deadline: Soon);
+        Assert.Equal(keys[12..17], onwards.Instances.Select(i => i.Key));
+        Assert.Empty((await admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = ProbeClass, KeyPrefix = "tree-", PageSize = 5, Offset = 23 }, deadline: Soon)).Instances);
         var names = fixture.Cluster.Managers.Select(m => m.Name).ToHashSet();
         Assert.All(seen, i =>
         {
@@ -93,6 +104,7 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         }
 
         await Refused(StatusCode.InvalidArgument, "page_token", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageToken = "not-a-token" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.InvalidArgument, "offset must be between 0 and 200000", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { Offset = -1 }, deadline: Soon).ResponseAsync);
         await Refused(StatusCode.InvalidArgument, "page_size must be between 1 and 1000", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { PageSize = 5000 }, deadline: Soon).ResponseAsync);
         await Refused(StatusCode.NotFound, "No manager named 'manager-9'", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { Manager = "manager-9" }, deadline: Soon).ResponseAsync);
         await Refused(StatusCode.NotFound, "No deployed class is named 'Nope'", () => admin.GetClusterTreeAsync(new GetClusterTreeRequest { ClassName = "Nope" }, deadline: Soon).ResponseAsync);
@@ -220,6 +232,14 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         var owner = fixture.Cluster.Managers.Single(m => m.Name == retired.Manager);
         Assert.Equal("retired", await StateOnAsync(owner, keys[0]));
         Assert.False((await admin.RetireInstanceAsync(new RetireInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon)).WasActive);
+
+        // Activated again by hand, asked of the second manager (which passes it to the owner, if not itself): live before any call.
+        using var onSecond = fixture.Certificates.CreateChannel(fixture.Cluster.Managers[1].GrpcEndpoint, fixture.Certificates.IssueClientCertificate("otto", "operator"));
+        var reactivated = await new ComponentAdmin.ComponentAdminClient(onSecond).ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon);
+        Assert.Equal((true, retired.Manager), (reactivated.Activated, reactivated.Manager));
+        Assert.Equal("active", await StateOnAsync(owner, keys[0]));
+        Assert.False((await admin.ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = ProbeClass, Key = keys[0] }, deadline: Soon)).Activated);
+        await Refused(StatusCode.NotFound, "has no live owner", () => admin.ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = ProbeClass, Key = "never-called" }, deadline: Soon).ResponseAsync);
         Assert.Equal(retired.Manager, (await client.GetComponent<IProbe>(keys[0]).WhereAsync(new ProbeRequest(), CancellationToken.None)).Manager);
         Assert.Equal("active", await StateOnAsync(owner, keys[0]));
 
@@ -255,6 +275,119 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         var audit = await new Audit.AuditClient(First.Channel).ListAuditEntriesAsync(new ListAuditEntriesRequest { Caller = "otto", Limit = 50 }, deadline: Soon);
         Assert.Contains(audit.Entries, e => e.Action.EndsWith("/DrainManager", StringComparison.Ordinal) && e.Result == "OK");
         Assert.Contains(audit.Entries, e => e.Action.EndsWith("/RetireInstance", StringComparison.Ordinal) && e.Result == "OK");
+        Assert.Contains(audit.Entries, e => e.Action.EndsWith("/ReactivateInstance", StringComparison.Ordinal) && e.Result == "OK");
+    }
+
+    [Fact]
+    public async Task A_management_module_shows_an_account_to_a_reader_freezes_it_for_an_operator_and_no_client_may_call_it()
+    {
+        const string accountClass = "Samples.BankAccount.AccountComponent";
+        const string module = "samples.bank.AccountAdministration";
+        // Deployed for this test alone, and undeployed after it: the other tests of the class expect the packages they deploy.
+        var components = new ComponentAdmin.ComponentAdminClient(First.Channel);
+        await components.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(Samples.BankAccount.AccountComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(60));
+        try
+        {
+            await BankAccountEverywhereAsync(deployed: true);
+            await ManageAccountAsync(components, accountClass, module);
+        }
+        finally
+        {
+            await components.UndeployPackageAsync(new UndeployPackageRequest { Name = "BankAccount" }, deadline: DateTime.UtcNow.AddSeconds(60));
+            await BankAccountEverywhereAsync(deployed: false);
+        }
+    }
+
+    private Task<ListPackagesResponse[]> BankAccountEverywhereAsync(bool deployed) => Quintet.Tests.Eventually.ValueAsync(
+        () => Task.WhenAll(fixture.Cluster.Managers.Select(m => new ComponentAdmin.ComponentAdminClient(m.Channel).ListPackagesAsync(new ListPackagesRequest(), deadline: Soon).ResponseAsync)),
+        lists => lists.All(l => l.Packages.Any(p => p.Name == "BankAccount") == deployed),
+        TimeSpan.FromSeconds(60),
+        $"BankAccount to be {(deployed ? "deployed on" : "gone from")} every manager");
+
+    private async Task ManageAccountAsync(ComponentAdmin.ComponentAdminClient components, string accountClass, string module)
+    {
+        using var client = QuintetClient.Over(First.Channel);
+        var account = client.GetComponent<Samples.BankAccount.IAccount>("managed-1");
+        var deposited = await ClusterTest.Eventually(() => account.DepositAsync(new Samples.BankAccount.Amount { Value = 1234 }, CancellationToken.None));
+
+        // The admin API describes the module: one view for readers, two actions for operators, the form's one field.
+        var described = (await components.ListPackagesAsync(new ListPackagesRequest(), deadline: Soon)).Packages.Single(p => p.Name == "BankAccount").Classes.Single();
+        var panel = Assert.Single(described.Management);
+        Assert.Equal((module, "Account administration"), (panel.Contract, panel.Title));
+        Assert.Equal(["Describe:view:reader", "Freeze:action:operator", "Unfreeze:action:admin"], panel.Operations.Select(o => $"{o.Operation}:{(o.IsView ? "view" : "action")}:{o.Role}"));
+        var freezeInfo = panel.Operations.Single(o => o.Operation == "Freeze");
+        Assert.Equal("Freeze this account?", freezeInfo.Confirmation);
+        Assert.Equal(["reason:string"], freezeInfo.Fields.Select(f => $"{f.Name}:{f.Kind}"));
+        Assert.Equal("Samples.BankAccount.AccountDebugModule", described.DebugModule);
+
+        // A reader reads the account through either manager: it runs on the owner, in the instance.
+        using var reader = Reader("rhea");
+        var asReader = new ComponentAdmin.ComponentAdminClient(reader);
+        var view = await asReader.GetManagementViewAsync(new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Describe" }, deadline: Soon);
+        output.WriteLine(view.ResultJson);
+        Assert.Equal(deposited.Manager, view.Manager);
+        Assert.Contains("\"balance\":1234", view.ResultJson, StringComparison.Ordinal);
+        Assert.Contains("\"frozen\":false", view.ResultJson, StringComparison.Ordinal);
+        await Refused(StatusCode.PermissionDenied, "RunManagementAction", () => asReader.RunManagementActionAsync(
+            new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Freeze", ArgumentsJson = "{\"reason\":\"r\"}" }, deadline: Soon).ResponseAsync);
+
+        // An operator freezes it, after two mistakes that change nothing.
+        using var operatorChannel = fixture.Certificates.CreateChannel(fixture.Cluster.Managers[1].GrpcEndpoint, fixture.Certificates.IssueClientCertificate("olga", "operator"));
+        var asOperator = new ComponentAdmin.ComponentAdminClient(operatorChannel);
+        await Refused(StatusCode.FailedPrecondition, "RunManagementAction", () => asOperator.GetManagementViewAsync(
+            new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Freeze" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.InvalidArgument, "reason (string)", () => asOperator.RunManagementActionAsync(
+            new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Freeze", ArgumentsJson = "{\"reason\": 5" }, deadline: Soon).ResponseAsync);
+        await Refused(StatusCode.NotFound, "Describe, Freeze, Unfreeze", () => asOperator.RunManagementActionAsync(
+            new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Close" }, deadline: Soon).ResponseAsync);
+        var frozen = await asOperator.RunManagementActionAsync(
+            new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Freeze", ArgumentsJson = "{\"reason\":\"fraud review\"}" }, deadline: Soon);
+        Assert.Contains("\"frozen\":true", frozen.ResultJson, StringComparison.Ordinal);
+        await Refused(StatusCode.FailedPrecondition, "frozen by an administrator (fraud review)", () => account.DepositAsync(new Samples.BankAccount.Amount { Value = 1 }, CancellationToken.None));
+
+        // A client may not call the module itself, even with every role: management goes through the audited admin API.
+        await Refused(StatusCode.PermissionDenied, "management module", () => client.GetComponent<Samples.BankAccount.IAccountAdministration>("managed-1").UnfreezeAsync(new Samples.BankAccount.UnfreezeRequest(), CancellationToken.None));
+
+        // Unfreezing is an admin's: the operator passes the admin API's door (operator) and is refused by the operation's role.
+        await Refused(StatusCode.PermissionDenied, "needs the administrative role 'admin'", () => asOperator.RunManagementActionAsync(
+            new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Unfreeze" }, deadline: Soon).ResponseAsync);
+        await components.RunManagementActionAsync(new ManagementRequest { ClassName = accountClass, Key = "managed-1", Contract = module, Operation = "Unfreeze" }, deadline: Soon);
+        Assert.Equal(1334, (await account.DepositAsync(new Samples.BankAccount.Amount { Value = 100 }, CancellationToken.None)).Value);
+
+        // The same from the command line, as an operator: the listing, a view as JSON, a bad field, an action, a refusal.
+        var (cliCertificate, cliKey) = fixture.Certificates.IssueClient("carl", "operator");
+        string[] asCarl = ["--endpoint", First.GrpcEndpoint, "--ca", fixture.Certificates.AuthorityFile, "--cert", cliCertificate, "--key", cliKey];
+        using var listed = new StringWriter();
+        Assert.Equal(Quintet.Cli.ExitCodes.Ok, await Quintet.Cli.QuintetCli.RunAsync(["component", "manage", accountClass, "managed-1", .. asCarl], listed, TextWriter.Null));
+        Assert.Contains("Freeze", listed.ToString(), StringComparison.Ordinal);
+        Assert.Contains("reason (string)", listed.ToString(), StringComparison.Ordinal);
+        using var viewed = new StringWriter();
+        Assert.Equal(Quintet.Cli.ExitCodes.Ok, await Quintet.Cli.QuintetCli.RunAsync(["component", "manage", accountClass, "managed-1", "Describe", "--output", "json", .. asCarl], viewed, TextWriter.Null));
+        Assert.Equal(1334, System.Text.Json.JsonDocument.Parse(viewed.ToString()).RootElement.GetProperty("result").GetProperty("balance").GetInt64());
+        using var badField = new StringWriter();
+        Assert.Equal(Quintet.Cli.ExitCodes.Usage, await Quintet.Cli.QuintetCli.RunAsync(["component", "manage", accountClass, "managed-1", "Freeze", "--set", "days=3", .. asCarl], TextWriter.Null, badField));
+        Assert.Contains("Freeze has no field 'days'; it has reason", badField.ToString(), StringComparison.Ordinal);
+        Assert.Equal(Quintet.Cli.ExitCodes.Ok, await Quintet.Cli.QuintetCli.RunAsync(["component", "manage", accountClass, "managed-1", "Freeze", "--set", "reason=lost card", .. asCarl], TextWriter.Null, TextWriter.Null));
+        using var denied = new StringWriter();
+        Assert.Equal(Quintet.Cli.ExitCodes.Denied, await Quintet.Cli.QuintetCli.RunAsync(["component", "manage", accountClass, "managed-1", "Unfreeze", .. asCarl], TextWriter.Null, denied));
+        Assert.Contains("needs the administrative role 'admin'", denied.ToString(), StringComparison.Ordinal);
+        await components.RunManagementActionAsync(new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Unfreeze" }, deadline: Soon);
+
+        // The actions are in the audit log, with who ran them and the arguments; the refusals too.
+        var audit = await new Audit.AuditClient(First.Channel).ListAuditEntriesAsync(new ListAuditEntriesRequest { Limit = 200 }, deadline: Soon);
+        Assert.Contains(audit.Entries, e => e.Caller == "olga" && e.Action.EndsWith("/RunManagementAction", StringComparison.Ordinal) && e.Result == "OK" && e.Target.Contains("fraud review", StringComparison.Ordinal));
+        Assert.Contains(audit.Entries, e => e.Caller == "olga" && e.Action.EndsWith("/RunManagementAction", StringComparison.Ordinal) && e.Result == "PermissionDenied" && e.Target.Contains("Unfreeze", StringComparison.Ordinal));
+        Assert.Contains(audit.Entries, e => e.Caller != "olga" && e.Action.EndsWith("/RunManagementAction", StringComparison.Ordinal) && e.Result == "OK" && e.Target.Contains("Unfreeze", StringComparison.Ordinal));
+        Assert.Contains(audit.Entries, e => e.Caller == "rhea" && e.Action.EndsWith("/RunManagementAction", StringComparison.Ordinal) && e.Result == "PermissionDenied");
+
+        // The debug module: with debug on, the owner's record of each call says what the account held after it.
+        await components.SetQosAsync(new SetQosRequest { ClassName = accountClass, Spec = "instancing: keyed\nreplication: primaryBackup\nreplicas: 2\nplacement: spread\nretireAfterIdle: 30s\nfailoverBudget: 5s\ndebug: true\n" }, deadline: Soon);
+        var after = await account.WithdrawAsync(new Samples.BankAccount.Amount { Value = 34 }, CancellationToken.None);
+        var owner = fixture.Cluster.Managers.Single(m => m.Name == after.Manager);
+        var recorded = (await new ComponentAdmin.ComponentAdminClient(owner.Channel).ListInstancesAsync(new ListInstancesRequest { ClassName = accountClass, Keys = { "managed-1" } }, deadline: Soon)).Instances.Single().Recent.Last();
+        output.WriteLine($"{recorded.Operation}: {recorded.Request} -> {recorded.Response}; {string.Join(", ", recorded.State.Select(v => $"{v.Name}={v.Value}"))}");
+        Assert.Equal(("Withdraw", "Withdraw 0.34", "balance 13.00 after update 3"), (recorded.Operation, recorded.Request, recorded.Response));
+        Assert.Equal(["balance=13.00", "updates=3", "frozen=no"], recorded.State.Select(v => $"{v.Name}={v.Value}"));
     }
 
     /// <summary>Deploys the Counter sample unless the cluster this class shares already has it.</summary>

@@ -31,6 +31,8 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
     private const string CounterClass = "Samples.Counter.CounterComponent";
     private static readonly TimeSpan Budget = TimeSpan.FromSeconds(60);
     private static readonly string[] CounterKeys = ["c-1", "c-2", "c-3"];
+    private const string AccountClass = "Samples.BankAccount.AccountComponent";
+    private const string AccountKey = "acct-1";
 
     [Fact]
     public async Task An_admin_deploys_migrates_and_fails_over_and_a_reader_sees_no_action_in_a_real_browser()
@@ -147,6 +149,36 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                     Assert.Equal(target, (await client.GetComponent<ICounter>("c-1").AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None)).Manager);
                 }
 
+                // A package's management module: the account's panel shows its balance, and an admin freezes it.
+                await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(
+                    new DeployPackageRequest { PackageZip = Google.Protobuf.ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(Samples.BankAccount.AccountComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(60));
+                await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount", "Counter");
+                using (var client = QuintetClient.Over(cluster.Managers[0].Channel))
+                {
+                    await ClusterTest.Eventually(() => client.GetComponent<Samples.BankAccount.IAccount>(AccountKey).DepositAsync(new Samples.BankAccount.Amount { Value = 1234 }, CancellationToken.None));
+                }
+
+                await admin.ClickAsync("#refresh");
+                await admin.ClickAsync($"[data-node='Class:{AccountClass}']");
+                await admin.ClickAsync($"tr[data-key='{AccountKey}']");
+                var panel = admin.Locator(".management-panel");
+                await Assertions.Expect(panel.Locator(".management-result")).ToContainTextAsync("1234");
+                var freeze = panel.Locator(".management-action[data-operation='Freeze']");
+                await freeze.Locator("input[name='reason']").FillAsync("fraud review");
+                await freeze.Locator(".management-run").ClickAsync();
+                await Assertions.Expect(panel.Locator(".confirmation")).ToContainTextAsync("Freeze this account?");
+                await freeze.Locator(".management-confirm").ClickAsync();
+                await Assertions.Expect(freeze.Locator(".call-done")).ToContainTextAsync("Freeze: done");
+                await Assertions.Expect(panel.Locator(".management-result")).ToContainTextAsync("fraud review");
+                await screens.TakeAsync(admin, "management-panel");
+                using (var client = QuintetClient.Over(cluster.Managers[0].Channel))
+                {
+                    var frozen = await Assert.ThrowsAsync<RpcException>(() => client.GetComponent<Samples.BankAccount.IAccount>(AccountKey).DepositAsync(new Samples.BankAccount.Amount { Value = 1 }, CancellationToken.None));
+                    Assert.Equal(StatusCode.FailedPrecondition, frozen.StatusCode);
+                }
+
+                Step(started, "froze an account from its management panel");
+
                 // Draining the third manager: its instances move to the other two, with progress.
                 var drained = cluster.Managers[2].Name;
                 await admin.ClickAsync($"[data-node='Manager:{drained}']");
@@ -188,6 +220,11 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                 Assert.Equal(0, await reader.Locator("#migrate").CountAsync());
                 Assert.Equal(0, await reader.Locator("#retire").CountAsync());
                 await screens.TakeAsync(reader, "reader-instance");
+                await reader.ClickAsync($"[data-node='Class:{AccountClass}']");
+                await reader.ClickAsync($"tr[data-key='{AccountKey}']");
+                await Assertions.Expect(reader.Locator(".management-panel h4")).ToContainTextAsync("Account administration");
+                Assert.Equal(0, await reader.Locator(".management-action").CountAsync());
+                await screens.TakeAsync(reader, "reader-management");
                 await reader.ClickAsync($"[data-node='Manager:{drained}']");
                 await Assertions.Expect(reader.Locator("h2")).ToHaveTextAsync($"Manager {drained}");
                 Assert.Equal(0, await reader.Locator("#drain").CountAsync());

@@ -40,7 +40,7 @@ public sealed class ComponentPackageTests(PackedTemplates packed, ITestOutputHel
                 Assert.Equal("BankAccount.dll", root.GetProperty("assembly").GetString());
                 var component = Assert.Single(root.GetProperty("components").EnumerateArray());
                 Assert.Equal("Samples.BankAccount.AccountComponent", component.GetProperty("class").GetString());
-                Assert.Equal(["Samples.BankAccount.IAccount"], component.GetProperty("contracts").EnumerateArray().Select(c => c.GetString()));
+                Assert.Equal(["Samples.BankAccount.IAccount", "Samples.BankAccount.IAccountAdministration"], component.GetProperty("contracts").EnumerateArray().Select(c => c.GetString()));
                 Assert.False(component.TryGetProperty("factory", out _));
             }
 
@@ -48,7 +48,7 @@ public sealed class ComponentPackageTests(PackedTemplates packed, ITestOutputHel
             var admin = new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel);
             var deployed = await admin.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(await File.ReadAllBytesAsync(zip)) }, deadline: DateTime.UtcNow.AddSeconds(60));
             Assert.Equal("BankAccount", deployed.Package.Name);
-            Assert.Equal(["samples.bank.Account"], deployed.Package.Classes.Single().Contracts);
+            Assert.Equal(["samples.bank.Account", "samples.bank.AccountAdministration"], deployed.Package.Classes.Single().Contracts);
             var qos = (await admin.GetQosAsync(new GetQosRequest { ClassName = "Samples.BankAccount.AccountComponent" })).Spec;
             Assert.Contains("replication: primaryBackup", qos, StringComparison.Ordinal);
             Assert.Contains("replicas: 2", qos, StringComparison.Ordinal);

@@ -86,12 +86,28 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         ActAsync("retire", $"{className}/{key}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).RetireInstanceAsync(new RetireInstanceRequest { ClassName = className, Key = key }, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
+    public Task<ReactivateInstanceResponse> ReactivateInstanceAsync(string className, string key, CancellationToken cancellationToken) =>
+        ActAsync("reactivate", $"{className}/{key}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = className, Key = key }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
     public Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken) =>
         ActAsync("drain", manager, (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).DrainManagerAsync(new DrainManagerRequest { Manager = manager }, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
     public Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken) =>
         ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetDrainProgressAsync(new GetDrainProgressRequest { Manager = manager }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetManagementViewAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ManagementResponse> RunManagementActionAsync(ManagementRequest request, CancellationToken cancellationToken) =>
+        ActAsync("management action", $"{request.ClassName}/{request.Key} {request.Operation} {request.ArgumentsJson}", (invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).RunManagementActionAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
+    public Task<ListRoleAssignmentsResponse> ListRoleAssignmentsAsync(string package, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ComponentRoles.ComponentRolesClient(invoker).ListRoleAssignmentsAsync(new ListRoleAssignmentsRequest { Package = package }, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
     public Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken) =>

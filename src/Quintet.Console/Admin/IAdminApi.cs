@@ -60,11 +60,23 @@ public interface IAdminApi
     /// <summary>ComponentAdmin/RetireInstance: deactivates a keyed instance now (its next call reactivates it).</summary>
     Task<RetireInstanceResponse> RetireInstanceAsync(string className, string key, CancellationToken cancellationToken);
 
+    /// <summary>ComponentAdmin/ReactivateInstance: activates a retired keyed instance now, as its next call would.</summary>
+    Task<ReactivateInstanceResponse> ReactivateInstanceAsync(string className, string key, CancellationToken cancellationToken);
+
     /// <summary>ComponentAdmin/DrainManager: moves every instance a manager (its node name) owns to the others; answers when done.</summary>
     Task<DrainManagerResponse> DrainManagerAsync(string manager, CancellationToken cancellationToken);
 
     /// <summary>ComponentAdmin/GetDrainProgress: how far a manager's running (or last) drain got.</summary>
     Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/GetManagementView: runs a view of a class's management module on one instance.</summary>
+    Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ComponentAdmin/RunManagementAction: runs an action of a class's management module on one instance (audited).</summary>
+    Task<ManagementResponse> RunManagementActionAsync(ManagementRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ComponentRoles/ListRoleAssignments: the members of the roles of one package (empty: every package).</summary>
+    Task<ListRoleAssignmentsResponse> ListRoleAssignmentsAsync(string package, CancellationToken cancellationToken);
 
     /// <summary>ComponentRoles/SetRoleMembers: replaces the members of a role a package declares.</summary>
     Task<RoleMembersResponse> SetRoleMembersAsync(string package, string role, IReadOnlyList<string> members, CancellationToken cancellationToken);

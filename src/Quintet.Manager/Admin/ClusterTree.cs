@@ -26,6 +26,12 @@ internal sealed partial class ClusterTree(
     IOptions<ManagerOptions> options,
     ILogger<ClusterTree> logger)
 {
+    /// <summary>
+    /// The furthest a page may start into a listing: the pass keeps every skipped entry in its heap, about 50 bytes each,
+    /// so a query costs at most about 10 MB however far it jumps.
+    /// </summary>
+    public const int MaxOffset = 200_000;
+
     public async Task<GetClusterTreeResponse> GetAsync(GetClusterTreeRequest request, ServerCallContext context)
     {
         var verdict = readiness.Current;
@@ -35,6 +41,11 @@ internal sealed partial class ClusterTree(
         }
 
         var size = Paging.Size(request.PageSize);
+        if (request.Offset is < 0 or > MaxOffset)
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"offset must be between 0 and {MaxOffset}, not {request.Offset}; narrow the listing with class_name, manager or key_prefix to reach an instance further down."));
+        }
+
         InstanceId? after = Paging.Read(request.PageToken, 2) is { } parts ? new InstanceId(parts[0], parts[1]) : null;
         if (request.ClassName.Length > 0 && deployed.FindClass(request.ClassName) is null)
         {
@@ -49,7 +60,7 @@ internal sealed partial class ClusterTree(
         }
 
         var page = directory.Page(new DirectoryPageQuery(
-            NullIfEmpty(request.ClassName), NullIfEmpty(request.Manager), NullIfEmpty(request.KeyPrefix), after, size))
+            NullIfEmpty(request.ClassName), NullIfEmpty(request.Manager), NullIfEmpty(request.KeyPrefix), after, size, request.Offset))
             ?? throw new RpcException(new Status(StatusCode.Unavailable, $"Manager {identity.NodeName} is rejoining the instance directory; retry in a moment."));
         var members = await managers.ListAsync(includeReports: true, context.CancellationToken);
 

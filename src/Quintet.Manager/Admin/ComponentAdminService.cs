@@ -2,6 +2,7 @@ using Grpc.Core;
 using Quintet.Components;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Components;
+using Quintet.Manager.Invocation;
 using Quintet.Manager.Lifecycle;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
@@ -21,8 +22,11 @@ internal sealed class ComponentAdminService(
     InstanceListing listing,
     PackageReplicator replicator,
     ManagerIdentity identity,
-    PeerChannels channels) : ComponentAdmin.ComponentAdminBase
+    PeerChannels channels,
+    InvocationPipeline pipeline) : ComponentAdmin.ComponentAdminBase
 {
+    private static long s_managementCalls;
+
     /// <summary>The largest zipped package accepted.</summary>
     public const int MaxPackageBytes = 64 * 1024 * 1024;
 
@@ -153,6 +157,45 @@ internal sealed class ComponentAdminService(
         return new RetireInstanceResponse { Manager = identity.NodeName, WasActive = wasActive, Epoch = route.Epoch };
     }
 
+    public override async Task<ReactivateInstanceResponse> ReactivateInstance(ReactivateInstanceRequest request, ServerCallContext context)
+    {
+        var componentClass = deployed.FindClass(request.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        if (componentClass.Qos.Replication == ReplicationStyle.Active || componentClass.Qos.Isolation == IsolationMode.Process)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, componentClass.Qos.Replication == ReplicationStyle.Active
+                ? $"{componentClass.Name} is actively replicated: its replicas stay live on their managers and are never retired."
+                : $"{componentClass.Name} is isolated in a worker process: its next call activates it there."));
+        }
+
+        var id = new InstanceId(componentClass.Name, request.Key);
+        if (!directory.TryRoute(id, out var route))
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
+        }
+
+        if (!route.IsLocal)
+        {
+            // The owner activates it; pass the request on to it.
+            return await new ComponentAdmin.ComponentAdminClient(channels.For(route.Endpoint!)).ReactivateInstanceAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
+        }
+
+        var started = System.Diagnostics.Stopwatch.GetTimestamp();
+        bool? activated;
+        try
+        {
+            activated = await host.ActivateHereAsync(componentClass, request.Key, route.Epoch, context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        return activated is { } done
+            ? new ReactivateInstanceResponse { Manager = identity.NodeName, Activated = done, Epoch = route.Epoch, ElapsedMs = System.Diagnostics.Stopwatch.GetElapsedTime(started).TotalMilliseconds }
+            : throw new RpcException(new Status(StatusCode.Unavailable, $"{id} moved to another manager while the request waited; ask again."));
+    }
+
     public override async Task<DrainManagerResponse> DrainManager(DrainManagerRequest request, ServerCallContext context)
     {
         if (PeerEndpoint(request.Manager) is { } endpoint)
@@ -267,6 +310,74 @@ internal sealed class ComponentAdminService(
         return new SetQosResponse { Spec = QosSpecReader.Format(spec), Managers = managers };
     }
 
+    public override Task<ManagementResponse> GetManagementView(ManagementRequest request, ServerCallContext context) => RunManagementAsync(request, context, view: true);
+
+    public override Task<ManagementResponse> RunManagementAction(ManagementRequest request, ServerCallContext context) => RunManagementAsync(request, context, view: false);
+
+    /// <summary>
+    /// Runs an operation of a management module as a component call from the admin API: through the invocation pipeline
+    /// (the roles step admits it by the caller's administrative role) to the instance's owner, wherever it is.
+    /// </summary>
+    private async Task<ManagementResponse> RunManagementAsync(ManagementRequest request, ServerCallContext context, bool view)
+    {
+        var componentClass = deployed.FindClass(request.ClassName)
+            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        var modules = componentClass.Contracts.Where(c => c.ManagementTitle is not null).ToList();
+        if (modules.Count == 0)
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"{componentClass.Name} has no management module: its package marks no contract of it [ManagementContract]."));
+        }
+
+        var contract = string.IsNullOrEmpty(request.Contract)
+            ? modules.Count == 1 ? modules[0] : throw new RpcException(new Status(StatusCode.InvalidArgument, $"{componentClass.Name} has {modules.Count} management modules; name one in contract: {string.Join(", ", modules.Select(m => m.ServiceName))}."))
+            : modules.FirstOrDefault(m => m.ServiceName == request.Contract)
+                ?? throw new RpcException(new Status(StatusCode.NotFound, $"{componentClass.Name} has no management module '{request.Contract}'; it has {string.Join(", ", modules.Select(m => m.ServiceName))}."));
+        if (!contract.Operations.TryGetValue(request.Operation, out var operation) || operation.Management is not { } management)
+        {
+            throw new RpcException(new Status(StatusCode.NotFound, $"Management module {contract.ServiceName} has no operation '{request.Operation}'; it has {string.Join(", ", contract.Operations.Keys.Order(StringComparer.Ordinal))}."));
+        }
+
+        if (management.IsView != view)
+        {
+            throw new RpcException(new Status(StatusCode.FailedPrecondition, view
+                ? $"{contract.ServiceName}/{operation.Name} is an action (it changes the instance): run it with RunManagementAction, which is audited."
+                : $"{contract.ServiceName}/{operation.Name} is a view (it changes nothing): read it with GetManagementView."));
+        }
+
+        object message;
+        try
+        {
+            message = string.IsNullOrWhiteSpace(request.ArgumentsJson)
+                ? Activator.CreateInstance(operation.RequestType)!
+                : System.Text.Json.JsonSerializer.Deserialize(request.ArgumentsJson, operation.RequestType, ManagementModules.Json) ?? Activator.CreateInstance(operation.RequestType)!;
+        }
+        catch (System.Text.Json.JsonException e)
+        {
+            var fields = management.Fields.Count == 0 ? "it has no fields" : "its fields: " + string.Join(", ", management.Fields.Select(f => $"{f.Name} ({f.Kind}{(f.Values.Count > 0 ? ": " + string.Join("|", f.Values) : "")})"));
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"arguments_json is not a request of {contract.ServiceName}/{operation.Name} ({e.Message}); {fields}."));
+        }
+
+        var deadline = context.Deadline == DateTime.MaxValue ? (DateTimeOffset?)null : new DateTimeOffset(context.Deadline.ToUniversalTime(), TimeSpan.Zero);
+        var info = new CallInfo($"{identity.NodeName}-admin-{Interlocked.Increment(ref s_managementCalls)}", Caller: null, deadline, Hops: 0);
+        var call = new ComponentInvocation(context.GetHttpContext(), CallOrigin.Admin, contract.ServiceName, operation.Name, request.Key, operation.WriteRequest(message), info);
+        InvocationResult result;
+        try
+        {
+            result = await pipeline.InvokeAsync(call, context.CancellationToken);
+        }
+        catch (InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+
+        var response = operation.ReadResponse(result.Reply);
+        return new ManagementResponse
+        {
+            ResultJson = System.Text.Json.JsonSerializer.Serialize(response, operation.ResponseType, ManagementModules.Json),
+            Manager = result.ServedBy is { } endpoint ? directory.Peers().FirstOrDefault(p => p.Endpoint == endpoint).NodeName ?? endpoint : identity.NodeName,
+        };
+    }
+
     /// <summary>A package as the admin API describes it: its classes, their contracts and the roles of each operation.</summary>
     internal static PackageInfo Describe(ComponentPackage package)
     {
@@ -286,6 +397,28 @@ internal sealed class ComponentAdminService(
                 }
             }
 
+            foreach (var module in componentClass.Contracts.Where(c => c.ManagementTitle is not null))
+            {
+                var moduleInfo = new ManagementModuleInfo { Contract = module.ServiceName, Title = module.ManagementTitle };
+                foreach (var operation in module.Operations.Values.OrderBy(o => !o.Management!.IsView).ThenBy(o => o.Name, StringComparer.Ordinal))
+                {
+                    var management = operation.Management!;
+                    moduleInfo.Operations.Add(new ManagementOperationInfo
+                    {
+                        Operation = operation.Name,
+                        Label = management.Label,
+                        Description = management.Description,
+                        IsView = management.IsView,
+                        Role = management.Role,
+                        Confirmation = management.Confirmation,
+                        Fields = { management.Fields.Select(f => new ManagementFieldInfo { Name = f.Name, Kind = f.Kind, Values = { f.Values } }) },
+                    });
+                }
+
+                classInfo.Management.Add(moduleInfo);
+            }
+
+            classInfo.DebugModule = componentClass.DebugModule?.GetType().FullName ?? string.Empty;
             info.Classes.Add(classInfo);
         }
 

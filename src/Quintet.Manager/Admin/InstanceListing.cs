@@ -44,6 +44,7 @@ internal sealed class InstanceListing(InstanceShadows shadows, ActiveReplication
                 Status = r.Status,
                 ElapsedMs = r.Elapsed.TotalMilliseconds,
                 At = r.At.ToString("O", System.Globalization.CultureInfo.InvariantCulture),
+                State = { r.State.Select(v => new NamedValue { Name = v.Key, Value = v.Value }) },
             }));
             response.Instances.Add(info);
         }

@@ -85,6 +85,41 @@ internal sealed partial class ComponentHost
     }
 
     /// <summary>
+    /// Activates a keyed instance owned here now, in its turn, as its next call would (the admin API's
+    /// <c>ReactivateInstance</c>): from its checkpoint, its backup or its hand-over. True when it was activated, false
+    /// when it was live already, null when it left this manager while the request waited.
+    /// </summary>
+    /// <exception cref="InvocationException">It could not be activated, or this manager lost its lease.</exception>
+    public async Task<bool?> ActivateHereAsync(ComponentClass componentClass, string key, long epoch, CancellationToken cancellationToken)
+    {
+        var shadow = _shadows.GetOrAdd(componentClass, key, epoch);
+        await shadow.Turn.WaitAsync(cancellationToken);
+        try
+        {
+            if (shadow.State == ShadowState.Gone)
+            {
+                return null;
+            }
+
+            EnsureLease(shadow.Id);
+            if (shadow.Instance is not null)
+            {
+                return false;
+            }
+
+            await _activation.ActivateAsync(shadow, cancellationToken);
+
+            // Idle from now: retire-after-idle does not take it back at its next sweep.
+            shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+            return true;
+        }
+        finally
+        {
+            shadow.Turn.Release();
+        }
+    }
+
+    /// <summary>
     /// Writes a response into this thread's buffer and copies it out: the reply leaves as an array of its exact size,
     /// and the buffer it was written in is used again by the next call on this thread.
     /// </summary>

@@ -41,7 +41,7 @@ internal sealed class CallTelemetryStep : IInvocationStep
             activity.SetTag("rpc.service", call.Service);
             activity.SetTag("rpc.method", call.Operation);
             activity.SetTag("quintet.instance.key", call.Key);
-            activity.SetTag("quintet.call.origin", call.Origin == CallOrigin.Forwarded ? "manager" : "client");
+            activity.SetTag("quintet.call.origin", OriginTag(call.Origin));
 
             // ASP.NET Core's instrumentation sets them from the Host header; a span made otherwise gets them here.
             if (activity.GetTagItem("server.address") is null && call.Http.Request.Host is { HasValue: true } host)
@@ -100,8 +100,15 @@ internal sealed class CallTelemetryStep : IInvocationStep
                     new KeyValuePair<string, object?>("rpc.service", call.Service),
                     new KeyValuePair<string, object?>("rpc.method", call.Operation),
                     new KeyValuePair<string, object?>("rpc.grpc.status_code", statusTag),
-                    new KeyValuePair<string, object?>("quintet.call.origin", call.Origin == CallOrigin.Forwarded ? "manager" : "client"));
+                    new KeyValuePair<string, object?>("quintet.call.origin", OriginTag(call.Origin)));
             }
         }
     }
+
+    private static string OriginTag(CallOrigin origin) => origin switch
+    {
+        CallOrigin.Forwarded => "manager",
+        CallOrigin.Admin => "admin",
+        _ => "client",
+    };
 }

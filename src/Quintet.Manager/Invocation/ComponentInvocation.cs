@@ -13,6 +13,12 @@ internal enum CallOrigin
     /// (<see cref="PeerForwarding.RoutePrefix"/>). Only such a call may carry hops and a route epoch.
     /// </summary>
     Forwarded,
+
+    /// <summary>
+    /// From the admin API (<c>GetManagementView</c>, <c>RunManagementAction</c>): an operation of a management contract,
+    /// which clients may not call on the public route.
+    /// </summary>
+    Admin,
 }
 
 /// <summary>

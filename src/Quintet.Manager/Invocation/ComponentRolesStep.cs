@@ -27,12 +27,22 @@ internal sealed partial class ComponentRolesStep(ClusterSecurity security, Deplo
     public Task<InvocationResult> InvokeAsync(ComponentInvocation call, InvocationDelegate next, CancellationToken cancellationToken)
     {
         // An unknown contract is the dispatcher's to answer (UNIMPLEMENTED, listing what is deployed).
-        if (!security.Enabled || !deployed.TryResolve(call.Service, out var served, out _))
+        if (!deployed.TryResolve(call.Service, out var served, out _))
         {
             return next(call, cancellationToken);
         }
 
         var (componentClass, contract) = served;
+        if (contract.ManagementTitle is not null)
+        {
+            AdmitManagement(call, componentClass, contract);
+            return next(call, cancellationToken);
+        }
+
+        if (!security.Enabled)
+        {
+            return next(call, cancellationToken);
+        }
 
         // An unknown operation answers to its contract's roles: a caller they do not admit learns nothing of the contract.
         var operationRoles = contract.Operations.TryGetValue(call.Operation, out var operation) ? operation.Roles : contract.Roles;
@@ -66,6 +76,55 @@ internal sealed partial class ComponentRolesStep(ClusterSecurity security, Deplo
 
         return next(call, cancellationToken);
     }
+
+    /// <summary>
+    /// Admits an operation of a management contract only from the admin API (or a manager it passed the call on to),
+    /// whatever the security, so that every action is audited; with security on, only to a caller whose administrative
+    /// role covers the operation's.
+    /// </summary>
+    /// <exception cref="InvocationException"><c>PERMISSION_DENIED</c>, recorded in the audit log (by the admin API's
+    /// audit when it came through it).</exception>
+    private void AdmitManagement(ComponentInvocation call, ComponentClass componentClass, ComponentContract contract)
+    {
+        string? refusal = null;
+        if (call.Origin == CallOrigin.Client)
+        {
+            refusal = $"{call.Service} is the management module of {componentClass.Name}: administrators run it through the admin API (GetManagementView, RunManagementAction; 'quintet component manage', the console), which checks their roles and audits every action; it is not called on the component route.";
+        }
+        else if (security.Enabled && contract.Operations.TryGetValue(call.Operation, out var operation) && operation.Management is { } management
+            && !(call.Info.CallerRoles ?? []).Any(role => ManagementModules.Covers(role, management.Role)))
+        {
+            refusal = $"{call.Service}/{call.Operation} ({management.Label}) needs the administrative role '{management.Role}' or above; '{call.Info.Caller ?? "(unnamed)"}' holds {(call.Info.CallerRoles is { Count: > 0 } held ? string.Join(", ", held) : "none")}.";
+        }
+
+        if (refusal is null)
+        {
+            return;
+        }
+
+        LogRefusedManagement(logger, call.Info.Caller ?? "(unnamed)", call.Service, call.Operation, refusal);
+
+        // Through the admin API, the refused admin call is recorded with its request (the audit interceptor).
+        if (call.Origin != CallOrigin.Client)
+        {
+            throw new InvocationException(StatusCode.PermissionDenied, refusal);
+        }
+
+        audit.RecordRefusal(new AuditEntry
+        {
+            Caller = call.Info.Caller ?? "(unnamed)",
+            Authenticated = security.Enabled,
+            Peer = $"{call.Http.Connection.RemoteIpAddress}:{call.Http.Connection.RemotePort}",
+            Action = $"{call.Service}/{call.Operation}",
+            Target = $"{componentClass.Name}, key {call.Key}",
+            Result = nameof(StatusCode.PermissionDenied),
+            Message = refusal,
+        });
+        throw new InvocationException(StatusCode.PermissionDenied, refusal);
+    }
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Refused management operation {Service}/{Operation} to '{Caller}': {Reason}")]
+    private static partial void LogRefusedManagement(ILogger logger, string caller, string service, string operation, string reason);
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Refused {Service}/{Operation} to '{Caller}': it is in none of the roles {Roles}")]
     private static partial void LogRefused(ILogger logger, string caller, string service, string operation, string roles);

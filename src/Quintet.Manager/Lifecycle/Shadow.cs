@@ -158,25 +158,51 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
                 _recent.Dequeue();
             }
 
-            _recent.Enqueue(new InvocationTrace(operation, Describe(request), response is null ? null : Describe(response), error ?? "OK", elapsed, DateTimeOffset.UtcNow));
+            // Recorded in the turn, right after the call: the debug module sees the state the call left.
+            var module = Class.DebugModule;
+            _recent.Enqueue(new InvocationTrace(
+                operation,
+                Describe(module, operation, request),
+                response is null ? null : Describe(module, operation, response),
+                error ?? "OK",
+                elapsed,
+                DateTimeOffset.UtcNow,
+                module is not null && Instance is { } instance ? DescribeState(module, instance) : []));
         }
     }
 
-    private static string Describe(object value)
+    private static string Describe(ComponentDebugModule? module, string operation, object value)
     {
         try
         {
-            return JsonSerializer.Serialize(value, value.GetType(), DebugJson);
+            return module?.DescribeMessage(operation, value) ?? JsonSerializer.Serialize(value, value.GetType(), DebugJson);
         }
         catch (Exception e) when (e is NotSupportedException or JsonException or InvalidOperationException)
         {
             return value.ToString() ?? value.GetType().Name;
         }
+        catch (Exception e)
+        {
+            return $"(the debug module failed to describe it: {e.GetType().Name}: {e.Message})";
+        }
+    }
+
+    private static IReadOnlyList<KeyValuePair<string, string>> DescribeState(ComponentDebugModule module, Component instance)
+    {
+        try
+        {
+            return module.DescribeInstance(instance);
+        }
+        catch (Exception e)
+        {
+            // A module's fault is the package's to mend; the call it describes has already answered.
+            return [new("debug module failed", $"{e.GetType().Name}: {e.Message}")];
+        }
     }
 }
 
-/// <summary>One recorded invocation of an instance with debug on.</summary>
-internal sealed record InvocationTrace(string Operation, string Request, string? Response, string Status, TimeSpan Elapsed, DateTimeOffset At);
+/// <summary>One recorded invocation of an instance with debug on; <paramref name="State"/> is what the class's debug module said of the instance after it.</summary>
+internal sealed record InvocationTrace(string Operation, string Request, string? Response, string Status, TimeSpan Elapsed, DateTimeOffset At, IReadOnlyList<KeyValuePair<string, string>> State);
 
 /// <summary>
 /// Call latencies in 24 buckets growing by a factor of two from 16 µs (up to about two minutes): about 150 bytes per

@@ -6,7 +6,8 @@ namespace Quintet.Manager.Ownership;
 /// <param name="KeyPrefix">Only keys that start with this, when set.</param>
 /// <param name="After">Only instances after this one in the order of (class, key), when set.</param>
 /// <param name="Size">At most this many.</param>
-internal sealed record DirectoryPageQuery(string? ClassName, string? Owner, string? KeyPrefix, InstanceId? After, int Size);
+/// <param name="Skip">Leave out this many of the first matching instances (after <paramref name="After"/>): a listing that jumps far.</param>
+internal sealed record DirectoryPageQuery(string? ClassName, string? Owner, string? KeyPrefix, InstanceId? After, int Size, int Skip = 0);
 
 /// <summary>One placed instance as a page shows it.</summary>
 /// <param name="Id">The instance.</param>
@@ -26,8 +27,9 @@ internal sealed record DirectoryPage(IReadOnlyList<DirectoryPageEntry> Entries, 
 
 /// <summary>
 /// Reading the directory a page at a time for the administration API: one pass over the placements under the machine's
-/// lock, keeping the page's smallest entries in a heap of its size, so a page of a 100 000-instance directory costs one
-/// pass and no sort of the whole. Nothing is kept between pages: the directory does no work for paging until asked.
+/// lock, keeping the page's smallest entries in a heap of its size (and of the entries it skips), so a page of a
+/// 100 000-instance directory costs one pass and no sort of the whole. Nothing is kept between pages: the directory does
+/// no work for paging until asked.
 /// </summary>
 internal static class DirectoryPages
 {
@@ -47,7 +49,8 @@ internal static class DirectoryPages
         var names = state.Managers.ToDictionary(m => m.Key, m => m.Value.NodeName);
         var byClass = new Dictionary<string, long>(StringComparer.Ordinal);
         var byOwner = new Dictionary<string, long>(StringComparer.Ordinal);
-        var heap = new PriorityQueue<KeyValuePair<InstanceId, PlacedInstance>, InstanceId>(query.Size + 1, Descending);
+        var keep = query.Size + query.Skip;
+        var heap = new PriorityQueue<KeyValuePair<InstanceId, PlacedInstance>, InstanceId>(keep + 1, Descending);
         long matching = 0;
         var more = false;
         foreach (var placement in state.Placements)
@@ -73,7 +76,7 @@ internal static class DirectoryPages
                 continue;
             }
 
-            if (heap.Count < query.Size)
+            if (heap.Count < keep)
             {
                 heap.Enqueue(placement, id);
                 continue;
@@ -87,8 +90,9 @@ internal static class DirectoryPages
             }
         }
 
-        var entries = new List<DirectoryPageEntry>(heap.Count);
-        while (heap.TryDequeue(out var placement, out _))
+        // The heap gives the largest first: the page is its first Size, the skipped entries are what is left after.
+        var entries = new List<DirectoryPageEntry>(Math.Min(heap.Count, query.Size));
+        while (entries.Count < query.Size && heap.Count > query.Skip && heap.TryDequeue(out var placement, out _))
         {
             var (id, placed) = placement;
             entries.Add(new DirectoryPageEntry(

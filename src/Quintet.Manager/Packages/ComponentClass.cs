@@ -54,8 +54,17 @@ internal sealed class ComponentOperation
     /// </summary>
     public bool KeepsCompletionRecords { get; init; } = true;
 
+    /// <summary>For an operation of a management contract: how the console presents it and who may run it; null otherwise.</summary>
+    public ManagementOperation? Management { get; init; }
+
     /// <summary>Reads a request; a malformed one throws <see cref="ProtoException"/> or <see cref="EndOfStreamException"/>.</summary>
     public object ReadRequest(ReadOnlySequence<byte> bytes) => _codec.Read(bytes);
+
+    /// <summary>Writes a request, as a caller would send it (the admin API's management calls).</summary>
+    public byte[] WriteRequest(object request) => _codec.WriteRequest(request);
+
+    /// <summary>Reads a response, as a caller would (the admin API's management calls).</summary>
+    public object ReadResponse(ReadOnlyMemory<byte> bytes) => _codec.ReadResponse(bytes);
 
     /// <summary>Writes a response (an empty one for null).</summary>
     public void WriteResponse(IBufferWriter<byte> writer, object? response) => _codec.Write(writer, response);
@@ -72,6 +81,10 @@ internal sealed class ComponentOperation
         public abstract object Read(ReadOnlySequence<byte> bytes);
 
         public abstract void Write(IBufferWriter<byte> writer, object? response);
+
+        public abstract byte[] WriteRequest(object request);
+
+        public abstract object ReadResponse(ReadOnlyMemory<byte> bytes);
 
         public abstract Task<object?> InvokeAsync(object component, object request, CancellationToken cancellationToken);
     }
@@ -92,6 +105,15 @@ internal sealed class ComponentOperation
         public override object Read(ReadOnlySequence<byte> bytes) => _model.Deserialize<TRequest>(bytes) ?? Activator.CreateInstance<TRequest>();
 
         public override void Write(IBufferWriter<byte> writer, object? response) => _model.Serialize(writer, (TResponse?)response ?? Activator.CreateInstance<TResponse>());
+
+        public override byte[] WriteRequest(object request)
+        {
+            var buffer = new ArrayBufferWriter<byte>();
+            _model.Serialize(buffer, (TRequest)request);
+            return buffer.WrittenSpan.ToArray();
+        }
+
+        public override object ReadResponse(ReadOnlyMemory<byte> bytes) => _model.Deserialize<TResponse>(bytes) ?? Activator.CreateInstance<TResponse>();
 
         public override Task<object?> InvokeAsync(object component, object request, CancellationToken cancellationToken)
         {
@@ -166,7 +188,25 @@ internal sealed class ComponentContract(string serviceName, Type interfaceType, 
 
     /// <summary>The roles that open the contract's operations that declare none: its own, else its class's; empty when neither declares any.</summary>
     public IReadOnlyList<string> Roles { get; init; } = [];
+
+    /// <summary>The panel's title when the contract is a management module (<see cref="ManagementContractAttribute"/>); null for a client's contract.</summary>
+    public string? ManagementTitle { get; init; }
 }
+
+/// <summary>
+/// One operation of a management contract: a view (it changes nothing) or an action, the least administrative role
+/// that runs it, and what the console shows of it.
+/// </summary>
+/// <param name="IsView">Whether it only reads the instance (<see cref="ReadOnlyOperationAttribute"/>).</param>
+/// <param name="Role">The least role that runs it: <c>reader</c>, <c>operator</c> or <c>admin</c>.</param>
+/// <param name="Label">The label the console shows.</param>
+/// <param name="Description">One sentence on it; empty when the package gives none.</param>
+/// <param name="Confirmation">The question asked before an action runs; empty for none.</param>
+/// <param name="Fields">The request's fields, which the console asks for.</param>
+internal sealed record ManagementOperation(bool IsView, string Role, string Label, string Description, string Confirmation, IReadOnlyList<ManagementField> Fields);
+
+/// <summary>A field of a management operation's request: its JSON name and kind (<c>string</c>, <c>integer</c>, <c>number</c>, <c>boolean</c>, <c>enum</c>) and, for an enum, its values.</summary>
+internal sealed record ManagementField(string Name, string Kind, IReadOnlyList<string> Values);
 
 /// <summary>A component class of a deployed package.</summary>
 internal sealed class ComponentClass(string name, Type type, IReadOnlyList<ComponentContract> contracts, Func<Component> create)
@@ -203,6 +243,9 @@ internal sealed class ComponentClass(string name, Type type, IReadOnlyList<Compo
 
     /// <summary>Decides the keys (and optionally the managers) of fresh instances.</summary>
     public IClassFactory Factory { get; init; } = DefaultClassFactory.Instance;
+
+    /// <summary>The class's debug module (<see cref="ComponentDebugModuleAttribute"/>); null when it names none.</summary>
+    public ComponentDebugModule? DebugModule { get; init; }
 }
 
 /// <summary>The factory of a class whose manifest names none: GUID keys, placement by the QoS spec.</summary>

@@ -169,6 +169,7 @@ internal static class PackageLoader
         return new ComponentClass(entry.Class, type, contracts, create)
         {
             Factory = LoadFactory(assembly, entry, type, field),
+            DebugModule = ManagementModules.LoadDebugModule(type, $"{field}.class"),
             PackageName = packageName,
             Roles = classRoles,
         };
@@ -213,15 +214,27 @@ internal static class PackageLoader
         var attribute = contract.GetCustomAttribute<ComponentContractAttribute>()
             ?? throw new PackageException($"{field}: {name} is not marked [ComponentContract(\"service.name\")].");
 
+        var management = contract.GetCustomAttribute<ManagementContractAttribute>();
         var contractOwn = DeclaredRoles.Own(contract, field);
-        var contractRoles = DeclaredRoles.Inherit(contractOwn, classRoles);
-        var contractFrom = contractOwn.Count > 0 ? "contract" : classRoles.Count > 0 ? "component" : string.Empty;
+        if (management is not null && contractOwn.Count > 0)
+        {
+            throw new PackageException($"{field}: {name} is a management contract, which the cluster's administrative roles open (reader, operator, admin); remove its [ComponentRoles].");
+        }
+
+        // The package's roles are for clients; a management contract answers to the administrative roles alone.
+        var contractRoles = management is null ? DeclaredRoles.Inherit(contractOwn, classRoles) : [];
+        var contractFrom = management is not null ? string.Empty : contractOwn.Count > 0 ? "contract" : classRoles.Count > 0 ? "component" : string.Empty;
         var operations = new Dictionary<string, ComponentOperation>(StringComparer.Ordinal);
         foreach (var method in contract.GetMethods())
         {
             var operationField = $"{field} ({name}.{method.Name})";
             var own = DeclaredRoles.OwnOfOperation(type, method, operationField);
-            var operation = LoadOperation(method, operationField, model, DeclaredRoles.Inherit(own, contractRoles), own.Count > 0 ? "operation" : contractFrom);
+            if (management is not null && own.Count > 0)
+            {
+                throw new PackageException($"{operationField}: {name} is a management contract, which the cluster's administrative roles open; name the role an operation needs with [ManagementOperation(Role = ...)], not [ComponentRoles].");
+            }
+
+            var operation = LoadOperation(method, operationField, model, DeclaredRoles.Inherit(own, contractRoles), own.Count > 0 ? "operation" : contractFrom, management);
             if (!operations.TryAdd(operation.Name, operation))
             {
                 throw new PackageException($"{field}: {name} has two operations named {operation.Name}; names must be unique without the Async suffix.");
@@ -233,10 +246,10 @@ internal static class PackageLoader
             throw new PackageException($"{field}: {name} has no operations.");
         }
 
-        return new ComponentContract(attribute.Name, contract, operations) { Roles = contractRoles };
+        return new ComponentContract(attribute.Name, contract, operations) { Roles = contractRoles, ManagementTitle = management?.Title };
     }
 
-    private static ComponentOperation LoadOperation(MethodInfo method, string field, TypeModel model, IReadOnlyList<string> roles, string rolesDeclaredOn)
+    private static ComponentOperation LoadOperation(MethodInfo method, string field, TypeModel model, IReadOnlyList<string> roles, string rolesDeclaredOn, ManagementContractAttribute? management)
     {
         var parameters = method.GetParameters();
         var returnsTask = method.ReturnType.IsGenericType && method.ReturnType.GetGenericTypeDefinition() == typeof(Task<>);
@@ -267,8 +280,14 @@ internal static class PackageLoader
             throw new PackageException($"{field}: the event type {responseType.FullName} uses field {Quintet.Protocol.EventFrames.PositionField}, which carries an event's position on the wire; number its fields below it.");
         }
 
+        if (management is not null && streams)
+        {
+            throw new PackageException($"{field}: a management contract's operations are views and actions, answered once; {method.Name} is a subscription.");
+        }
+
         return new ComponentOperation(name, method, requestType, responseType, model, streams)
         {
+            Management = management is null ? null : ManagementModules.Describe(method, name, management, requestType, field),
             Roles = roles,
             RolesDeclaredOn = rolesDeclaredOn,
             KeepsCompletionRecords = !streams && method.GetCustomAttribute<ReadOnlyOperationAttribute>() is null,

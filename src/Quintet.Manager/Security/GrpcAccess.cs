@@ -58,10 +58,15 @@ internal static class GrpcAccess
         [Name(CoordinationAdmin.Descriptor.FullName, nameof(CoordinationAdmin.CoordinationAdminBase.ListCoordination))] = Access.Reader,
 
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.DeployPackage))] = Access.Admin,
+
+        // The least of any management operation: each one is then admitted by its own role, in the invocation pipeline.
+        [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.GetManagementView))] = Access.Reader,
+        [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.RunManagementAction))] = Access.Operator,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.UndeployPackage))] = Access.Admin,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.SetQos))] = Access.Admin,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.MigrateInstance))] = Access.Operator,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.RetireInstance))] = Access.Operator,
+        [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.ReactivateInstance))] = Access.Operator,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.DrainManager))] = Access.Operator,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.GetDrainProgress))] = Access.Reader,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.ListPackages))] = Access.Reader,

@@ -18,19 +18,23 @@ internal static class ClusterViewsCommands
         var className = new Option<string?>("--class") { Description = "Only instances of this class." };
         var manager = new Option<string?>("--manager", "-m") { Description = "Only instances owned by this manager (its node name)." };
         var keyPrefix = new Option<string?>("--key-prefix") { Description = "Only instances whose key starts with this." };
+        var offset = new Option<int>("--offset") { Description = "Start this many matching instances in (0 to 200000): a page far down the listing without the pages before it." };
         var paging = PageOptions.Create("Instances");
         var command = new Command("tree", "Print the cluster as a tree: managers, packages and classes, and a page of the instances with the managers that hold them.")
         {
-            className, manager, keyPrefix, endpoint, output,
+            className, manager, keyPrefix, offset, endpoint, output,
         };
         paging.AddTo(command);
         command.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), Deadline, async (channel, deadline) =>
         {
             var client = new ClusterAdmin.ClusterAdminClient(channel);
+
+            // The offset places the first page; the pages after it follow its token.
+            var skip = parse.GetValue(offset);
             var (tree, next) = await paging.ReadAsync(
                 parse,
                 (size, pageToken) => client.GetClusterTreeAsync(
-                    new GetClusterTreeRequest { PageSize = size, PageToken = pageToken, ClassName = parse.GetValue(className) ?? "", Manager = parse.GetValue(manager) ?? "", KeyPrefix = parse.GetValue(keyPrefix) ?? "" },
+                    new GetClusterTreeRequest { PageSize = size, PageToken = pageToken, Offset = Interlocked.Exchange(ref skip, 0), ClassName = parse.GetValue(className) ?? "", Manager = parse.GetValue(manager) ?? "", KeyPrefix = parse.GetValue(keyPrefix) ?? "" },
                     deadline: deadline,
                     cancellationToken: token).ResponseAsync,
                 t => t.NextPageToken,

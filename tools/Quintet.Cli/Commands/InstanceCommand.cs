@@ -7,7 +7,7 @@ using Spectre.Console;
 
 namespace Quintet.Cli.Commands;
 
-/// <summary><c>quintet component instances</c>, <c>owner</c>, <c>migrate</c> and <c>retire</c>: look at keyed instances and move them.</summary>
+/// <summary><c>quintet component instances</c>, <c>owner</c>, <c>migrate</c>, <c>retire</c> and <c>reactivate</c>: look at keyed instances and move them.</summary>
 internal static class InstanceCommand
 {
     private static readonly TimeSpan CallDeadline = TimeSpan.FromSeconds(10);
@@ -83,6 +83,34 @@ internal static class InstanceCommand
             return ExitCodes.Ok;
         }));
         return retire;
+    }
+
+    public static Command CreateReactivate(CliContext context)
+    {
+        var endpoint = AdminCall.EndpointOption();
+        var className = new Argument<string>("class") { Description = "The component class, for example Samples.Counter.CounterComponent." };
+        var key = new Argument<string>("key") { Description = "The instance's key." };
+        var output = OutputFormats.CreateOption();
+        var reactivate = new Command("reactivate", "Activate a retired keyed instance now, as its next call would, so that its callers do not wait for it.") { className, key, endpoint, output };
+        reactivate.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), MigrateDeadline, async (channel, deadline) =>
+        {
+            var response = await new ComponentAdmin.ComponentAdminClient(channel).ReactivateInstanceAsync(
+                new ReactivateInstanceRequest { ClassName = parse.GetRequiredValue(className), Key = parse.GetRequiredValue(key) }, deadline: deadline, cancellationToken: token);
+            if (OutputFormats.IsJson(parse.GetValue(output)))
+            {
+                var json = OutputFormats.ToNode(response);
+                json["className"] = parse.GetRequiredValue(className);
+                json["key"] = parse.GetRequiredValue(key);
+                OutputFormats.WriteJson(context, json);
+                return ExitCodes.Ok;
+            }
+
+            context.Console.MarkupLine(Markup.Escape(response.Activated
+                ? $"activated {parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' on {response.Manager} in {response.ElapsedMs:F1} ms"
+                : $"{parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' was live already on {response.Manager}"));
+            return ExitCodes.Ok;
+        }));
+        return reactivate;
     }
 
     public static Command CreateOwner(CliContext context)

@@ -17,6 +17,15 @@ public sealed class CallState
     /// <summary>What it did, when it succeeded.</summary>
     public string? Success { get; private set; }
 
+    /// <summary>Marks the call as failed before it ran: what the user typed cannot be sent (<paramref name="problem"/> says why).</summary>
+    public void Reject(string problem)
+    {
+        What = "Checking the form";
+        Running = false;
+        Success = null;
+        Failure = problem;
+    }
+
     /// <summary>Runs <paramref name="call"/>, keeping its state; <paramref name="changed"/> re-renders the page at each step.</summary>
     /// <returns>The result, or default when the call failed.</returns>
     public async Task<T?> RunAsync<T>(string what, Func<Task<T>> call, Func<T, string?> success, Action changed)

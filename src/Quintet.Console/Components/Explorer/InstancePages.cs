@@ -4,9 +4,10 @@ using Quintet.Protocol.Admin;
 namespace Quintet.Console.Components.Explorer;
 
 /// <summary>
-/// The instances of a filter (a class, a manager), fetched a page at a time as <c>Virtualize</c> scrolls to them: only
-/// the page tokens seen and the last few pages are kept, never the whole list. The admin API's pages go forward only,
-/// so reaching page N the first time asks for the pages before it that were not seen yet.
+/// The instances of a filter (a class, a manager), fetched a page at a time as <c>Virtualize</c> scrolls to them, each by
+/// its offset (so a jump to the end of 100 000 instances asks for the last page alone): only the last few pages are
+/// kept, never the whole list. Instances placed or removed meanwhile shift the pages after them, as in any listing by
+/// position; the list is read again when the tree is.
 /// </summary>
 public sealed class InstancePages
 {
@@ -16,9 +17,11 @@ public sealed class InstancePages
     /// <summary>Pages kept in memory, the most recently used.</summary>
     public const int CachedPages = 4;
 
+    /// <summary>The furthest offset the admin API pages from (<c>GetClusterTreeRequest.offset</c>); a longer listing shows its first part.</summary>
+    public const int MaxOffset = 200_000;
+
     private readonly Func<GetClusterTreeRequest, CancellationToken, Task<GetClusterTreeResponse>> _fetch;
     private readonly GetClusterTreeRequest _filter;
-    private readonly List<string> _tokens = [string.Empty];
     private readonly LinkedList<(int Page, IReadOnlyList<TreeInstance> Items)> _cache = new();
 
     /// <summary>Pages of the instances that <paramref name="filter"/> selects, fetched with <paramref name="fetch"/>.</summary>
@@ -30,6 +33,9 @@ public sealed class InstancePages
 
     /// <summary>The instances that match, as the last page fetched said; null before the first.</summary>
     public long? Total { get; private set; }
+
+    /// <summary>Whether more instances match than the list can reach by offset: the page says to narrow it.</summary>
+    public bool Capped => Total > MaxOffset + PageSize;
 
     /// <summary>Pages fetched so far (for tests: scrolling must not fetch everything).</summary>
     public int Fetches { get; private set; }
@@ -55,7 +61,7 @@ public sealed class InstancePages
             items.AddRange(pageItems.Skip(skip).Take(request.Count - items.Count));
         }
 
-        return new ItemsProviderResult<TreeInstance>(items, (int)Math.Min(Total ?? items.Count, int.MaxValue));
+        return new ItemsProviderResult<TreeInstance>(items, (int)Math.Min(Total ?? items.Count, MaxOffset + PageSize));
     }
 
     // Null past the last page.
@@ -71,35 +77,23 @@ public sealed class InstancePages
             }
         }
 
-        // Pages go forward only: learn the tokens of the pages before this one first.
-        for (var known = _tokens.Count - 1; known < page; known++)
-        {
-            if (await FetchAsync(known, cancellationToken) is null)
-            {
-                return null;
-            }
-        }
-
-        return await FetchAsync(page, cancellationToken);
-    }
-
-    private async Task<IReadOnlyList<TreeInstance>?> FetchAsync(int page, CancellationToken cancellationToken)
-    {
-        if (page >= _tokens.Count)
+        if ((Total is { } total && (long)page * PageSize >= total) || (long)page * PageSize > MaxOffset)
         {
             return null;
         }
 
+        // Asked by its offset: a page far down costs one query, not the pages before it.
         var request = _filter.Clone();
         request.PageSize = PageSize;
-        request.PageToken = _tokens[page];
+        request.PageToken = string.Empty;
+        request.Offset = page * PageSize;
         Fetches++;
         var response = await _fetch(request, cancellationToken);
         Total = response.MatchingInstances;
         Unanswered = [.. response.Unanswered];
-        if (page + 1 == _tokens.Count && response.NextPageToken.Length > 0)
+        if (response.Instances.Count == 0)
         {
-            _tokens.Add(response.NextPageToken);
+            return null;
         }
 
         IReadOnlyList<TreeInstance> items = [.. response.Instances];
