@@ -83,18 +83,13 @@ internal sealed class ComponentAdminService(
 
     public override async Task<MigrateInstanceResponse> MigrateInstance(MigrateInstanceRequest request, ServerCallContext context)
     {
-        var componentClass = deployed.FindClass(request.ClassName)
-            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        var componentClass = DeployedClass(request.ClassName);
         if (string.IsNullOrWhiteSpace(request.ToManager))
         {
             throw new RpcException(new Status(StatusCode.InvalidArgument, "to_manager is empty: name the manager (its node name) to move the instance to."));
         }
 
-        var id = new InstanceId(componentClass.Name, request.Key);
-        if (!directory.TryRoute(id, out var route))
-        {
-            throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
-        }
+        var (id, route) = OwnerRoute(componentClass, request.Key);
 
         if (!route.IsLocal)
         {
@@ -122,18 +117,13 @@ internal sealed class ComponentAdminService(
 
     public override async Task<RetireInstanceResponse> RetireInstance(RetireInstanceRequest request, ServerCallContext context)
     {
-        var componentClass = deployed.FindClass(request.ClassName)
-            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        var componentClass = DeployedClass(request.ClassName);
         if (componentClass.Qos.Replication == ReplicationStyle.Active)
         {
             throw new RpcException(new Status(StatusCode.FailedPrecondition, $"{componentClass.Name} is actively replicated: its replicas stay live on their managers and are not retired."));
         }
 
-        var id = new InstanceId(componentClass.Name, request.Key);
-        if (!directory.TryRoute(id, out var route))
-        {
-            throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
-        }
+        var (id, route) = OwnerRoute(componentClass, request.Key);
 
         if (!route.IsLocal)
         {
@@ -159,8 +149,7 @@ internal sealed class ComponentAdminService(
 
     public override async Task<ReactivateInstanceResponse> ReactivateInstance(ReactivateInstanceRequest request, ServerCallContext context)
     {
-        var componentClass = deployed.FindClass(request.ClassName)
-            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        var componentClass = DeployedClass(request.ClassName);
         if (componentClass.Qos.Replication == ReplicationStyle.Active || componentClass.Qos.Isolation == IsolationMode.Process)
         {
             throw new RpcException(new Status(StatusCode.FailedPrecondition, componentClass.Qos.Replication == ReplicationStyle.Active
@@ -168,11 +157,7 @@ internal sealed class ComponentAdminService(
                 : $"{componentClass.Name} is isolated in a worker process: its next call activates it there."));
         }
 
-        var id = new InstanceId(componentClass.Name, request.Key);
-        if (!directory.TryRoute(id, out var route))
-        {
-            throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
-        }
+        var (id, route) = OwnerRoute(componentClass, request.Key);
 
         if (!route.IsLocal)
         {
@@ -217,6 +202,21 @@ internal sealed class ComponentAdminService(
         PeerEndpoint(request.Manager) is { } endpoint
             ? await new ComponentAdmin.ComponentAdminClient(channels.For(endpoint)).GetDrainProgressAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken)
             : drain.Progress;
+
+    /// <summary>The deployed class named <paramref name="name"/>.</summary>
+    /// <exception cref="RpcException">NOT_FOUND, pointing to the list of deployed classes.</exception>
+    private ComponentClass DeployedClass(string name) => deployed.FindClass(name)
+        ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{name}'; 'quintet component list' shows the deployed ones."));
+
+    /// <summary>Where the instance of <paramref name="componentClass"/> keyed <paramref name="key"/> lives now: the request is done there.</summary>
+    /// <exception cref="RpcException">NOT_FOUND when it has no live owner.</exception>
+    private (InstanceId Id, InstanceRoute Route) OwnerRoute(ComponentClass componentClass, string key)
+    {
+        var id = new InstanceId(componentClass.Name, key);
+        return directory.TryRoute(id, out var route)
+            ? (id, route)
+            : throw new RpcException(new Status(StatusCode.NotFound, $"{id} has no live owner: it was never called, or its manager failed and it is placed again on its next call."));
+    }
 
     /// <summary>The gRPC endpoint of the manager named <paramref name="node"/>; null for this manager (or no name).</summary>
     private string? PeerEndpoint(string node)
@@ -320,8 +320,7 @@ internal sealed class ComponentAdminService(
     /// </summary>
     private async Task<ManagementResponse> RunManagementAsync(ManagementRequest request, ServerCallContext context, bool view)
     {
-        var componentClass = deployed.FindClass(request.ClassName)
-            ?? throw new RpcException(new Status(StatusCode.NotFound, $"No deployed class is named '{request.ClassName}'; 'quintet component list' shows the deployed ones."));
+        var componentClass = DeployedClass(request.ClassName);
         var modules = componentClass.Contracts.Where(c => c.ManagementTitle is not null).ToList();
         if (modules.Count == 0)
         {

@@ -24,7 +24,6 @@ internal sealed class PackageLoadContext(string name, string directory) : Assemb
         "Microsoft.Extensions.Primitives",
     };
 
-
     protected override Assembly? Load(AssemblyName assemblyName)
     {
         if (assemblyName.Name is { } shared && Shared.Contains(shared))

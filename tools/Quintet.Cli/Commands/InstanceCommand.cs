@@ -57,60 +57,58 @@ internal static class InstanceCommand
         return migrate;
     }
 
-    public static Command CreateRetire(CliContext context)
+    public static Command CreateRetire(CliContext context) => KeyedAction(
+        context,
+        "retire",
+        "Retire a keyed instance now, as retire-after-idle does: it checkpoints and is deactivated; its next call reactivates it.",
+        (admin, className, key, deadline, token) => admin.RetireInstanceAsync(new RetireInstanceRequest { ClassName = className, Key = key }, deadline: deadline, cancellationToken: token).ResponseAsync,
+        (response, instance) => response.WasActive
+            ? $"retired {instance} on {response.Manager}; its next call reactivates it"
+            : $"{instance} was not live on {response.Manager} (already retired, or not called since it was placed)");
+
+    public static Command CreateReactivate(CliContext context) => KeyedAction(
+        context,
+        "reactivate",
+        "Activate a retired keyed instance now, as its next call would, so that its callers do not wait for it.",
+        (admin, className, key, deadline, token) => admin.ReactivateInstanceAsync(new ReactivateInstanceRequest { ClassName = className, Key = key }, deadline: deadline, cancellationToken: token).ResponseAsync,
+        (response, instance) => response.Activated
+            ? $"activated {instance} on {response.Manager} in {response.ElapsedMs:F1} ms"
+            : $"{instance} was live already on {response.Manager}");
+
+    /// <summary>
+    /// A command that does one thing to one keyed instance on its owner (any manager passes it on): its response as
+    /// JSON with the class and key, or the sentence <paramref name="describe"/> makes of it.
+    /// </summary>
+    private static Command KeyedAction<TResponse>(
+        CliContext context,
+        string name,
+        string description,
+        Func<ComponentAdmin.ComponentAdminClient, string, string, DateTime, CancellationToken, Task<TResponse>> call,
+        Func<TResponse, string, string> describe)
+        where TResponse : Google.Protobuf.IMessage
     {
         var endpoint = AdminCall.EndpointOption();
         var className = new Argument<string>("class") { Description = "The component class, for example Samples.Counter.CounterComponent." };
         var key = new Argument<string>("key") { Description = "The instance's key." };
         var output = OutputFormats.CreateOption();
-        var retire = new Command("retire", "Retire a keyed instance now, as retire-after-idle does: it checkpoints and is deactivated; its next call reactivates it.") { className, key, endpoint, output };
-        retire.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), MigrateDeadline, async (channel, deadline) =>
+        var command = new Command(name, description) { className, key, endpoint, output };
+        command.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), MigrateDeadline, async (channel, deadline) =>
         {
-            var response = await new ComponentAdmin.ComponentAdminClient(channel).RetireInstanceAsync(
-                new RetireInstanceRequest { ClassName = parse.GetRequiredValue(className), Key = parse.GetRequiredValue(key) }, deadline: deadline, cancellationToken: token);
+            var (classValue, keyValue) = (parse.GetRequiredValue(className), parse.GetRequiredValue(key));
+            var response = await call(new ComponentAdmin.ComponentAdminClient(channel), classValue, keyValue, deadline, token);
             if (OutputFormats.IsJson(parse.GetValue(output)))
             {
                 var json = OutputFormats.ToNode(response);
-                json["className"] = parse.GetRequiredValue(className);
-                json["key"] = parse.GetRequiredValue(key);
+                json["className"] = classValue;
+                json["key"] = keyValue;
                 OutputFormats.WriteJson(context, json);
                 return ExitCodes.Ok;
             }
 
-            context.Console.MarkupLine(Markup.Escape(response.WasActive
-                ? $"retired {parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' on {response.Manager}; its next call reactivates it"
-                : $"{parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' was not live on {response.Manager} (already retired, or not called since it was placed)"));
+            context.Console.MarkupLine(Markup.Escape(describe(response, $"{classValue} '{keyValue}'")));
             return ExitCodes.Ok;
         }));
-        return retire;
-    }
-
-    public static Command CreateReactivate(CliContext context)
-    {
-        var endpoint = AdminCall.EndpointOption();
-        var className = new Argument<string>("class") { Description = "The component class, for example Samples.Counter.CounterComponent." };
-        var key = new Argument<string>("key") { Description = "The instance's key." };
-        var output = OutputFormats.CreateOption();
-        var reactivate = new Command("reactivate", "Activate a retired keyed instance now, as its next call would, so that its callers do not wait for it.") { className, key, endpoint, output };
-        reactivate.SetAction((parse, token) => AdminCall.RunAsync(context, parse.GetValue(endpoint), MigrateDeadline, async (channel, deadline) =>
-        {
-            var response = await new ComponentAdmin.ComponentAdminClient(channel).ReactivateInstanceAsync(
-                new ReactivateInstanceRequest { ClassName = parse.GetRequiredValue(className), Key = parse.GetRequiredValue(key) }, deadline: deadline, cancellationToken: token);
-            if (OutputFormats.IsJson(parse.GetValue(output)))
-            {
-                var json = OutputFormats.ToNode(response);
-                json["className"] = parse.GetRequiredValue(className);
-                json["key"] = parse.GetRequiredValue(key);
-                OutputFormats.WriteJson(context, json);
-                return ExitCodes.Ok;
-            }
-
-            context.Console.MarkupLine(Markup.Escape(response.Activated
-                ? $"activated {parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' on {response.Manager} in {response.ElapsedMs:F1} ms"
-                : $"{parse.GetRequiredValue(className)} '{parse.GetRequiredValue(key)}' was live already on {response.Manager}"));
-            return ExitCodes.Ok;
-        }));
-        return reactivate;
+        return command;
     }
 
     public static Command CreateOwner(CliContext context)

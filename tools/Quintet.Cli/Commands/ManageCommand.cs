@@ -1,5 +1,4 @@
 using System.CommandLine;
-using System.Text.Json;
 using System.Text.Json.Nodes;
 using Quintet.Cli.Rendering;
 using Quintet.Protocol.Admin;
@@ -112,7 +111,7 @@ internal static class ManageCommand
     {
         if (json)
         {
-            context.Out.WriteLine($"{{\"className\":{JsonSerializer.Serialize(className)},\"management\":[{string.Join(",", modules.Select(m => OutputFormats.ToNode(m).ToJsonString()))}]}}");
+            OutputFormats.WriteJson(context, new { className, management = modules.Select(OutputFormats.ToNode).ToList() });
             return ExitCodes.Ok;
         }
 
