@@ -101,9 +101,31 @@ public sealed class AdminFailover : IDisposable
             }
             catch (RpcException e) when (attempt + 1 < _endpoints.Length && ShouldTryNext(e, changesSomething))
             {
+                // Moved on before the next one answers: should this call be cancelled meanwhile (a page closed), the
+                // next call still starts past the manager that was found unreachable.
+                MoveOn(index);
                 FailedOver?.Invoke(_endpoints[index], e);
             }
         }
+    }
+
+    /// <summary>
+    /// Says that <paramref name="endpoint"/> was found unreachable outside <see cref="InvokeAsync{T}"/> (a stream that
+    /// broke, for example): when it is the current manager, the next call goes to the next one. Raises
+    /// <see cref="FailedOver"/>.
+    /// </summary>
+    public void PassOver(Uri endpoint, RpcException failure)
+    {
+        ArgumentNullException.ThrowIfNull(endpoint);
+        ArgumentNullException.ThrowIfNull(failure);
+        var index = Array.IndexOf(_endpoints, endpoint);
+        if (index < 0)
+        {
+            return;
+        }
+
+        MoveOn(index);
+        FailedOver?.Invoke(endpoint, failure);
     }
 
     /// <summary>
@@ -158,6 +180,18 @@ public sealed class AdminFailover : IDisposable
 
     private static bool ShouldTryNext(RpcException e, bool changesSomething) =>
         changesSomething ? AdminChannels.IsConnectionFailure(e) : e.StatusCode == StatusCode.Unavailable && !AdminChannels.IsTlsFailure(e);
+
+    private void MoveOn(int unreachable)
+    {
+        lock (_lock)
+        {
+            // Only when nothing answered since: a concurrent call may have found a manager that works.
+            if (_current == unreachable)
+            {
+                _current = (unreachable + 1) % _endpoints.Length;
+            }
+        }
+    }
 
     private GrpcChannel Channel(int index)
     {

@@ -54,6 +54,43 @@ public sealed class AdminFailoverTests
     }
 
     [Fact]
+    public void A_manager_passed_over_is_not_tried_first_again_until_the_others_were()
+    {
+        var first = new Uri("http://127.0.0.1:5053");
+        var second = new Uri("http://127.0.0.1:5054");
+        using var failover = new AdminFailover([first, second], AdminCredentials.None);
+        var passedOver = new List<Uri>();
+        failover.FailedOver += (endpoint, _) => passedOver.Add(endpoint);
+        var lost = new RpcException(new Status(StatusCode.Unavailable, "the stream broke"));
+
+        failover.PassOver(first, lost);
+        Assert.Equal(second, failover.Current);
+
+        // A manager that is not the current one any more changes nothing: the current one answered meanwhile.
+        failover.PassOver(first, lost);
+        Assert.Equal(second, failover.Current);
+
+        failover.PassOver(second, lost);
+        Assert.Equal(first, failover.Current);
+        Assert.Equal([first, first, second], passedOver);
+    }
+
+    [Fact]
+    public async Task A_call_cancelled_after_it_passed_a_manager_over_leaves_the_next_call_starting_past_it()
+    {
+        var refused = new Uri($"http://127.0.0.1:{FreePort()}");
+        var next = new Uri($"http://127.0.0.1:{FreePort()}");
+        using var failover = new AdminFailover([refused, next], AdminCredentials.None, new AdminChannelSettings { ConnectTimeout = TimeSpan.FromSeconds(3) });
+        using var cancel = new CancellationTokenSource();
+        failover.FailedOver += (_, _) => cancel.Cancel();
+
+        await Assert.ThrowsAnyAsync<Exception>(() => failover.InvokeAsync(invoker =>
+            new ClusterAdmin.ClusterAdminClient(invoker).ListManagersAsync(new ListManagersRequest(), deadline: DateTime.UtcNow.AddSeconds(10), cancellationToken: cancel.Token).ResponseAsync));
+
+        Assert.Equal(next, failover.Current);
+    }
+
+    [Fact]
     public void Credentials_are_never_sent_in_the_clear()
     {
         var error = Assert.Throws<ArgumentException>(() => new AdminFailover([new Uri("http://127.0.0.1:5053")], new AdminCredentials { BearerToken = "eyJ.x.y" }));

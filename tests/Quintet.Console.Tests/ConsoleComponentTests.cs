@@ -104,6 +104,35 @@ public sealed class ConsoleComponentTests : BunitContext
     }
 
     [Fact]
+    public async Task The_tree_follows_the_managers_view_and_a_manager_lost_at_once()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+        var explorer = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero));
+        explorer.WaitForAssertion(() => Assert.Contains("answered by manager-1", explorer.Find(".answered-by").TextContent));
+        var reads = _admin.TreeRequests.Count;
+
+        // The first message from the manager that answered the tree changes nothing; the same view again neither.
+        var view = new Quintet.Protocol.Cluster.WatchManagersResponse { ViewId = 3, AnsweredBy = "manager-1", Managers = { FakeAdminApi.ManagerNames.Select(n => new Quintet.Protocol.Cluster.ViewManager { NodeName = n, Incarnation = 1 }) } };
+        await _admin.ManagerViews.Writer.WriteAsync(view);
+        await _admin.ManagerViews.Writer.WriteAsync(view.Clone());
+
+        // manager-1 is lost: the watch moved on, and what manager-2 says is read again at once.
+        _admin.AnsweredBy = "manager-2";
+        var moved = view.Clone();
+        moved.AnsweredBy = "manager-2";
+        await _admin.ManagerViews.Writer.WriteAsync(moved);
+        explorer.WaitForAssertion(() => Assert.Contains("answered by manager-2", explorer.Find(".answered-by").TextContent));
+        Assert.Equal(reads + 1, _admin.TreeRequests.Count);
+
+        // The cluster's view changes: read again.
+        var smaller = moved.Clone();
+        smaller.ViewId = 4;
+        smaller.Managers.RemoveAt(0);
+        await _admin.ManagerViews.Writer.WriteAsync(smaller);
+        explorer.WaitForAssertion(() => Assert.Equal(reads + 2, _admin.TreeRequests.Count));
+    }
+
+    [Fact]
     public void A_reader_sees_no_action_buttons()
     {
         AddAuthorization().SetAuthorized("rita").SetRoles("reader");

@@ -11,6 +11,13 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
 
     public RpcException? TreeFailure { get; set; }
 
+    /// <summary>The manager the tree says answered it.</summary>
+    public string AnsweredBy { get; set; } = "manager-1";
+
+    /// <summary>What the watch of the managers' view streams, as a test writes it.</summary>
+    public System.Threading.Channels.Channel<Quintet.Protocol.Cluster.WatchManagersResponse> ManagerViews { get; } =
+        System.Threading.Channels.Channel.CreateUnbounded<Quintet.Protocol.Cluster.WatchManagersResponse>();
+
     public RpcException? ActionFailure { get; set; }
 
     public List<string> Actions { get; } = [];
@@ -59,7 +66,7 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
 
         var size = request.PageSize == 0 ? 100 : request.PageSize;
         var start = (request.PageToken.Length == 0 ? 0 : int.Parse(request.PageToken, System.Globalization.CultureInfo.InvariantCulture)) + request.Offset;
-        var response = new GetClusterTreeResponse { ClusterName = "quintet", AnsweredBy = "manager-1", MatchingInstances = instances, Packages = { Bank } };
+        var response = new GetClusterTreeResponse { ClusterName = "quintet", AnsweredBy = AnsweredBy, MatchingInstances = instances, Packages = { Bank } };
         response.Managers.AddRange(ManagerNames.Select(Manager));
         for (var i = start; i < Math.Min(instances, start + size); i++)
         {
@@ -110,6 +117,9 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
             Interlocked.Increment(ref _watchesClosed);
         }
     }
+
+    public IAsyncEnumerable<Quintet.Protocol.Cluster.WatchManagersResponse> WatchManagersAsync(CancellationToken cancellationToken) =>
+        ManagerViews.Reader.ReadAllAsync(cancellationToken);
 
     public Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListSharedStructuresResponse { Manager = "manager-1" });

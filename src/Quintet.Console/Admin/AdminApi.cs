@@ -5,6 +5,7 @@ using Quintet.AdminClient;
 using Quintet.Console.Hosting;
 using Quintet.Console.Sessions;
 using Quintet.Protocol.Admin;
+using Quintet.Protocol.Cluster;
 
 namespace Quintet.Console.Admin;
 
@@ -15,6 +16,7 @@ namespace Quintet.Console.Admin;
 /// </summary>
 public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOptions> options, ILogger<AdminApi> logger) : IAdminApi
 {
+    private static readonly TimeSpan WatchRetryDelay = TimeSpan.FromSeconds(1);
     private readonly ConsoleOptions _options = options.Value;
 
     /// <inheritdoc />
@@ -149,6 +151,67 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         }
     }
 
+    /// <inheritdoc />
+    public async IAsyncEnumerable<WatchManagersResponse> WatchManagersAsync([EnumeratorCancellation] CancellationToken cancellationToken)
+    {
+        var session = await current.GetAsync();
+        var managers = session.Managers;
+        var failedInARow = 0;
+        while (!cancellationToken.IsCancellationRequested)
+        {
+            var endpoint = managers.Current;
+            using var call = new ClusterView.ClusterViewClient(managers.InvokerFor(endpoint)).WatchManagers(new WatchManagersRequest(), cancellationToken: cancellationToken);
+            RpcException? lost = null;
+            var enumerator = call.ResponseStream.ReadAllAsync(cancellationToken).GetAsyncEnumerator(cancellationToken);
+            try
+            {
+                while (true)
+                {
+                    try
+                    {
+                        if (!await enumerator.MoveNextAsync())
+                        {
+                            break;
+                        }
+                    }
+                    catch (RpcException e) when (!cancellationToken.IsCancellationRequested && !IsRefusal(e))
+                    {
+                        lost = e;
+                        break;
+                    }
+
+                    failedInARow = 0;
+                    yield return enumerator.Current;
+                }
+            }
+            finally
+            {
+                await enumerator.DisposeAsync();
+            }
+
+            if (cancellationToken.IsCancellationRequested)
+            {
+                yield break;
+            }
+
+            // A manager that stops ends its watchers' streams with UNAVAILABLE; one that died breaks the connection.
+            // Either way the watch, and every call after it, moves on to the next manager without waiting.
+            managers.PassOver(endpoint, lost ?? new RpcException(new Status(StatusCode.Unavailable, $"The manager at {endpoint} ended its stream of the managers' view.")));
+            if (++failedInARow >= managers.Endpoints.Count)
+            {
+                // No manager answers now: try them again shortly rather than spin.
+                failedInARow = 0;
+                LogNoManagerWatches(session.User);
+                await Task.Delay(WatchRetryDelay, cancellationToken);
+            }
+        }
+    }
+
+    // A broken connection may surface as UNAVAILABLE, INTERNAL or UNKNOWN depending on where the stream was cut; an
+    // answer the next manager would give alike ends the watch, and so does CANCELLED: the session's channels closed.
+    private static bool IsRefusal(RpcException e) =>
+        e.StatusCode is StatusCode.Unauthenticated or StatusCode.PermissionDenied or StatusCode.Unimplemented or StatusCode.InvalidArgument or StatusCode.Cancelled;
+
     private static CallOptions Options(TimeSpan timeout, CancellationToken cancellationToken) => new(deadline: DateTime.UtcNow + timeout, cancellationToken: cancellationToken);
 
     private async Task<T> ReadAsync<T>(Func<CallInvoker, CallOptions, Task<T>> call, CancellationToken cancellationToken)
@@ -173,6 +236,9 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
             throw;
         }
     }
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "{User}: no manager streams the cluster's view now; trying again in a second")]
+    private partial void LogNoManagerWatches(string user);
 
     [LoggerMessage(Level = LogLevel.Information, Message = "{User}: {Action} {Target}")]
     private partial void LogActionStarted(string user, string action, string target);

@@ -1,4 +1,5 @@
 using Quintet.Protocol.Admin;
+using Quintet.Protocol.Cluster;
 
 namespace Quintet.Console.Admin;
 
@@ -26,6 +27,14 @@ public interface IAdminApi
     /// <paramref name="cancellationToken"/> ends the stream (the managers sample nothing once it ends).
     /// </summary>
     IAsyncEnumerable<ClusterStatistics> WatchStatisticsAsync(WatchStatisticsRequest request, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// ClusterView/WatchManagers: the managers of the cluster's view, at once and at each change, from whichever manager
+    /// answers. When the manager streaming them is lost, the watch moves to the next one at once (and so do the other
+    /// calls), and its first message says who answers now. Runs until <paramref name="cancellationToken"/> ends it;
+    /// a refusal ends it with the managers' status.
+    /// </summary>
+    IAsyncEnumerable<WatchManagersResponse> WatchManagersAsync(CancellationToken cancellationToken);
 
     /// <summary>SharedStructureAdmin/ListSharedStructures.</summary>
     Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken);
