@@ -77,6 +77,12 @@ public class InstanceCommandTests
         var instance = new InstanceInfo { ClassName = Counter, Key = "acct-1", State = "active", Calls = 2 };
         instance.Recent.Add(new InvocationRecord { Operation = "Add", Request = "{ \"Amount\": 5 }", Response = "{ \"Value\": 5 }", Status = "OK", ElapsedMs = 0.42, At = "2026-11-22T22:36:01.2340000+00:00" });
         instance.Recent.Add(new InvocationRecord { Operation = "Add", Request = "{ \"Amount\": -1 }", Status = "InvalidArgument: negative", ElapsedMs = 0.1, At = "2026-11-22T22:36:02.0000000+00:00" });
+        instance.Recent[0].Lifeline.Add([
+            new LifelineStep { Step = "received", Manager = "manager-2", AtMs = 0 },
+            new LifelineStep { Step = "forwarded", Manager = "manager-2", AtMs = 0.05 },
+            new LifelineStep { Step = "received", Manager = "manager-1", AtMs = 0.3 },
+            new LifelineStep { Step = "checkpoint written", Manager = "manager-1", AtMs = 0.4 },
+            new LifelineStep { Step = "answered", Manager = "manager-1", AtMs = 0.42 }]);
         manager.Instances.Add(instance);
 
         var (plainCode, plain, _) = await RunAsync("component", "instances", "--endpoint", manager.Endpoint);
@@ -88,6 +94,7 @@ public class InstanceCommandTests
         Assert.Contains($"Recent invocations of {Counter} 'acct-1' on manager-1", output, StringComparison.Ordinal);
         Assert.Matches(@"22:36:01\.234\s*│\s*Add\s*│\s*OK\s*│\s*0\.42\s*│\s*\{ ""Amount"": 5 \} → \{ ""Value"": 5 \}", output);
         Assert.Matches(@"Add\s*│\s*InvalidArgument: negative\s*│\s*0\.10\s*│\s*\{ ""Amount"": -1 \} → -", output);
+        Assert.Contains("22:36:01.234 Add: manager-2: received 0.00 · forwarded 0.05 · manager-1: received 0.30 · checkpoint written 0.40 · answered 0.42", output, StringComparison.Ordinal);
     }
 
     [Fact]

@@ -133,6 +133,28 @@ public sealed class ConsoleComponentTests : BunitContext
     }
 
     [Fact]
+    public void A_lifeline_names_its_slowest_step_and_lists_every_step()
+    {
+        var steps = new List<LifelineStep>
+        {
+            new() { Step = "received", Manager = "manager-2", AtMs = 0 },
+            new() { Step = "forwarded", Manager = "manager-2", AtMs = 0.1 },
+            new() { Step = "received", Manager = "manager-1", AtMs = 0.6 },
+            new() { Step = "operation started", Manager = "manager-1", AtMs = 0.7 },
+            new() { Step = "checkpoint written", Manager = "manager-1", AtMs = 3.2 },
+            new() { Step = "answered", Manager = "manager-1", AtMs = 3.3 },
+        };
+
+        var lifeline = Render<Lifeline>(p => p.Add(c => c.Steps, steps));
+
+        Assert.Contains("slowest: checkpoint written (+2.50 ms)", lifeline.Find(".lifeline-slowest").TextContent);
+        Assert.Equal(6, lifeline.FindAll(".lifeline-steps tr").Count);
+        Assert.Equal(2, lifeline.FindAll("line.lifeline-first").Count);
+        Assert.Equal(4, lifeline.FindAll("line.lifeline-owner").Count);
+        Assert.Contains("3.300 ms", lifeline.FindAll(".lifeline-steps tr")[^1].TextContent);
+    }
+
+    [Fact]
     public void A_reader_sees_no_action_buttons()
     {
         AddAuthorization().SetAuthorized("rita").SetRoles("reader");

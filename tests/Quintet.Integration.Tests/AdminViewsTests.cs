@@ -388,6 +388,37 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         output.WriteLine($"{recorded.Operation}: {recorded.Request} -> {recorded.Response}; {string.Join(", ", recorded.State.Select(v => $"{v.Name}={v.Value}"))}");
         Assert.Equal(("Withdraw", "Withdraw 0.34", "balance 13.00 after update 3"), (recorded.Operation, recorded.Request, recorded.Response));
         Assert.Equal(["balance=13.00", "updates=3", "frozen=no"], recorded.State.Select(v => $"{v.Name}={v.Value}"));
+
+        // Its lifeline: each step on the owner, in order, the update's backup among them.
+        output.WriteLine("lifeline: " + string.Join(" · ", recorded.Lifeline.Select(l => $"{l.Manager} {l.Step} {l.AtMs:F3}")));
+        AssertInOrder(recorded.Lifeline);
+        Assert.Contains(recorded.Lifeline, l => l.Step == "received" && l.Manager == owner.Name);
+        Assert.Contains(recorded.Lifeline, l => l.Step.StartsWith("backup held by ", StringComparison.Ordinal) && l.Manager == owner.Name);
+        Assert.Equal(["turn taken", "operation started", "operation ended", "answered"], recorded.Lifeline.Select(l => l.Step).Where(s => s is "turn taken" or "operation started" or "operation ended" or "answered"));
+
+        // A call another manager passed on: the lifeline begins there, and the owner's steps follow the forward.
+        var other = fixture.Cluster.Managers.First(m => m.Name != owner.Name);
+        await new ComponentAdmin.ComponentAdminClient(other.Channel).GetManagementViewAsync(new ManagementRequest { ClassName = accountClass, Key = "managed-1", Operation = "Describe" }, deadline: Soon);
+        var forwarded = (await new ComponentAdmin.ComponentAdminClient(owner.Channel).ListInstancesAsync(new ListInstancesRequest { ClassName = accountClass, Keys = { "managed-1" } }, deadline: Soon)).Instances.Single().Recent.Last();
+        output.WriteLine("forwarded lifeline: " + string.Join(" · ", forwarded.Lifeline.Select(l => $"{l.Manager} {l.Step} {l.AtMs:F3}")));
+        AssertInOrder(forwarded.Lifeline);
+        Assert.Equal("Describe", forwarded.Operation);
+        Assert.Equal([(other.Name, "received"), (other.Name, "forwarded"), (owner.Name, "received")], forwarded.Lifeline.Take(3).Select(l => (l.Manager, l.Step)));
+        Assert.Equal(("answered", owner.Name), (forwarded.Lifeline[^1].Step, forwarded.Lifeline[^1].Manager));
+
+        // The CLI gives it with the recent invocations.
+        using var shown = new StringWriter();
+        Assert.Equal(Quintet.Cli.ExitCodes.Ok, await Quintet.Cli.QuintetCli.RunAsync(["component", "instances", "--class", accountClass, "--output", "json", .. asCarl], shown, TextWriter.Null));
+        Assert.Contains("\"forwarded\"", shown.ToString(), StringComparison.Ordinal);
+    }
+
+    private static void AssertInOrder(Google.Protobuf.Collections.RepeatedField<Quintet.Protocol.Admin.LifelineStep> lifeline)
+    {
+        Assert.NotEmpty(lifeline);
+        for (var i = 1; i < lifeline.Count; i++)
+        {
+            Assert.True(lifeline[i].AtMs >= lifeline[i - 1].AtMs, $"step {i} ({lifeline[i].Step} at {lifeline[i].AtMs} ms) comes before the one it follows ({lifeline[i - 1].Step} at {lifeline[i - 1].AtMs} ms)");
+        }
     }
 
     /// <summary>Deploys the Counter sample unless the cluster this class shares already has it.</summary>

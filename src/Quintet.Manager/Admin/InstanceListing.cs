@@ -45,6 +45,7 @@ internal sealed class InstanceListing(InstanceShadows shadows, ActiveReplication
                 ElapsedMs = r.Elapsed.TotalMilliseconds,
                 At = r.At.ToString("O", System.Globalization.CultureInfo.InvariantCulture),
                 State = { r.State.Select(v => new NamedValue { Name = v.Key, Value = v.Value }) },
+                Lifeline = { r.Lifeline.Select(l => new LifelineStep { Step = l.Step, Manager = l.Manager, AtMs = l.AtMs }) },
             }));
             response.Instances.Add(info);
         }

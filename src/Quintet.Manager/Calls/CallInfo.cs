@@ -17,4 +17,5 @@ internal readonly record struct InvocationResult(byte[] Reply, string? ServedBy,
 /// <param name="ClientCall">Which call of which client this is, for completion records; null when the client sent no identity.</param>
 /// <param name="EventsAfter">For a subscription: the last event position the subscriber saw (it resumes after it); null: from the oldest retained.</param>
 /// <param name="EventLog">For a subscription: the event log the subscriber followed, when it resumes.</param>
-internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0, IReadOnlyList<string>? CallerRoles = null, IReadOnlyList<string>? PackageRoles = null, ClientCallId? ClientCall = null, long? EventsAfter = null, string? EventLog = null);
+/// <param name="Lifeline">For a class with debug on: the call's lifeline, which its steps are marked on; null otherwise.</param>
+internal readonly record struct CallInfo(string RequestId, string? Caller, DateTimeOffset? Deadline, int Hops, long RouteEpoch = 0, IReadOnlyList<string>? CallerRoles = null, IReadOnlyList<string>? PackageRoles = null, ClientCallId? ClientCall = null, long? EventsAfter = null, string? EventLog = null, Invocation.CallLifeline? Lifeline = null);

@@ -194,6 +194,7 @@ internal sealed partial class ComponentHost
     /// </summary>
     private async Task<byte[]?> CallAsync(Shadow shadow, ComponentOperation op, object message, CallInfo call, CancellationToken cancellationToken)
     {
+        var lifeline = call.Lifeline;
         await shadow.Turn.WaitAsync(cancellationToken);
         try
         {
@@ -202,6 +203,7 @@ internal sealed partial class ComponentHost
                 return null;
             }
 
+            lifeline?.Mark("turn taken");
             EnsureLease(shadow.Id);
 
             // Activated before the records are looked up: activation brings them in with the state it starts from (a
@@ -209,6 +211,7 @@ internal sealed partial class ComponentHost
             if (shadow.Instance is null)
             {
                 await _activation.ActivateAsync(shadow, cancellationToken);
+                lifeline?.Mark("activated");
             }
 
             ClientCallId? recorded = null;
@@ -250,6 +253,8 @@ internal sealed partial class ComponentHost
             shadow.RunningCall = recorded;
             shadow.BackupStateInCall = null;
             shadow.WroteCheckpointInCall = false;
+            shadow.Lifeline = lifeline;
+            lifeline?.Mark("operation started");
             try
             {
                 object? value = null;
@@ -267,6 +272,7 @@ internal sealed partial class ComponentHost
                     {
                         shadow.InCall = false;
                         lifecycle.SetCurrentCall(null);
+                        lifeline?.Mark("operation ended");
                     }
                 }
                 catch (Exception e) when (runToken.IsCancellationRequested && e is OperationCanceledException or RpcException { StatusCode: StatusCode.Cancelled or StatusCode.DeadlineExceeded })
@@ -285,12 +291,12 @@ internal sealed partial class ComponentHost
                 catch (ComponentFaultException e)
                 {
                     // A refusal the component chose: the caller's business, not a failure of the component.
-                    shadow.Record(op.Name, message, null, $"{e.Fault}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                    shadow.Record(op.Name, message, null, $"{e.Fault}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug, lifeline);
                     failure = new InvocationException((StatusCode)(int)e.Fault, e.Message);
                 }
                 catch (Exception e)
                 {
-                    shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug);
+                    shadow.Record(op.Name, message, null, $"{e.GetType().Name}: {e.Message}", Stopwatch.GetElapsedTime(started), shadow.Class.Qos.Debug, lifeline);
                     LogCallFailed(logger, e, shadow.Class.Name, shadow.Key, op.Name, call.RequestId);
                     failure = ComponentFailure.Of(shadow.Class.Name, op.Name, shadow.Key, e);
                 }
@@ -313,9 +319,10 @@ internal sealed partial class ComponentHost
                 if (recorded is { } done)
                 {
                     await _completions.RecordAsync(shadow, done, StatusCode.OK, null, reply, runToken);
+                    lifeline?.Mark("answer recorded");
                 }
 
-                shadow.Record(op.Name, message, value, null, elapsed, shadow.Class.Qos.Debug);
+                shadow.Record(op.Name, message, value, null, elapsed, shadow.Class.Qos.Debug, lifeline);
                 return reply;
             }
             finally
@@ -323,6 +330,7 @@ internal sealed partial class ComponentHost
                 shadow.RunningCall = null;
                 shadow.BackupStateInCall = null;
                 shadow.WroteCheckpointInCall = false;
+                shadow.Lifeline = null;
 
                 // What the call published reaches its subscribers now, after its backups (whatever its outcome: a
                 // published event is in the log). Not cancelled with the call: the events are appended already.

@@ -6,6 +6,7 @@ using Quintet.Manager.Components;
 using Quintet.Manager.Extensions;
 using Quintet.Manager.Ownership;
 using Quintet.Manager.Packages;
+using Quintet.Manager.Peers;
 
 namespace Quintet.Manager.Invocation;
 
@@ -15,7 +16,7 @@ namespace Quintet.Manager.Invocation;
 /// bytes to the owner. Calls that reach a manager whose copy of the directory lags are held until it catches up rather
 /// than bounced back; calls on an instance that moves while they wait are routed again, a few hops at most.
 /// </summary>
-internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwarding, CallStatistics statistics, CallObservers observers)
+internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwarding, CallStatistics statistics, CallObservers observers, ManagerIdentity identity)
 {
     private const int MaxHops = 4;
 
@@ -54,6 +55,11 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
         if (op.IsStream)
         {
             RefuseUnservableStream(call, componentClass);
+        }
+        else if (componentClass.Qos.Debug)
+        {
+            var forwardedSteps = call.Origin == CallOrigin.Forwarded ? call.Http.Request.Headers[CallLifeline.Header].ToString() : null;
+            call.Info = call.Info with { Lifeline = CallLifeline.Begin(identity.NodeName, call.ArrivedAt, forwardedSteps) };
         }
 
         // Active replicas with load balancing: a manager hosting a live replica takes the call itself (every replica runs

@@ -53,6 +53,9 @@ internal sealed class ComponentInvocation(HttpContext http, CallOrigin origin, s
     /// </summary>
     public ReplyStream Replies => _replies ??= new ReplyStream(Http.Response);
 
+    /// <summary>When the call reached this manager (a <see cref="System.Diagnostics.Stopwatch"/> timestamp): where its lifeline here begins.</summary>
+    public long ArrivedAt { get; } = System.Diagnostics.Stopwatch.GetTimestamp();
+
     /// <summary>What travels with the call to the instance (and on to the owner when forwarded); steps may refine it.</summary>
     public CallInfo Info { get; set; } = info;
 }

@@ -190,6 +190,11 @@ internal sealed class PeerForwarding(PeerChannels channels)
             headers.Add(CallerRolesHeader, string.Join(',', roles));
         }
 
+        if (info.Lifeline is { } lifeline)
+        {
+            headers.Add(CallLifeline.Header, lifeline.Forwarding());
+        }
+
         if (info.EventsAfter is { } after)
         {
             headers.Add(CallHeaders.EventsAfter, after.ToString(CultureInfo.InvariantCulture));

@@ -173,6 +173,7 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
                     await peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, completions, eventLog.ToMessage(), eventsOnly, bounded.Token);
                 }
 
+                shadow.Lifeline?.Mark("backup held by " + target.NodeName);
                 return (target.NodeName, Kept: true, target.Holds);
             }
             catch (Exception e) when (e is RpcException or OperationCanceledException && !cancellationToken.IsCancellationRequested)

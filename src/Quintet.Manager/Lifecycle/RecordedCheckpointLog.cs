@@ -58,6 +58,7 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
         var (table, written) = Table(whole: true, cancellationToken);
         var (events, eventsThrough) = Events(whole: true);
         var position = await _inner.WriteCheckpointAsync(Frame(table, state.Span, events), cancellationToken);
+        _shadow?.Lifeline?.Mark("checkpoint written");
         Written(written, events, eventsThrough);
         return position;
     }
@@ -68,6 +69,7 @@ internal sealed class RecordedCheckpointLog : ICheckpointLog
         var (table, written) = Table(whole: false, cancellationToken);
         var (events, eventsThrough) = Events(whole: false);
         var position = await _inner.AppendAsync(Frame(table, record.Span, events), cancellationToken);
+        _shadow?.Lifeline?.Mark("log record written");
         Written(written, events, eventsThrough);
         return position;
     }

@@ -91,6 +91,9 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// <summary>The instance's completion records; null until it has any.</summary>
     public InstanceCompletions? Completions { get; set; }
 
+    /// <summary>The lifeline of the call running in the turn now (debug on): the state it writes is marked on it.</summary>
+    public Invocation.CallLifeline? Lifeline { get; set; }
+
     /// <summary>The recorded call running in the turn now: what the state written during it is marked with.</summary>
     public Calls.ClientCallId? RunningCall { get; set; }
 
@@ -134,8 +137,8 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
         }
     }
 
-    /// <summary>Counts a call; with <paramref name="debug"/>, keeps it with its arguments and result.</summary>
-    public void Record(string operation, object request, object? response, string? error, TimeSpan elapsed, bool debug)
+    /// <summary>Counts a call; with <paramref name="debug"/>, keeps it with its arguments, result and lifeline.</summary>
+    public void Record(string operation, object request, object? response, string? error, TimeSpan elapsed, bool debug, Invocation.CallLifeline? lifeline = null)
     {
         Interlocked.Increment(ref _calls);
         if (error is not null)
@@ -159,6 +162,7 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
             }
 
             // Recorded in the turn, right after the call: the debug module sees the state the call left.
+            lifeline?.Mark("answered");
             var module = Class.DebugModule;
             _recent.Enqueue(new InvocationTrace(
                 operation,
@@ -167,7 +171,8 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
                 error ?? "OK",
                 elapsed,
                 DateTimeOffset.UtcNow,
-                module is not null && Instance is { } instance ? DescribeState(module, instance) : []));
+                module is not null && Instance is { } instance ? DescribeState(module, instance) : [],
+                lifeline?.Steps ?? []));
         }
     }
 
@@ -202,7 +207,7 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
 }
 
 /// <summary>One recorded invocation of an instance with debug on; <paramref name="State"/> is what the class's debug module said of the instance after it.</summary>
-internal sealed record InvocationTrace(string Operation, string Request, string? Response, string Status, TimeSpan Elapsed, DateTimeOffset At, IReadOnlyList<KeyValuePair<string, string>> State);
+internal sealed record InvocationTrace(string Operation, string Request, string? Response, string Status, TimeSpan Elapsed, DateTimeOffset At, IReadOnlyList<KeyValuePair<string, string>> State, IReadOnlyList<Invocation.LifelineStep> Lifeline);
 
 /// <summary>
 /// Call latencies in 24 buckets growing by a factor of two from 16 µs (up to about two minutes): about 150 bytes per

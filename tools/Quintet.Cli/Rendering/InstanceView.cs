@@ -150,7 +150,45 @@ internal static class InstanceView
             }
 
             console.Write(table);
+
+            // Below the table, a line each: a lifeline is too long for a column.
+            var lifelines = instance.Recent.Where(r => r.Lifeline.Count > 0).ToList();
+            if (lifelines.Count > 0)
+            {
+                console.MarkupLine("Lifelines (each step in ms since the first manager received the call):");
+                foreach (var record in lifelines)
+                {
+                    console.WriteLine($"  {Time(record.At)} {record.Operation}: {Lifeline(record)}");
+                }
+            }
         }
+    }
+
+    /// <summary>
+    /// A call's lifeline on one line: each step with its time, and the manager where it changes (a forwarded call's
+    /// first manager, then the owner); empty for a record without one.
+    /// </summary>
+    internal static string Lifeline(InvocationRecord record)
+    {
+        var text = new System.Text.StringBuilder();
+        string? manager = null;
+        foreach (var step in record.Lifeline)
+        {
+            if (text.Length > 0)
+            {
+                text.Append(" · ");
+            }
+
+            if (step.Manager != manager)
+            {
+                manager = step.Manager;
+                text.Append(manager).Append(": ");
+            }
+
+            text.Append(step.Step).Append(' ').Append(step.AtMs.ToString("F2", CultureInfo.InvariantCulture));
+        }
+
+        return text.ToString();
     }
 
     /// <summary>The time of day of an ISO 8601 instant: the date is the same for records this recent; as sent when unreadable.</summary>
