@@ -40,4 +40,13 @@ public interface IManagerExtensionContext
     /// </summary>
     /// <returns>Disposing it removes the observer; disposing it twice does nothing.</returns>
     IDisposable ObserveCalls(ICallObserver observer);
+
+    /// <summary>
+    /// Tells <paramref name="observer"/> of every activation and deactivation of an instance this manager owns (not of
+    /// actively replicated instances' replicas, nor of instances isolated in a worker process), until the extension
+    /// stops or the result is disposed. It runs in the instance's turn (<see cref="IInstanceObserver"/> says what that
+    /// demands of it).
+    /// </summary>
+    /// <returns>Disposing it removes the observer; disposing it twice does nothing.</returns>
+    IDisposable ObserveInstances(IInstanceObserver observer);
 }

@@ -23,7 +23,8 @@ internal sealed class ComponentAdminService(
     PackageReplicator replicator,
     ManagerIdentity identity,
     PeerChannels channels,
-    InvocationPipeline pipeline) : ComponentAdmin.ComponentAdminBase
+    InvocationPipeline pipeline,
+    Extensions.InstanceObservers instanceObservers) : ComponentAdmin.ComponentAdminBase
 {
     private static long s_managementCalls;
 
@@ -136,7 +137,7 @@ internal sealed class ComponentAdminService(
         {
             try
             {
-                wasActive = await InstanceRetirement.RetireAsync(shadow, context.CancellationToken);
+                wasActive = await InstanceRetirement.RetireAsync(shadow, instanceObservers, context.CancellationToken);
             }
             catch (Exception e) when (e is not OperationCanceledException)
             {

@@ -10,7 +10,8 @@ internal sealed class ManagerExtensionContext(
     ILoggerFactory loggerFactory,
     IConfiguration settings,
     ManagerProblems problems,
-    CallObservers observers) : IManagerExtensionContext
+    CallObservers observers,
+    InstanceObservers instanceObservers) : IManagerExtensionContext
 {
     private readonly Lock _gate = new();
     private readonly List<IDisposable> _observations = [];
@@ -42,7 +43,17 @@ internal sealed class ManagerExtensionContext(
     public IDisposable ObserveCalls(ICallObserver observer)
     {
         ArgumentNullException.ThrowIfNull(observer);
-        var observation = observers.Add(observer, name);
+        return Keep(observers.Add(observer, name));
+    }
+
+    public IDisposable ObserveInstances(IInstanceObserver observer)
+    {
+        ArgumentNullException.ThrowIfNull(observer);
+        return Keep(instanceObservers.Add(observer, name));
+    }
+
+    private IDisposable Keep(IDisposable observation)
+    {
         lock (_gate)
         {
             _observations.Add(observation);

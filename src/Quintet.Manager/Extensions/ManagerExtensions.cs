@@ -16,6 +16,7 @@ internal sealed partial class ManagerExtensions(
     ILoggerFactory loggerFactory,
     ManagerProblems problems,
     CallObservers observers,
+    InstanceObservers instanceObservers,
     ILogger<ManagerExtensions> logger) : IHostedService, IManagerReportPart
 {
     private readonly Lock _gate = new();
@@ -44,7 +45,8 @@ internal sealed partial class ManagerExtensions(
                 loggerFactory,
                 configuration.GetSection($"{extension.Options.Path}:{nameof(ExtensionOptions.Settings)}"),
                 problems,
-                observers);
+                observers,
+                instanceObservers);
             try
             {
                 await extension.Instance.StartAsync(context, cancellationToken);

@@ -252,6 +252,7 @@ public static class ManagerHostingExtensions
             sp.GetRequiredService<ILoggerFactory>(),
             sp.GetRequiredService<ManagerProblems>(),
             sp.GetRequiredService<CallObservers>(),
+            sp.GetRequiredService<InstanceObservers>(),
             sp.GetRequiredService<ILogger<ManagerExtensions>>()));
         builder.Services.AddSingleton<IManagerReportPart>(sp => sp.GetRequiredService<ManagerExtensions>());
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerExtensions>());

@@ -55,6 +55,7 @@ internal static class InvocationPipelineServiceCollectionExtensions
         services.AddSingleton<PeerForwarding>();
         services.AddSingleton<CallStatistics>();
         services.AddSingleton<Extensions.CallObservers>();
+        services.AddSingleton<Extensions.InstanceObservers>();
         services.AddSingleton<Peers.IManagerReportPart>(sp => sp.GetRequiredService<CallStatistics>());
         services.AddSingleton<CallDispatcher>();
         services.AddSingleton<IInvocationStep, CallTelemetryStep>();

@@ -28,6 +28,7 @@ internal sealed partial class InstanceActivation(
     CoordinationService coordination,
     InstanceEvents events,
     CallCompletions completions,
+    Extensions.InstanceObservers observers,
     ILogger<InstanceActivation> logger)
 {
     /// <summary>Refuses to serve an instance while this manager is cut off from the majority (its lease may have run out).</summary>
@@ -114,10 +115,15 @@ internal sealed partial class InstanceActivation(
             throw new InvocationException(StatusCode.Unavailable, $"{shadow.Class.Name} (key '{shadow.Key}') could not be activated: {e.GetType().Name}: {e.Message}");
         }
 
+        var reactivation = shadow.WasActivated;
         shadow.Instance = instance;
         shadow.WasActivated = true;
         shadow.State = ShadowState.Active;
         shadow.LastCallTimestamp = Stopwatch.GetTimestamp();
+        if (observers.Active)
+        {
+            observers.Notify(new Quintet.Extensions.InstanceNotice(shadow.Class.Name, shadow.Key, Quintet.Extensions.InstanceChange.Activated, null, reactivation));
+        }
     }
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "{Class} (key '{Key}') could not be activated ({Reason})")]

@@ -15,9 +15,11 @@ internal sealed partial class InstanceDeactivation
     private readonly DeployedPackages _packages;
     private readonly IIsolatedInstances _isolated;
     private readonly ILogger<InstanceDeactivation> _logger;
+    private readonly Extensions.InstanceObservers _observers;
 
-    public InstanceDeactivation(InstanceShadows shadows, DeployedPackages packages, IIsolatedInstances isolated, InstanceDirectory directory, ILogger<InstanceDeactivation> logger)
+    public InstanceDeactivation(InstanceShadows shadows, DeployedPackages packages, IIsolatedInstances isolated, InstanceDirectory directory, Extensions.InstanceObservers observers, ILogger<InstanceDeactivation> logger)
     {
+        _observers = observers;
         _shadows = shadows;
         _packages = packages;
         _isolated = isolated;
@@ -55,6 +57,8 @@ internal sealed partial class InstanceDeactivation
                 {
                     LogDeactivationFailed(_logger, e, shadow.Class.Name);
                 }
+
+                NotifyDeactivated(_observers, shadow, reason);
             }
 
             shadow.Instance = null;
@@ -66,6 +70,15 @@ internal sealed partial class InstanceDeactivation
         finally
         {
             shadow.Turn.Release();
+        }
+    }
+
+    /// <summary>Tells the extensions' instance observers, if any, that an instance owned here was deactivated.</summary>
+    public static void NotifyDeactivated(Extensions.InstanceObservers observers, Shadow shadow, DeactivationReason reason)
+    {
+        if (observers.Active)
+        {
+            observers.Notify(new Quintet.Extensions.InstanceNotice(shadow.Class.Name, shadow.Key, Quintet.Extensions.InstanceChange.Deactivated, reason, false));
         }
     }
 

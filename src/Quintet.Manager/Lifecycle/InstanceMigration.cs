@@ -23,6 +23,7 @@ internal sealed partial class InstanceMigration(
     PeerCalls peers,
     ManagerIdentity identity,
     CompletionRecordBook book,
+    Extensions.InstanceObservers observers,
     ILogger<InstanceMigration> logger)
 {
     private readonly ConcurrentDictionary<InstanceId, (long Epoch, byte[]? State)> _arrivals = new();
@@ -98,6 +99,7 @@ internal sealed partial class InstanceMigration(
                 }
 
                 await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Migrating, cancellationToken);
+                InstanceDeactivation.NotifyDeactivated(observers, shadow, DeactivationReason.Migrating);
                 shadow.Instance = null;
                 await InstanceDeactivation.LeaveGroupsAsync(shadow);
             }

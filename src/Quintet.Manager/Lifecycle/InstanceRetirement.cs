@@ -7,7 +7,7 @@ namespace Quintet.Manager.Lifecycle;
 /// Retires idle instances once a second: each instance idle past its class's retire-after-idle is deactivated (it
 /// checkpoints) and its shadow kept, so that its next call reactivates it.
 /// </summary>
-internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogger<InstanceRetirement> logger) : BackgroundService
+internal sealed partial class InstanceRetirement(InstanceShadows shadows, Extensions.InstanceObservers observers, ILogger<InstanceRetirement> logger) : BackgroundService
 {
     /// <summary>Retires every instance idle past its class's retire-after-idle: deactivated (it checkpoints), shadow kept.</summary>
     /// <returns>How many were retired.</returns>
@@ -26,7 +26,7 @@ internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogge
 
             try
             {
-                if (await RetireInTurnAsync(shadow, cancellationToken))
+                if (await RetireInTurnAsync(shadow, observers, cancellationToken))
                 {
                     retired++;
                 }
@@ -51,12 +51,12 @@ internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogge
     /// </summary>
     /// <returns>Whether it was live; false when it was already retired or not activated since it was placed.</returns>
     /// <exception cref="Exception">It could not save its state; it stays active.</exception>
-    public static async Task<bool> RetireAsync(Shadow shadow, CancellationToken cancellationToken)
+    public static async Task<bool> RetireAsync(Shadow shadow, Extensions.InstanceObservers observers, CancellationToken cancellationToken)
     {
         await shadow.Turn.WaitAsync(cancellationToken);
         try
         {
-            return await RetireInTurnAsync(shadow, cancellationToken);
+            return await RetireInTurnAsync(shadow, observers, cancellationToken);
         }
         finally
         {
@@ -64,7 +64,7 @@ internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogge
         }
     }
 
-    private static async Task<bool> RetireInTurnAsync(Shadow shadow, CancellationToken cancellationToken)
+    private static async Task<bool> RetireInTurnAsync(Shadow shadow, Extensions.InstanceObservers observers, CancellationToken cancellationToken)
     {
         if (shadow.Instance is not { } instance || shadow.State != ShadowState.Active)
         {
@@ -72,6 +72,7 @@ internal sealed partial class InstanceRetirement(InstanceShadows shadows, ILogge
         }
 
         await ((IComponentLifecycle)instance).DeactivateAsync(DeactivationReason.Retired, cancellationToken);
+        InstanceDeactivation.NotifyDeactivated(observers, shadow, DeactivationReason.Retired);
         shadow.Instance = null;
         await InstanceDeactivation.LeaveGroupsAsync(shadow);
         shadow.State = ShadowState.Retired;

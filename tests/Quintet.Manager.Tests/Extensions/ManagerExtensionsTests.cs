@@ -23,7 +23,10 @@ public class ManagerExtensionsTests
         new(new ExtensionOptions { Name = Configuration[$"Quintet:Extensions:{index}:Name"], Path = $"Quintet:Extensions:{index}" }, instance.GetType(), instance, "/extensions/test.dll");
 
     private static ManagerExtensions Host(ManagerProblems problems, CallObservers observers, params IManagerExtension[] extensions) =>
-        new([.. extensions.Select((e, i) => Loaded(i, e))], "node-1", Configuration, NullLoggerFactory.Instance, problems, observers, NullLogger<ManagerExtensions>.Instance);
+        Host(problems, observers, new InstanceObservers(NullLogger<InstanceObservers>.Instance), extensions);
+
+    private static ManagerExtensions Host(ManagerProblems problems, CallObservers observers, InstanceObservers instanceObservers, params IManagerExtension[] extensions) =>
+        new([.. extensions.Select((e, i) => Loaded(i, e))], "node-1", Configuration, NullLoggerFactory.Instance, problems, observers, instanceObservers, NullLogger<ManagerExtensions>.Instance);
 
     [Fact]
     public async Task Extensions_start_in_order_with_their_context_and_stop_in_reverse()
@@ -31,8 +34,9 @@ public class ManagerExtensionsTests
         var log = new List<string>();
         var problems = new ManagerProblems();
         var observers = new CallObservers(NullLogger<CallObservers>.Instance);
+        var instanceObservers = new InstanceObservers(NullLogger<InstanceObservers>.Instance);
         var first = new Recording("first", log);
-        var host = Host(problems, observers, first, new Recording("second", log));
+        var host = Host(problems, observers, instanceObservers, first, new Recording("second", log));
 
         await host.StartAsync(CancellationToken.None);
 
@@ -50,12 +54,38 @@ public class ManagerExtensionsTests
 
         first.Context.ObserveCalls(new Counting());
         Assert.Equal(1, observers.Count);
+        var instances = new RecordingInstances();
+        first.Context.ObserveInstances(instances);
+        instanceObservers.Notify(new InstanceNotice("Counter", "k", InstanceChange.Activated, null, Reactivation: false));
+        instanceObservers.Notify(new InstanceNotice("Counter", "k", InstanceChange.Deactivated, Quintet.Components.DeactivationReason.Retired, false));
+        Assert.Equal(["Counter/k Activated", "Counter/k Deactivated Retired"], instances.Seen);
 
         await host.StopAsync(CancellationToken.None);
 
         Assert.Equal(["start first node-1 hello", "start second node-1 ", "stop second", "stop first"], log);
         Assert.Equal(0, observers.Count);
         Assert.False(observers.Active);
+        Assert.False(instanceObservers.Active);
+    }
+
+    [Fact]
+    public void An_instance_observer_that_throws_is_removed_and_logged_once_naming_the_instance()
+    {
+        var logger = new WarningCounter();
+        var observers = new InstanceObservers(logger);
+        var kept = new RecordingInstances();
+        observers.Add(new ThrowingInstances(), "bad");
+        observers.Add(kept, "good");
+        var notice = new InstanceNotice("Bank.Account", "acct-1", InstanceChange.Activated, null, Reactivation: true);
+
+        observers.Notify(notice);
+        observers.Notify(notice);
+
+        Assert.Equal(2, kept.Seen.Count);
+        Assert.Equal(1, observers.Count);
+        Assert.Equal(1, logger.Warnings);
+        Assert.Contains("extension bad", logger.Last, StringComparison.Ordinal);
+        Assert.Contains("Bank.Account 'acct-1' Activated", logger.Last, StringComparison.Ordinal);
     }
 
     [Fact]
@@ -167,7 +197,19 @@ public class ManagerExtensionsTests
         }
     }
 
-    private sealed class WarningCounter : ILogger<CallObservers>
+    private sealed class RecordingInstances : IInstanceObserver
+    {
+        public List<string> Seen { get; } = [];
+
+        public void OnInstanceChanged(in InstanceNotice notice) => Seen.Add($"{notice.ClassName}/{notice.Key} {notice.Change}{(notice.Reason is { } reason ? " " + reason : "")}");
+    }
+
+    private sealed class ThrowingInstances : IInstanceObserver
+    {
+        public void OnInstanceChanged(in InstanceNotice notice) => throw new InvalidOperationException("observer bug");
+    }
+
+    private sealed class WarningCounter : ILogger<CallObservers>, ILogger<InstanceObservers>
     {
         private int _warnings;
 

@@ -110,6 +110,9 @@ public class SlowCallsSampleTests
             return new Removal(() => Observers.Remove(observer));
         }
 
+        // The sample observes calls only.
+        public IDisposable ObserveInstances(IInstanceObserver observer) => throw new NotSupportedException("SlowCalls observes no instance.");
+
         private sealed class Removal(Action remove) : IDisposable
         {
             public void Dispose() => remove();
