@@ -84,6 +84,12 @@ internal sealed class FakeManager : IAsyncDisposable
     /// <summary>The views WatchManagers sends, one every 20 ms, then it holds the stream open until the caller goes away.</summary>
     public IReadOnlyList<WatchManagersResponse> Views { get; set; } = [];
 
+    /// <summary>The events WatchInvocations streams (one every 20 ms, then it waits for the caller to go away); a status to refuse it with instead, when set.</summary>
+    public List<InvocationEvent> Invocations { get; } = [];
+
+    /// <inheritdoc cref="Invocations"/>
+    public Status? RefuseInvocations { get; set; }
+
     /// <summary>What ListSharedStructures returns.</summary>
     public ListSharedStructuresResponse Structures { get; } = new() { Manager = "manager-1" };
 
@@ -335,6 +341,24 @@ internal sealed class FakeManager : IAsyncDisposable
             var response = new ListInstancesResponse { Manager = manager.NodeName };
             response.Instances.AddRange(manager.Instances.Where(i => request.ClassName.Length == 0 || i.ClassName == request.ClassName));
             return Task.FromResult(response);
+        }
+
+        public override async Task WatchInvocations(WatchInvocationsRequest request, IServerStreamWriter<InvocationEvent> responseStream, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            if (manager.RefuseInvocations is { } refusal)
+            {
+                throw new RpcException(refusal);
+            }
+
+            await context.WriteResponseHeadersAsync([]);
+            foreach (var message in manager.Invocations)
+            {
+                await responseStream.WriteAsync(message, context.CancellationToken);
+                await Task.Delay(20, context.CancellationToken);
+            }
+
+            await Task.Delay(Timeout.Infinite, context.CancellationToken);
         }
 
         public override Task<MigrateInstanceResponse> MigrateInstance(MigrateInstanceRequest request, ServerCallContext context)

@@ -359,4 +359,70 @@ public sealed class ConsoleComponentTests : BunitContext
         await DisposeComponentsAsync();
         Assert.True(SpinWait.SpinUntil(() => _admin.WatchesClosed == 1, TimeSpan.FromSeconds(10)), "closing the panel did not end the stream");
     }
+
+    private static InvocationEvent Invocation(int n) => new()
+    {
+        Manager = "manager-2",
+        ClassName = "Bank.Account",
+        Key = "acct-1",
+        Record = new InvocationRecord { Operation = "Deposit", Request = $"Deposit {n}", Response = $"balance {n}", Status = n == 3 ? "FailedPrecondition: frozen" : "OK", ElapsedMs = 1.25, At = "2026-11-27T07:00:00.0000000+00:00", State = { new NamedValue { Name = "balance", Value = $"{n}.00" } } },
+        Dropped = n == 3 ? 4 : 0,
+    };
+
+    [Fact]
+    public async Task Live_invocations_stream_only_while_switched_on_newest_first_and_keep_the_last_200()
+    {
+        _admin.Invocations.AddRange(Enumerable.Range(1, 250).Select(Invocation));
+        var cut = Render<LiveInvocations>(p => p.Add(c => c.ClassName, "Bank.Account").Add(c => c.Key, "acct-1"));
+        Assert.Equal(0, _admin.InvocationWatchesOpened);
+
+        cut.Find("input[type=checkbox]").Change(true);
+
+        cut.WaitForAssertion(() => Assert.Contains("Deposit 250", cut.Find("table.invocations tbody tr").TextContent, StringComparison.Ordinal), TimeSpan.FromSeconds(10));
+        var rows = cut.FindAll("table.invocations tbody tr");
+        Assert.Equal(LiveInvocations.Capacity, rows.Count);
+        Assert.Contains("Deposit 51", rows[^1].TextContent, StringComparison.Ordinal);
+        Assert.Contains("balance 250.00", rows[0].TextContent, StringComparison.Ordinal);
+        Assert.Contains("manager-2", rows[0].TextContent, StringComparison.Ordinal);
+        Assert.Equal(("Bank.Account", "acct-1"), (_admin.LastInvocationWatch!.ClassName, _admin.LastInvocationWatch.Key));
+        Assert.Contains("4 invocation(s) left out", cut.Find("p.dropped").TextContent, StringComparison.Ordinal);
+
+        // Switched off: the stream ends, what came stays.
+        cut.Find("input[type=checkbox]").Change(false);
+        Assert.True(SpinWait.SpinUntil(() => _admin.InvocationWatchesClosed == 1, TimeSpan.FromSeconds(10)), "switching off did not end the stream");
+        Assert.Equal(LiveInvocations.Capacity, cut.FindAll("table.invocations tbody tr").Count);
+
+        // On again, then the page goes away: that ends it too.
+        cut.Find("input[type=checkbox]").Change(true);
+        Assert.True(SpinWait.SpinUntil(() => _admin.InvocationWatchesOpened == 2, TimeSpan.FromSeconds(10)));
+        await DisposeComponentsAsync();
+        Assert.True(SpinWait.SpinUntil(() => _admin.InvocationWatchesClosed == 2, TimeSpan.FromSeconds(10)), "closing the page did not end the stream");
+    }
+
+    [Fact]
+    public void Live_invocations_of_a_class_with_debug_off_say_why_and_switch_off()
+    {
+        _admin.RefuseInvocations = new RpcException(new Status(StatusCode.FailedPrecondition, "Debug is off for Bank.Account: managers record its invocations only with debug: true in its QoS spec."));
+        var cut = Render<LiveInvocations>(p => p.Add(c => c.ClassName, "Bank.Account"));
+
+        cut.Find("input[type=checkbox]").Change(true);
+
+        cut.WaitForAssertion(() => Assert.Contains("debug: true", cut.Find("p.call-error").TextContent, StringComparison.Ordinal), TimeSpan.FromSeconds(10));
+        Assert.False(cut.Find("input[type=checkbox]").HasAttribute("checked"));
+        Assert.Equal(1, _admin.InvocationWatchesClosed);
+    }
+
+    [Fact]
+    public void An_instance_shows_the_live_toggle_only_when_its_class_has_debug_on()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("reader");
+        var instance = new TreeInstance { ClassName = "Bank.Account", Key = "acct-1", Owner = "manager-2", OwnerInView = true, State = "active" };
+
+        var off = Render<InstanceDetails>(p => p.Add(c => c.Instance, instance));
+        Assert.Empty(off.FindAll("div.live-invocations"));
+
+        var on = Render<InstanceDetails>(p => p.Add(c => c.Instance, instance).Add(c => c.Debug, true));
+        Assert.Single(on.FindAll("div.live-invocations"));
+        Assert.Equal(0, _admin.InvocationWatchesOpened);
+    }
 }

@@ -120,6 +120,45 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
 
     public IAsyncEnumerable<Quintet.Protocol.Cluster.WatchManagersResponse> WatchManagersAsync(CancellationToken cancellationToken) =>
         ManagerViews.Reader.ReadAllAsync(cancellationToken);
+    /// <summary>What WatchInvocations streams, all at once; then the stream stays open, silent, until closed. A refusal instead, when set.</summary>
+    public List<InvocationEvent> Invocations { get; } = [];
+
+    public RpcException? RefuseInvocations { get; set; }
+
+    /// <summary>Invocation streams opened, and those closed since, and the last request.</summary>
+    public int InvocationWatchesOpened => Volatile.Read(ref _invocationWatchesOpened);
+
+    public int InvocationWatchesClosed => Volatile.Read(ref _invocationWatchesClosed);
+
+    public WatchInvocationsRequest? LastInvocationWatch { get; private set; }
+
+    private int _invocationWatchesOpened;
+    private int _invocationWatchesClosed;
+
+    public async IAsyncEnumerable<InvocationEvent> WatchInvocationsAsync(WatchInvocationsRequest request, [System.Runtime.CompilerServices.EnumeratorCancellation] CancellationToken cancellationToken)
+    {
+        LastInvocationWatch = request;
+        Interlocked.Increment(ref _invocationWatchesOpened);
+        try
+        {
+            await Task.Yield();
+            if (RefuseInvocations is { } refusal)
+            {
+                throw refusal;
+            }
+
+            foreach (var e in Invocations.ToList())
+            {
+                yield return e;
+            }
+
+            await Task.Delay(Timeout.Infinite, cancellationToken);
+        }
+        finally
+        {
+            Interlocked.Increment(ref _invocationWatchesClosed);
+        }
+    }
 
     public Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListSharedStructuresResponse { Manager = "manager-1" });

@@ -421,6 +421,98 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         }
     }
 
+    [Fact]
+    public async Task The_invocations_of_a_class_with_debug_on_stream_from_their_owner_to_a_watcher_on_another_manager()
+    {
+        const string accountClass = "Samples.BankAccount.AccountComponent";
+        var components = new ComponentAdmin.ComponentAdminClient(First.Channel);
+        await components.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(Samples.BankAccount.AccountComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(60));
+        try
+        {
+            await BankAccountEverywhereAsync(deployed: true);
+            using var client = QuintetClient.Over(First.Channel);
+            var account = client.GetComponent<Samples.BankAccount.IAccount>("watched-1");
+            var owner = (await ClusterTest.Eventually(() => account.DepositAsync(new Samples.BankAccount.Amount { Value = 1000 }, CancellationToken.None))).Manager;
+            var watcherManager = fixture.Cluster.Managers.First(m => m.Name != owner);
+            using var reader = fixture.Certificates.CreateChannel(watcherManager.GrpcEndpoint, fixture.Certificates.IssueClientCertificate("walt", "reader"));
+            var asReader = new ComponentAdmin.ComponentAdminClient(reader);
+            async Task<RpcException> RefusedWatch(string className)
+            {
+                using var refused = asReader.WatchInvocations(new WatchInvocationsRequest { ClassName = className }, deadline: Soon);
+                var e = await Assert.ThrowsAsync<RpcException>(() => refused.ResponseStream.MoveNext(CancellationToken.None));
+                output.WriteLine($"{e.StatusCode}: {e.Status.Detail}");
+                return e;
+            }
+
+            Assert.Equal(StatusCode.NotFound, (await RefusedWatch("Samples.NoSuchComponent")).StatusCode);
+            var off = await RefusedWatch(accountClass);
+            Assert.Equal(StatusCode.FailedPrecondition, off.StatusCode);
+            Assert.Contains("debug: true", off.Status.Detail, StringComparison.Ordinal);
+
+            await components.SetQosAsync(new SetQosRequest { ClassName = accountClass, Spec = "instancing: keyed\nreplication: primaryBackup\nreplicas: 2\nplacement: spread\nretireAfterIdle: 30s\nfailoverBudget: 5s\ndebug: true\n" }, deadline: Soon);
+
+            // The whole class, watched on the manager that does not own the account: its headers come once both managers subscribed.
+            using var watchAll = asReader.WatchInvocations(new WatchInvocationsRequest { ClassName = accountClass }, deadline: DateTime.UtcNow.AddSeconds(90));
+            await watchAll.ResponseHeadersAsync.WaitAsync(TimeSpan.FromSeconds(30));
+            await account.DepositAsync(new Samples.BankAccount.Amount { Value = 250 }, CancellationToken.None);
+            var overdrawn = await Assert.ThrowsAsync<RpcException>(() => account.WithdrawAsync(new Samples.BankAccount.Amount { Value = 1_000_000 }, CancellationToken.None));
+            Assert.Equal(StatusCode.FailedPrecondition, overdrawn.StatusCode);
+            var events = await ReadEventsAsync(watchAll, 2);
+            Assert.All(events, e => Assert.Equal((owner, accountClass, "watched-1", 0L), (e.Manager, e.ClassName, e.Key, e.Dropped)));
+            Assert.Equal(("Deposit", "Deposit 2.50", "balance 12.50 after update 2", "OK"), (events[0].Record.Operation, events[0].Record.Request, events[0].Record.Response, events[0].Record.Status));
+            Assert.Equal(["balance=12.50", "updates=2", "frozen=no"], events[0].Record.State.Select(v => $"{v.Name}={v.Value}"));
+            Assert.Equal(("Withdraw", "Withdraw 10,000.00", ""), (events[1].Record.Operation, events[1].Record.Request, events[1].Record.Response));
+            Assert.StartsWith("FailedPrecondition", events[1].Record.Status, StringComparison.Ordinal);
+
+            // One instance's watch leaves the others out.
+            using var watchOne = asReader.WatchInvocations(new WatchInvocationsRequest { ClassName = accountClass, Key = "watched-1" }, deadline: DateTime.UtcNow.AddSeconds(90));
+            await watchOne.ResponseHeadersAsync.WaitAsync(TimeSpan.FromSeconds(30));
+            await client.GetComponent<Samples.BankAccount.IAccount>("watched-2").DepositAsync(new Samples.BankAccount.Amount { Value = 1 }, CancellationToken.None);
+            await account.DepositAsync(new Samples.BankAccount.Amount { Value = 3 }, CancellationToken.None);
+            var only = Assert.Single(await ReadEventsAsync(watchOne, 1));
+            Assert.Equal(("watched-1", "Deposit 0.03"), (only.Key, only.Record.Request));
+
+            // The command line follows the account from the other manager, prints a line per call and exits after --count.
+            var (certificate, key) = fixture.Certificates.IssueClient("wilma", "reader");
+            using var printed = new StringWriter();
+            using var said = new StringWriter();
+            using var errors = TextWriter.Synchronized(said);
+            var cli = Quintet.Cli.QuintetCli.RunAsync(
+                ["component", "invocations", accountClass, "watched-1", "--follow", "--count", "2", "--timeout", "60", "--endpoint", watcherManager.GrpcEndpoint, "--ca", fixture.Certificates.AuthorityFile, "--cert", certificate, "--key", key],
+                printed, errors);
+            await Quintet.Tests.Eventually.ValueAsync(() => { lock (errors) { return said.ToString(); } }, text => text.Contains("Watching", StringComparison.Ordinal) || cli.IsCompleted, TimeSpan.FromSeconds(30), "the command line to subscribe");
+            for (var i = 1; i <= 2 && !cli.IsCompleted; i++)
+            {
+                await account.DepositAsync(new Samples.BankAccount.Amount { Value = i }, CancellationToken.None);
+            }
+
+            Assert.Equal(Quintet.Cli.ExitCodes.Ok, await cli.WaitAsync(TimeSpan.FromSeconds(60)));
+            output.WriteLine(printed.ToString());
+            var lines = printed.ToString().Split('\n', StringSplitOptions.RemoveEmptyEntries);
+            Assert.Equal(2, lines.Length);
+            Assert.All(lines, line => Assert.Contains($"{owner}  'watched-1'  Deposit  OK", line, StringComparison.Ordinal));
+        }
+        finally
+        {
+            await components.UndeployPackageAsync(new UndeployPackageRequest { Name = "BankAccount" }, deadline: DateTime.UtcNow.AddSeconds(60));
+            await BankAccountEverywhereAsync(deployed: false);
+        }
+    }
+
+    /// <summary>The next <paramref name="count"/> events of a watch, within 30 s.</summary>
+    private async Task<List<InvocationEvent>> ReadEventsAsync(AsyncServerStreamingCall<InvocationEvent> watch, int count)
+    {
+        using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+        var events = new List<InvocationEvent>();
+        while (events.Count < count && await watch.ResponseStream.MoveNext(timeout.Token))
+        {
+            output.WriteLine(watch.ResponseStream.Current.ToString());
+            events.Add(watch.ResponseStream.Current);
+        }
+
+        return events;
+    }
+
     /// <summary>Deploys the Counter sample unless the cluster this class shares already has it.</summary>
     private async Task DeployCounterOnceAsync()
     {

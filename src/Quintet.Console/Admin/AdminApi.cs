@@ -152,6 +152,36 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
     }
 
     /// <inheritdoc />
+    public async IAsyncEnumerable<InvocationEvent> WatchInvocationsAsync(WatchInvocationsRequest request, [EnumeratorCancellation] CancellationToken cancellationToken)
+    {
+        var session = await current.GetAsync();
+
+        // Opened through the failover up to its headers, which the manager sends once every manager subscribed: an
+        // invocation may not come for long, so the first message cannot be what tells that the stream is up.
+        var call = await session.Managers.InvokeAsync(async invoker =>
+        {
+            var call = new ComponentAdmin.ComponentAdminClient(invoker).WatchInvocations(request, cancellationToken: cancellationToken);
+            try
+            {
+                await call.ResponseHeadersAsync;
+                return call;
+            }
+            catch
+            {
+                call.Dispose();
+                throw;
+            }
+        });
+        using (call)
+        {
+            while (await call.ResponseStream.MoveNext(cancellationToken))
+            {
+                yield return call.ResponseStream.Current;
+            }
+        }
+    }
+
+    /// <inheritdoc />
     public async IAsyncEnumerable<WatchManagersResponse> WatchManagersAsync([EnumeratorCancellation] CancellationToken cancellationToken)
     {
         var session = await current.GetAsync();

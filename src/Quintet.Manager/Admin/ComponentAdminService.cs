@@ -24,7 +24,8 @@ internal sealed class ComponentAdminService(
     ManagerIdentity identity,
     PeerChannels channels,
     InvocationPipeline pipeline,
-    Extensions.InstanceObservers instanceObservers) : ComponentAdmin.ComponentAdminBase
+    Extensions.InstanceObservers instanceObservers,
+    InvocationWatch invocations) : ComponentAdmin.ComponentAdminBase
 {
     private static long s_managementCalls;
 
@@ -231,6 +232,9 @@ internal sealed class ComponentAdminService(
         return peers.FirstOrDefault(p => p.NodeName == node).Endpoint
             ?? throw new RpcException(new Status(StatusCode.NotFound, $"No manager named '{node}' is in the cluster; managers: {string.Join(", ", peers.Select(p => p.NodeName).Order(StringComparer.Ordinal))}."));
     }
+
+    public override Task WatchInvocations(WatchInvocationsRequest request, IServerStreamWriter<InvocationEvent> responseStream, ServerCallContext context) =>
+        invocations.WatchAsync(request, responseStream, context);
 
     public override Task<ListInstancesResponse> ListInstances(ListInstancesRequest request, ServerCallContext context) =>
         Task.FromResult(listing.List(request));

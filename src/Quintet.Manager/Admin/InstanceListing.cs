@@ -36,17 +36,7 @@ internal sealed class InstanceListing(InstanceShadows shadows, ActiveReplication
                 CompletionRecordBytes = shadow.Completions?.Bytes ?? 0,
             };
             info.Backups.AddRange(shadow.BackupManagers);
-            info.Recent.AddRange(shadow.Recent.Select(r => new InvocationRecord
-            {
-                Operation = r.Operation,
-                Request = r.Request,
-                Response = r.Response ?? string.Empty,
-                Status = r.Status,
-                ElapsedMs = r.Elapsed.TotalMilliseconds,
-                At = r.At.ToString("O", System.Globalization.CultureInfo.InvariantCulture),
-                State = { r.State.Select(v => new NamedValue { Name = v.Key, Value = v.Value }) },
-                Lifeline = { r.Lifeline.Select(l => new LifelineStep { Step = l.Step, Manager = l.Manager, AtMs = l.AtMs }) },
-            }));
+            info.Recent.AddRange(shadow.Recent.Select(ToRecord));
             response.Instances.Add(info);
         }
 
@@ -73,6 +63,23 @@ internal sealed class InstanceListing(InstanceShadows shadows, ActiveReplication
         }
 
         return response;
+    }
+
+    /// <summary>A kept invocation as the admin API carries it.</summary>
+    public static InvocationRecord ToRecord(InvocationTrace trace)
+    {
+        ArgumentNullException.ThrowIfNull(trace);
+        return new InvocationRecord
+        {
+            Operation = trace.Operation,
+            Request = trace.Request,
+            Response = trace.Response ?? string.Empty,
+            Status = trace.Status,
+            ElapsedMs = trace.Elapsed.TotalMilliseconds,
+            At = trace.At.ToString("O", System.Globalization.CultureInfo.InvariantCulture),
+            State = { trace.State.Select(v => new NamedValue { Name = v.Key, Value = v.Value }) },
+            Lifeline = { trace.Lifeline.Select(l => new LifelineStep { Step = l.Step, Manager = l.Manager, AtMs = l.AtMs }) },
+        };
     }
 
     private static string StateOf(Shadow shadow) => shadow.State switch

@@ -13,10 +13,12 @@ internal sealed class InstanceShadows
 {
     private readonly ConcurrentDictionary<InstanceId, Shadow> _shadows = new();
     private readonly DeployedPackages _packages;
+    private readonly InvocationFeed? _feed;
 
-    public InstanceShadows(InstanceDirectory directory, DeployedPackages packages)
+    public InstanceShadows(InstanceDirectory directory, DeployedPackages packages, InvocationFeed? feed = null)
     {
         _packages = packages;
+        _feed = feed;
         directory.MovedHere += OnMovedHere;
     }
 
@@ -31,7 +33,7 @@ internal sealed class InstanceShadows
 
     /// <summary>The shadow of an instance, made at <paramref name="epoch"/> if it has none.</summary>
     public Shadow GetOrAdd(ComponentClass componentClass, string key, long epoch) =>
-        _shadows.GetOrAdd(new InstanceId(componentClass.Name, key), _ => new Shadow(componentClass, key, epoch));
+        _shadows.GetOrAdd(new InstanceId(componentClass.Name, key), _ => new Shadow(componentClass, key, epoch) { Feed = _feed });
 
     public bool TryGet(InstanceId id, [MaybeNullWhen(false)] out Shadow shadow) => _shadows.TryGetValue(id, out shadow);
 

@@ -109,6 +109,9 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
     /// </summary>
     public List<(string ClientId, CompletionRecord Record)>? UnwrittenAnswers { get; set; }
 
+    /// <summary>Where the invocations recorded with debug on go to their watchers, if anyone watches.</summary>
+    public InvocationFeed? Feed { get; init; }
+
     public long Calls => Interlocked.Read(ref _calls);
 
     public long Errors => Interlocked.Read(ref _errors);
@@ -146,6 +149,7 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
             Interlocked.Increment(ref _errors);
         }
 
+        InvocationTrace trace;
         lock (this)
         {
             (_latency ??= new LatencyHistogram()).Add(elapsed);
@@ -164,7 +168,7 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
             // Recorded in the turn, right after the call: the debug module sees the state the call left.
             lifeline?.Mark("answered");
             var module = Class.DebugModule;
-            _recent.Enqueue(new InvocationTrace(
+            trace = new InvocationTrace(
                 operation,
                 Describe(module, operation, request),
                 response is null ? null : Describe(module, operation, response),
@@ -172,8 +176,11 @@ internal sealed class Shadow(ComponentClass componentClass, string key, long epo
                 elapsed,
                 DateTimeOffset.UtcNow,
                 module is not null && Instance is { } instance ? DescribeState(module, instance) : [],
-                lifeline?.Steps ?? []));
+                lifeline?.Steps ?? []);
+            _recent.Enqueue(trace);
         }
+
+        Feed?.Publish(Class.Name, Key, trace);
     }
 
     private static string Describe(ComponentDebugModule? module, string operation, object value)

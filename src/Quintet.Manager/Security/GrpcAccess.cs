@@ -73,6 +73,7 @@ internal static class GrpcAccess
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.ExportProto))] = Access.Reader,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.ListInstances))] = Access.Reader,
         [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.GetQos))] = Access.Reader,
+        [Name(ComponentAdmin.Descriptor.FullName, nameof(ComponentAdmin.ComponentAdminBase.WatchInvocations))] = Access.Reader,
 
         // Who may call which component is the administrators' to decide; anyone who reads the cluster may see it.
         [Name(ComponentRoles.Descriptor.FullName, nameof(ComponentRoles.ComponentRolesBase.ListRoleAssignments))] = Access.Reader,

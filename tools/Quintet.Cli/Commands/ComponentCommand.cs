@@ -16,7 +16,7 @@ internal static class ComponentCommand
     public static Command Create(CliContext context) =>
         new("component", "Deploy, undeploy and list component packages; list and move their instances.")
         {
-            CreateDeploy(context), CreateUndeploy(context), CreateList(context), InstanceCommand.CreateInstances(context), InstanceCommand.CreateOwner(context), InstanceCommand.CreateMigrate(context), InstanceCommand.CreateRetire(context), InstanceCommand.CreateReactivate(context), ManageCommand.Create(context),
+            CreateDeploy(context), CreateUndeploy(context), CreateList(context), InstanceCommand.CreateInstances(context), InvocationsCommand.Create(context), InstanceCommand.CreateOwner(context), InstanceCommand.CreateMigrate(context), InstanceCommand.CreateRetire(context), InstanceCommand.CreateReactivate(context), ManageCommand.Create(context),
         };
 
     private static Command CreateDeploy(CliContext context)

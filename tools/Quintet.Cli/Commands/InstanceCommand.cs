@@ -10,7 +10,7 @@ namespace Quintet.Cli.Commands;
 /// <summary><c>quintet component instances</c>, <c>owner</c>, <c>migrate</c>, <c>retire</c> and <c>reactivate</c>: look at keyed instances and move them.</summary>
 internal static class InstanceCommand
 {
-    private static readonly TimeSpan CallDeadline = TimeSpan.FromSeconds(10);
+    internal static readonly TimeSpan CallDeadline = TimeSpan.FromSeconds(10);
 
     // A move waits for the running call to finish and hands the instance's state over: give it longer than a query.
     private static readonly TimeSpan MigrateDeadline = TimeSpan.FromSeconds(60);
@@ -250,7 +250,7 @@ internal static class InstanceCommand
             return ExitCodes.Ok;
         });
 
-    private static async Task<ManagerInstances> AskAsync(CliConnection connection, ManagerInfo manager, string askedEndpoint, ListInstancesRequest request, CancellationToken token)
+    internal static async Task<ManagerInstances> AskAsync(CliConnection connection, ManagerInfo manager, string askedEndpoint, ListInstancesRequest request, CancellationToken token)
     {
         var name = string.IsNullOrEmpty(manager.Report?.NodeName) ? manager.Address : manager.Report.NodeName;
 
