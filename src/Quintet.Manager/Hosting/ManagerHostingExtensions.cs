@@ -101,6 +101,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<ManagerTargets>();
         builder.Services.AddSingleton<ClusterTree>();
         builder.Services.AddSingleton<StatisticsWatch>();
+        builder.Services.AddSingleton<CheckpointStores>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerReports>());
         builder.Services.AddHostedService<RemovedFromClusterWatcher>();
         builder.Services.AddHostedService<ParentProcessWatcher>();
