@@ -27,6 +27,9 @@ public interface IAdminApi
     /// </summary>
     IAsyncEnumerable<ClusterStatistics> WatchStatisticsAsync(WatchStatisticsRequest request, CancellationToken cancellationToken);
 
+    /// <summary>ClusterAdmin/ListCheckpointStores: each manager's checkpoint store, and the managers that did not answer in time.</summary>
+    Task<ListCheckpointStoresResponse> ListCheckpointStoresAsync(ListCheckpointStoresRequest request, CancellationToken cancellationToken);
+
     /// <summary>SharedStructureAdmin/ListSharedStructures.</summary>
     Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken);
 
