@@ -14,7 +14,7 @@ namespace Quintet.Persistence;
 /// CRC32. Records that no recovery can reach any more (those before a later checkpoint, and deleted streams) are
 /// dropped by rewriting the file once they outweigh the rest.
 /// </summary>
-public sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposable
+public sealed partial class LocalCheckpointStore : IDescribedCheckpointStore, IDisposable
 {
     /// <summary>The store's file name in its folder.</summary>
     public const string FileName = "checkpoints.log";
@@ -55,6 +55,8 @@ public sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposable
     private long _liveBytes;
     private long _nextCompactionCheck;
     private long _transactions;
+    private long _writes;
+    private long _lastCommitTicks;
     private long _compactions;
     private int _disposed;
 
@@ -132,6 +134,67 @@ public sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposable
         ObjectDisposedException.ThrowIf(Volatile.Read(ref _disposed) != 0, this);
         return new Log(this, stream, Encoding.UTF8.GetBytes(stream));
     }
+
+    /// <summary>
+    /// The file, its streams and bytes (from the index and counters kept as writes happen), the disk's free space, and
+    /// whether the store takes writes (not while a failed commit waits for its repair).
+    /// </summary>
+    public ValueTask<CheckpointStoreDescription> DescribeAsync(CancellationToken cancellationToken = default) =>
+        ValueTask.FromResult(Describe());
+
+    private CheckpointStoreDescription Describe()
+    {
+        int streams;
+        lock (_index)
+        {
+            streams = _streams.Count;
+        }
+
+        var details = new List<KeyValuePair<string, string>> { new("file", Path) };
+        if (FreeSpace(System.IO.Path.GetDirectoryName(Path)!) is { } free)
+        {
+            details.Add(new("free disk", Bytes(free)));
+        }
+
+        details.Add(new("compactions", Compactions.ToString(System.Globalization.CultureInfo.InvariantCulture)));
+        var disposed = Volatile.Read(ref _disposed) != 0;
+        var problem = disposed ? $"The checkpoint store {Path} is closed: the manager is stopping." : _file.Problem;
+        var ticks = Interlocked.Read(ref _lastCommitTicks);
+        return new CheckpointStoreDescription(
+            "local",
+            Path,
+            streams,
+            LiveBytes,
+            _file.End,
+            ticks == 0 ? null : new DateTimeOffset(ticks, TimeSpan.Zero),
+            problem is null,
+            problem,
+            Interlocked.Read(ref _writes),
+            Transactions,
+            details);
+    }
+
+    /// <summary>The free space of the disk that holds <paramref name="directory"/>, or null if the system will not say.</summary>
+    internal static long? FreeSpace(string directory)
+    {
+        try
+        {
+            return new DriveInfo(directory).AvailableFreeSpace;
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException or ArgumentException)
+        {
+            return null;
+        }
+    }
+
+    /// <summary>Bytes for a person: in KiB, MiB or GiB with two decimals.</summary>
+    internal static string Bytes(long bytes) => bytes switch
+    {
+        < 1024 => string.Create(System.Globalization.CultureInfo.InvariantCulture, $"{bytes} B"),
+        < 1024 * 1024 => string.Create(System.Globalization.CultureInfo.InvariantCulture, $"{bytes / 1024.0:0.##} KiB"),
+        < 1024L * 1024 * 1024 => string.Create(System.Globalization.CultureInfo.InvariantCulture, $"{bytes / (1024.0 * 1024):0.##} MiB"),
+        _ => string.Create(System.Globalization.CultureInfo.InvariantCulture, $"{bytes / (1024.0 * 1024 * 1024):0.##} GiB"),
+    };
 
     /// <summary>Commits the writes already queued, then closes the file.</summary>
     public void Dispose()
@@ -314,6 +377,8 @@ public sealed partial class LocalCheckpointStore : ICheckpointStore, IDisposable
 
             Index(batch, positions, offsets);
             Interlocked.Increment(ref _transactions);
+            Interlocked.Add(ref _writes, batch.Count);
+            Interlocked.Exchange(ref _lastCommitTicks, DateTime.UtcNow.Ticks);
             CheckpointStoreMetrics.Committed(batch.Count);
         }
 

@@ -114,6 +114,9 @@ internal sealed partial class StreamLogFile : IDisposable
     /// <summary>True from a failed write or sync until <see cref="TryRepair"/> mends the file: appends throw meanwhile.</summary>
     public bool Broken => _failure is not null;
 
+    /// <summary>While <see cref="Broken"/>, what failed and when the file is repaired, for a person; null otherwise. Safe from any thread.</summary>
+    public string? Problem => Volatile.Read(ref _failure)?.Describe(_path);
+
     /// <summary>
     /// Opens (or creates) the file at <paramref name="path"/> and hands every good record to <paramref name="replay"/>,
     /// in the file's order; a torn append at the end is cut off.

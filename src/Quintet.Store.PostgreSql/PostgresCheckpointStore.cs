@@ -16,7 +16,7 @@ namespace Quintet.Persistence.PostgreSql;
 /// when the server says <c>off</c>). Concurrent writes share transactions (group commit). A write that fails because the
 /// connection broke during its commit may or may not have been committed; one refused by the server was not.
 /// </remarks>
-public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, IAsyncDisposable, IDisposable
+public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, IDescribedCheckpointStore, IAsyncDisposable, IDisposable
 {
     /// <summary>The longest stream name accepted, in characters (as the local store).</summary>
     public const int MaxStreamLength = 1024;
@@ -26,6 +26,7 @@ public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, I
     private readonly ILogger _logger;
     private readonly SemaphoreSlim _schemaGate = new(1, 1);
     private volatile bool _schemaReady;
+    private readonly int _maxPoolSize;
     private int _disposed;
 
     /// <summary>
@@ -45,6 +46,7 @@ public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, I
 
         var builder = new NpgsqlConnectionStringBuilder(options.ConnectionString);
         Server = $"{builder.Host}:{builder.Port}/{builder.Database ?? builder.Username}";
+        _maxPoolSize = builder.MaxPoolSize;
         MaxRecordBytes = options.MaxRecordBytes;
         _logger = logger;
         _dataSource = NpgsqlDataSource.Create(builder);
@@ -94,6 +96,65 @@ public sealed partial class PostgresCheckpointStore : IClusterCheckpointStore, I
 
     /// <summary>As <see cref="DisposeAsync"/>, waiting for it.</summary>
     public void Dispose() => DisposeAsync().AsTask().GetAwaiter().GetResult();
+
+    /// <summary>
+    /// The database (<c>host:port/database</c>), its streams (counted by a skip scan of the primary key: one index probe
+    /// per stream, no read of the rows), the table's size on disk with its indexes, the server's version, and this
+    /// manager's writes. Unhealthy, with the reason, when the server cannot be reached within the token's bound.
+    /// </summary>
+    public async ValueTask<CheckpointStoreDescription> DescribeAsync(CancellationToken cancellationToken = default)
+    {
+        var details = new List<KeyValuePair<string, string>> { new("pool", $"at most {_maxPoolSize} connections") };
+        long? streams = null;
+        long? stored = null;
+        string? problem = null;
+        if (Volatile.Read(ref _disposed) != 0)
+        {
+            problem = $"The PostgreSQL checkpoint store at {Server} is closed: the manager is stopping.";
+        }
+        else
+        {
+            try
+            {
+                await EnsureSchemaAsync(cancellationToken).ConfigureAwait(false);
+                await using var connection = await _dataSource.OpenConnectionAsync(cancellationToken).ConfigureAwait(false);
+                await using var command = new NpgsqlCommand(
+                    $"""
+                    WITH RECURSIVE streams AS (
+                        (SELECT stream FROM {PostgresSchema.Table} ORDER BY stream LIMIT 1)
+                        UNION ALL
+                        SELECT (SELECT t.stream FROM {PostgresSchema.Table} AS t WHERE t.stream > s.stream ORDER BY t.stream LIMIT 1)
+                        FROM streams AS s WHERE s.stream IS NOT NULL)
+                    SELECT current_setting('server_version'), current_setting('synchronous_commit'),
+                           (SELECT count(stream) FROM streams), pg_total_relation_size('{PostgresSchema.Table}'::regclass)
+                    """,
+                    connection);
+                await using var reader = await command.ExecuteReaderAsync(cancellationToken).ConfigureAwait(false);
+                await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
+                details.Insert(0, new("server version", reader.GetString(0)));
+                details.Add(new("synchronous_commit", reader.GetString(1)));
+                streams = reader.GetInt64(2);
+                stored = reader.GetInt64(3);
+            }
+            catch (Exception e) when (e is NpgsqlException or TimeoutException || (e is OperationCanceledException && cancellationToken.IsCancellationRequested))
+            {
+                problem = $"The PostgreSQL checkpoint store at {Server} could not be reached ({e.Message}); writes fail until it is. Check that the server runs and that this manager can connect to it.";
+            }
+        }
+
+        return new CheckpointStoreDescription(
+            "postgresql",
+            Server,
+            streams,
+            LiveBytes: null,
+            stored,
+            _writer.LastCommit,
+            problem is null,
+            problem,
+            _writer.Writes,
+            Transactions,
+            details);
+    }
 
     /// <summary>Creates the tables on first use; a failure is retried by the next read or write.</summary>
     internal async Task EnsureSchemaAsync(CancellationToken cancellationToken)

@@ -34,6 +34,8 @@ internal sealed partial class PostgresGroupCommit : IAsyncDisposable
     private readonly ILogger _logger;
     private readonly Task _loop;
     private long _transactions;
+    private long _writes;
+    private long _lastCommitTicks;
 
     public PostgresGroupCommit(PostgresCheckpointStore store, NpgsqlDataSource dataSource, ILogger logger)
     {
@@ -45,6 +47,12 @@ internal sealed partial class PostgresGroupCommit : IAsyncDisposable
 
     /// <summary>How many write transactions have committed: fewer than the writes when group commit batches them.</summary>
     public long Transactions => Interlocked.Read(ref _transactions);
+
+    /// <summary>How many writes those transactions committed.</summary>
+    public long Writes => Interlocked.Read(ref _writes);
+
+    /// <summary>When the last transaction committed; null before the first.</summary>
+    public DateTimeOffset? LastCommit => Interlocked.Read(ref _lastCommitTicks) is var ticks and not 0 ? new DateTimeOffset(ticks, TimeSpan.Zero) : null;
 
     /// <summary>Queues a write; its task completes once it is committed.</summary>
     public Task<long> Enqueue(PostgresWrite write)
@@ -202,6 +210,8 @@ internal sealed partial class PostgresGroupCommit : IAsyncDisposable
         await statements.ExecuteNonQueryAsync().ConfigureAwait(false);
         await transaction.CommitAsync().ConfigureAwait(false);
         Interlocked.Increment(ref _transactions);
+        Interlocked.Add(ref _writes, writes.Count);
+        Interlocked.Exchange(ref _lastCommitTicks, DateTime.UtcNow.Ticks);
         PostgresStoreMetrics.Committed(writes.Count);
         return positions;
     }

@@ -81,6 +81,10 @@ internal sealed class FakeManager : IAsyncDisposable
     public Func<int, ClusterStatistics> Statistics { get; set; } =
         _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
 
+    /// <summary>The answer to ListCheckpointStores, by request.</summary>
+    public Func<ListCheckpointStoresRequest, ListCheckpointStoresResponse> Stores { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
     /// <summary>The views WatchManagers sends, one every 20 ms, then it holds the stream open until the caller goes away.</summary>
     public IReadOnlyList<WatchManagersResponse> Views { get; set; } = [];
 
@@ -167,6 +171,12 @@ internal sealed class FakeManager : IAsyncDisposable
         {
             manager.Requests.Enqueue(request);
             return Task.FromResult(manager.ManagerLog);
+        }
+
+        public override Task<ListCheckpointStoresResponse> ListCheckpointStores(ListCheckpointStoresRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Stores(request));
         }
 
         public override async Task WatchStatistics(WatchStatisticsRequest request, IServerStreamWriter<ClusterStatistics> responseStream, ServerCallContext context)

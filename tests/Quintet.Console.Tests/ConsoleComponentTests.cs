@@ -39,6 +39,28 @@ public sealed class ConsoleComponentTests : BunitContext
         Assert.Contains("Groups", nodes);
         Assert.Contains("Shared structures", nodes);
         Assert.Contains("Coordination", nodes);
+        Assert.Contains("Checkpoint stores", nodes);
+    }
+
+    [Fact]
+    public void Checkpoint_stores_show_a_table_per_manager_the_problem_of_an_unhealthy_one_and_who_did_not_answer()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+
+        var cut = Render<CheckpointStoresView>();
+
+        cut.WaitForAssertion(() => Assert.Equal(2, cut.FindAll("section.checkpoint-store").Count));
+        var healthy = cut.Find("section[data-manager='manager-1']");
+        Assert.Contains("manager-1: replicated, healthy", healthy.TextContent, StringComparison.Ordinal);
+        Assert.Contains("/data/manager-1/replica.log", healthy.TextContent, StringComparison.Ordinal);
+        Assert.Contains("2 MiB", healthy.TextContent, StringComparison.Ordinal);
+        Assert.Contains("1200 / 300", healthy.TextContent, StringComparison.Ordinal);
+        Assert.Contains("majority", healthy.TextContent, StringComparison.Ordinal);
+        Assert.Empty(healthy.QuerySelectorAll(".problem"));
+        var sick = cut.Find("section[data-manager='manager-2']");
+        Assert.Contains("unhealthy", sick.TextContent, StringComparison.Ordinal);
+        Assert.Contains("No space left on device", sick.QuerySelector(".problem")!.TextContent, StringComparison.Ordinal);
+        Assert.Contains("No answer in time from: manager-3", cut.Find(".unreachable").TextContent, StringComparison.Ordinal);
     }
 
     [Fact]

@@ -120,6 +120,7 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
 
     public IAsyncEnumerable<Quintet.Protocol.Cluster.WatchManagersResponse> WatchManagersAsync(CancellationToken cancellationToken) =>
         ManagerViews.Reader.ReadAllAsync(cancellationToken);
+
     /// <summary>What WatchInvocations streams, all at once; then the stream stays open, silent, until closed. A refusal instead, when set.</summary>
     public List<InvocationEvent> Invocations { get; } = [];
 
@@ -159,6 +160,28 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
             Interlocked.Increment(ref _invocationWatchesClosed);
         }
     }
+
+    /// <summary>What ListCheckpointStores answers: a healthy replicated store on manager-1, an unhealthy one on manager-2, manager-3 silent.</summary>
+    public ListCheckpointStoresResponse Stores { get; } = new()
+    {
+        Stores =
+        {
+            new CheckpointStoreInfo
+            {
+                Manager = "manager-1", Kind = "replicated", Location = "/data/manager-1/replica.log", Streams = 250, LiveBytes = 2 * 1024 * 1024, StoredBytes = 3 * 1024 * 1024,
+                Healthy = true, Writes = 1200, Commits = 300, Details = { new CheckpointStoreDetail { Name = "majority", Value = "2" } },
+            },
+            new CheckpointStoreInfo
+            {
+                Manager = "manager-2", Kind = "replicated", Location = "/data/manager-2/replica.log", Streams = 250, Healthy = false,
+                Problem = "The replica /data/manager-2/replica.log could not write to its file (No space left on device). Free or repair the disk meanwhile.",
+            },
+        },
+        Unreachable = { "manager-3" },
+    };
+
+    public Task<ListCheckpointStoresResponse> ListCheckpointStoresAsync(ListCheckpointStoresRequest request, CancellationToken cancellationToken) =>
+        Task.FromResult(Stores);
 
     public Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListSharedStructuresResponse { Manager = "manager-1" });

@@ -587,6 +587,53 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
         (await new ComponentAdmin.ComponentAdminClient(manager.Channel).ListInstancesAsync(new ListInstancesRequest { ClassName = ProbeClass, Keys = { key } }, deadline: Soon))
             .Instances.Single(i => i.Key == key).State;
 
+    [Fact]
+    public async Task Checkpoint_stores_list_every_managers_store_to_a_reader_and_the_cli_prints_them()
+    {
+        await ClusterTest.WaitForPackagesAsync(fixture.Cluster.Managers, "CoordinationProbe");
+        using var client = QuintetClient.Over(First.Channel);
+        var owners = new HashSet<string>(StringComparer.Ordinal);
+        for (var i = 0; i < 4; i++)
+        {
+            // Each settle appends a record to the instance's stream on its owner's store.
+            var settled = await ClusterTest.Eventually(() => client.GetComponent<IProbe>($"stores-{i}").SettleAsync(new ProbeRequest(), CancellationToken.None));
+            owners.Add(settled.Manager);
+        }
+
+        using var reader = Reader("rosa");
+        var admin = new ClusterAdmin.ClusterAdminClient(reader);
+        var listed = await admin.ListCheckpointStoresAsync(new ListCheckpointStoresRequest(), deadline: Soon);
+        output.WriteLine(listed.ToString());
+        Assert.Empty(listed.Unreachable);
+        Assert.Equal(fixture.Cluster.Managers.Select(m => m.Name).Order(StringComparer.Ordinal), listed.Stores.Select(s => s.Manager));
+        Assert.All(listed.Stores, store =>
+        {
+            Assert.Equal("replicated", store.Kind);
+            Assert.True(store.Healthy, store.Problem);
+            Assert.EndsWith("replica.log", store.Location, StringComparison.Ordinal);
+            Assert.Contains(store.Details, d => d.Name == "majority");
+        });
+        Assert.All(listed.Stores.Where(s => owners.Contains(s.Manager)), store =>
+        {
+            Assert.True(store.HasStreams && store.Streams > 0, $"{store.Manager} holds {store.Streams} streams");
+            Assert.True(store.Writes > 0 && store.LastWrite is not null, $"{store.Manager}: {store.Writes} writes");
+        });
+        var one = await admin.ListCheckpointStoresAsync(new ListCheckpointStoresRequest { Manager = fixture.Cluster.Managers[1].Name }, deadline: Soon);
+        Assert.Equal(fixture.Cluster.Managers[1].Name, Assert.Single(one.Stores).Manager);
+        await Refused(StatusCode.NotFound, "No manager named 'nobody'", () => admin.ListCheckpointStoresAsync(new ListCheckpointStoresRequest { Manager = "nobody" }, deadline: Soon).ResponseAsync);
+
+        var (cliCertificate, cliKey) = fixture.Certificates.IssueClient("rosa-cli", "reader");
+        string[] asRosa = ["--endpoint", First.GrpcEndpoint, "--ca", fixture.Certificates.AuthorityFile, "--cert", cliCertificate, "--key", cliKey];
+        using var table = new StringWriter();
+        using var errors = new StringWriter();
+        Assert.Equal(Quintet.Cli.ExitCodes.Ok, await Quintet.Cli.QuintetCli.RunAsync(["cluster", "stores", .. asRosa], table, errors));
+        output.WriteLine(table.ToString());
+        Assert.Empty(errors.ToString());
+        Assert.All(fixture.Cluster.Managers, m => Assert.Contains(m.Name, table.ToString(), StringComparison.Ordinal));
+        Assert.Contains("healthy", table.ToString(), StringComparison.Ordinal);
+        Assert.Contains("replica.log", table.ToString(), StringComparison.Ordinal);
+    }
+
     private GrpcChannel Reader(string user) =>
         fixture.Certificates.CreateChannel(First.GrpcEndpoint, fixture.Certificates.IssueClientCertificate(user, "reader"));
 

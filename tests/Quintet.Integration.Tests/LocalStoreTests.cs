@@ -92,6 +92,16 @@ public class LocalStoreTests(ITestOutputHelper output)
                     Assert.Equal(balance.Value + 1, next.Value);
                 }
             }
+
+            // The store says what it is and what it holds: the restarted manager read its file back, every account in it.
+            var store = Assert.Single((await new ClusterAdmin.ClusterAdminClient(manager.Channel).ListCheckpointStoresAsync(new ListCheckpointStoresRequest(), deadline: Soon)).Stores);
+            output.WriteLine(store.ToString());
+            Assert.Equal((manager.Name, "local", true), (store.Manager, store.Kind, store.Healthy));
+            Assert.EndsWith("checkpoints.log", store.Location, StringComparison.Ordinal);
+            Assert.True(store.Streams >= keys.Length, $"{store.Streams} streams");
+            Assert.True(store.LiveBytes > 0 && store.StoredBytes >= store.LiveBytes, $"live {store.LiveBytes}, stored {store.StoredBytes}");
+            Assert.True(store.Writes >= keys.Length && store.LastWrite is not null, $"{store.Writes} writes since the restart");
+            Assert.Contains(store.Details, d => d.Name == "free disk");
         });
     }
 }

@@ -36,6 +36,10 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         ReadAsync((invoker, call) => new ClusterAdmin.ClusterAdminClient(invoker).ListManagerLogAsync(request, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
+    public Task<ListCheckpointStoresResponse> ListCheckpointStoresAsync(ListCheckpointStoresRequest request, CancellationToken cancellationToken) =>
+        ReadAsync((invoker, call) => new ClusterAdmin.ClusterAdminClient(invoker).ListCheckpointStoresAsync(request, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
     public Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken) =>
         ReadAsync((invoker, call) => new SharedStructureAdmin.SharedStructureAdminClient(invoker).ListSharedStructuresAsync(request, call).ResponseAsync, cancellationToken);
 

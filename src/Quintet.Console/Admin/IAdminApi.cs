@@ -35,12 +35,17 @@ public interface IAdminApi
     /// a refusal ends it with the managers' status.
     /// </summary>
     IAsyncEnumerable<WatchManagersResponse> WatchManagersAsync(CancellationToken cancellationToken);
+
+    /// <summary>
     /// ComponentAdmin/WatchInvocations: the invocations of a class with debug on (of one instance, with a key), from every
     /// manager, as they happen, until <paramref name="cancellationToken"/> ends the stream (the managers then keep
     /// nothing for it). Opened once the managers subscribed; a refusal (unknown class, debug off) is thrown by the first
     /// read.
     /// </summary>
     IAsyncEnumerable<InvocationEvent> WatchInvocationsAsync(WatchInvocationsRequest request, CancellationToken cancellationToken);
+
+    /// <summary>ClusterAdmin/ListCheckpointStores: each manager's checkpoint store, and the managers that did not answer in time.</summary>
+    Task<ListCheckpointStoresResponse> ListCheckpointStoresAsync(ListCheckpointStoresRequest request, CancellationToken cancellationToken);
 
     /// <summary>SharedStructureAdmin/ListSharedStructures.</summary>
     Task<ListSharedStructuresResponse> ListSharedStructuresAsync(ListSharedStructuresRequest request, CancellationToken cancellationToken);

@@ -16,7 +16,8 @@ internal sealed class ClusterAdminService(
     ManagerIdentity identity,
     GroupService groups,
     RecentLogEntries log,
-    StatisticsWatch statistics) : ClusterAdmin.ClusterAdminBase
+    StatisticsWatch statistics,
+    CheckpointStores stores) : ClusterAdmin.ClusterAdminBase
 {
     /// <summary>A busy group actor answers within milliseconds; a stopped one never does.</summary>
     private static readonly TimeSpan GroupsTimeout = TimeSpan.FromSeconds(2);
@@ -128,6 +129,9 @@ internal sealed class ClusterAdminService(
 
     public override Task WatchStatistics(WatchStatisticsRequest request, IServerStreamWriter<ClusterStatistics> responseStream, ServerCallContext context) =>
         statistics.WatchAsync(request, responseStream, context.CancellationToken);
+
+    public override Task<ListCheckpointStoresResponse> ListCheckpointStores(ListCheckpointStoresRequest request, ServerCallContext context) =>
+        stores.ListAsync(request, context);
 
     private static string KindOf(string group) =>
         group.StartsWith("quintet.class/", StringComparison.Ordinal) ? "class"

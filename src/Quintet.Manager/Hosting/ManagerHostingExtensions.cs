@@ -103,6 +103,7 @@ public static class ManagerHostingExtensions
         builder.Services.AddSingleton<StatisticsWatch>();
         builder.Services.AddSingleton<InvocationFeed>();
         builder.Services.AddSingleton<InvocationWatch>();
+        builder.Services.AddSingleton<CheckpointStores>();
         builder.Services.AddHostedService(sp => sp.GetRequiredService<ManagerReports>());
         builder.Services.AddHostedService<RemovedFromClusterWatcher>();
         builder.Services.AddHostedService<ParentProcessWatcher>();

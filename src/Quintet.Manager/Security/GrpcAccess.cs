@@ -51,6 +51,7 @@ internal static class GrpcAccess
         [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.ListGroups))] = Access.Reader,
         [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.ListManagerLog))] = Access.Reader,
         [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.WatchStatistics))] = Access.Reader,
+        [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.ListCheckpointStores))] = Access.Reader,
 
         // The tools' state is what the components keep in them: reading it is reading the cluster, as listing instances is.
         [Name(SharedStructureAdmin.Descriptor.FullName, nameof(SharedStructureAdmin.SharedStructureAdminBase.ListSharedStructures))] = Access.Reader,

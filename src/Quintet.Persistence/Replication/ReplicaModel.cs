@@ -107,6 +107,12 @@ public interface IReplicaSet
 
     /// <summary>Null if this manager may write now; otherwise why not (for example, it is cut off from the majority).</summary>
     string? WhyNotWritable();
+
+    /// <summary>
+    /// Every manager counted for the majority, with its replica's state as this manager knows it (this manager's own, in
+    /// the view, not in it, its last failure), for the store's description; without side effects. Empty unless implemented.
+    /// </summary>
+    IReadOnlyList<KeyValuePair<string, string>> ReplicaStates() => [];
 }
 
 /// <summary>This manager's own replica, which a writer also reads to catch other replicas up.</summary>

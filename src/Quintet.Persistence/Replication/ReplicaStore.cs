@@ -52,9 +52,15 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
     private readonly long _compactionBytes;
     private long _nextCompactionCheck;
     private long _transactions;
+    private long _writes;
+    private long _lastCommitTicks;
     private long _compactions;
     private int _disposed;
     private Exception? _broken;
+
+    // Kept as the index changes (on the writer thread, or at open), so that a description needs no scan of the streams.
+    private long _heldStreams;
+    private long _liveBytes;
 
     /// <summary>Opens (or creates) the replica in <paramref name="directory"/>; a file damaged before its last commit is moved aside and replaced by an empty one.</summary>
     /// <param name="directory">The manager's data folder.</param>
@@ -131,6 +137,40 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
     /// <summary>Records managers as members of the cluster, durably.</summary>
     public Task<bool> RecordManagersAsync(IReadOnlyCollection<string> names) => Enqueue(() => RecordManagers(names), 0);
 
+    /// <summary>The streams this replica holds (with a last position above 0), counted as they change.</summary>
+    public long HeldStreams => Interlocked.Read(ref _heldStreams);
+
+    /// <summary>
+    /// The replica as it is now, for the replicated store's description (<see cref="ReplicatedCheckpointStore"/>): from
+    /// counters kept as operations run, so at no cost per stream; safe from any thread.
+    /// </summary>
+    public CheckpointStoreDescription Describe()
+    {
+        var disposed = Volatile.Read(ref _disposed) != 0;
+        var problem = disposed ? $"The replica {Path} is closed: the manager is stopping."
+            : Volatile.Read(ref _broken) is { } broken ? $"{broken.Message} Free or repair the disk meanwhile."
+            : null;
+        var details = new List<KeyValuePair<string, string>> { new("file", Path) };
+        if (LocalCheckpointStore.FreeSpace(System.IO.Path.GetDirectoryName(Path)!) is { } free)
+        {
+            details.Add(new("free disk", LocalCheckpointStore.Bytes(free)));
+        }
+
+        var ticks = Interlocked.Read(ref _lastCommitTicks);
+        return new CheckpointStoreDescription(
+            "replicated",
+            Path,
+            HeldStreams,
+            Interlocked.Read(ref _liveBytes),
+            FileBytes,
+            ticks == 0 ? null : new DateTimeOffset(ticks, TimeSpan.Zero),
+            problem is null,
+            problem,
+            Interlocked.Read(ref _writes),
+            Transactions,
+            details);
+    }
+
     /// <summary>Commits what is queued, then closes the file.</summary>
     public void Dispose()
     {
@@ -142,6 +182,15 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
         _queue.Dispose();
         _file.Dispose();
         _lock.Dispose();
+    }
+
+    /// <summary>Forgets the index and its counters, before the file is read anew.</summary>
+    private void ClearIndex()
+    {
+        _streams.Clear();
+        _managers.Clear();
+        Interlocked.Exchange(ref _heldStreams, 0);
+        Interlocked.Exchange(ref _liveBytes, 0);
     }
 
     private Task<T> Enqueue<T>(Func<T> body, long bytes)
@@ -163,8 +212,7 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
             LogCorruptFile(_logger, e, Path, aside);
             StoreMetrics.Corruption(Name);
             File.Move(Path, aside);
-            _streams.Clear();
-            _managers.Clear();
+            ClearIndex();
             return StreamLogFile.Open(Path, Replay, _logger);
         }
     }
@@ -185,22 +233,22 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
                 stream.Insert(new Entry(record.Position, record.Kind == CheckpointKind ? EntryKind.Checkpoint : EntryKind.Record, record.DataLength, record.DataCrc) { Offset = record.Offset });
                 break;
             case ResetKind:
-                stream.Entries.Clear();
+                stream.ClearEntries();
                 break;
             case TruncateKind:
-                stream.Entries.RemoveAll(e => e.Position < record.Position);
+                stream.RemoveBefore(record.Position);
                 break;
             case StateKind:
                 var data = record.SmallData;
                 stream.StateRecord = new Located { Offset = record.Offset, Length = record.Length };
                 if (data is null || data.Length != StateBytes)
                 {
-                    stream.State = default;
+                    stream.SetState(default);
                     stream.StateCorrupt = "its state record is not 32 bytes";
                 }
                 else
                 {
-                    stream.State = ParseState(data);
+                    stream.SetState(ParseState(data));
                     stream.StateCorrupt = Crc32.HashToUInt32(data) == record.DataCrc ? null : "its state record fails its CRC32 check";
                 }
 
@@ -271,6 +319,8 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
             }
 
             Interlocked.Increment(ref _transactions);
+            Interlocked.Add(ref _writes, batch.Count);
+            Interlocked.Exchange(ref _lastCommitTicks, DateTime.UtcNow.Ticks);
             StoreMetrics.Fsync(Name);
             CheckpointStoreMetrics.Committed(batch.Count);
         }
@@ -298,8 +348,7 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
         {
             try
             {
-                _streams.Clear();
-                _managers.Clear();
+                ClearIndex();
                 var repaired = _file;
                 _file = OpenChecked();
                 _file.RepairRetryDelay = repaired.RepairRetryDelay;
@@ -377,7 +426,7 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
             }
 
             var stream = StreamOf(op.Stream);
-            stream.Entries.Clear();
+            stream.ClearEntries();
             Write(stream, ResetKind, 0, default, 0);
             foreach (var entry in op.Entries)
             {
@@ -422,7 +471,7 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
                 return OpResult.Durable;
             case ReplicaOpKind.Truncate:
                 var truncated = StreamOf(op.Stream);
-                truncated.Entries.RemoveAll(e => e.Position < op.TruncateBefore);
+                truncated.RemoveBefore(op.TruncateBefore);
                 Write(truncated, TruncateKind, op.TruncateBefore, default, 0);
                 WriteState(op.Stream, state with { Version = op.Version });
                 return OpResult.Durable;
@@ -514,7 +563,7 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
     {
         if (!_streams.TryGetValue(name, out var stream))
         {
-            stream = new ReplicaStream(Encoding.UTF8.GetBytes(name));
+            stream = new ReplicaStream(this, Encoding.UTF8.GetBytes(name));
             _streams.Add(name, stream);
         }
 
@@ -531,7 +580,7 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
     private void WriteState(string name, StreamState state)
     {
         var stream = StreamOf(name);
-        stream.State = state;
+        stream.SetState(state);
         stream.StateCorrupt = null;
         var data = StateData(state);
         var located = new Located();
@@ -666,11 +715,11 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
     }
 
     /// <summary>One stream's state and its entries from its last checkpoint on, in position order.</summary>
-    private sealed class ReplicaStream(byte[] name)
+    private sealed class ReplicaStream(ReplicaStore owner, byte[] name)
     {
         public byte[] Name => name;
 
-        public StreamState State { get; set; }
+        public StreamState State { get; private set; }
 
         public string? StateCorrupt { get; set; }
 
@@ -678,14 +727,42 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
 
         public List<Entry> Entries { get; } = [];
 
+        /// <summary>Sets the state, counting the stream among those held while its last position is above 0.</summary>
+        public void SetState(StreamState state)
+        {
+            var delta = (state.Last > 0 ? 1 : 0) - (State.Last > 0 ? 1 : 0);
+            if (delta != 0)
+            {
+                Interlocked.Add(ref owner._heldStreams, delta);
+            }
+
+            State = state;
+        }
+
+        public void ClearEntries() => RemoveBefore(long.MaxValue);
+
+        public void RemoveBefore(long position)
+        {
+            var removed = 0L;
+            Entries.RemoveAll(e =>
+            {
+                var before = e.Position < position;
+                removed += before ? e.Length : 0;
+                return before;
+            });
+            Interlocked.Add(ref owner._liveBytes, -removed);
+        }
+
         public void Insert(Entry entry)
         {
             entry.Length = StreamLogFile.HeaderBytes + name.Length + entry.DataLength;
             if (entry.Kind == EntryKind.Checkpoint)
             {
                 // Reads start at the last checkpoint: what precedes it is no longer needed.
-                Entries.RemoveAll(e => e.Position < entry.Position);
+                RemoveBefore(entry.Position);
             }
+
+            Interlocked.Add(ref owner._liveBytes, entry.Length);
 
             // Entries come in position order but for a rewrite of the same position: append unless that is so.
             var at = Entries.Count == 0 || Entries[^1].Position < entry.Position ? -1 : Entries.FindIndex(e => e.Position >= entry.Position);
@@ -695,6 +772,7 @@ public sealed partial class ReplicaStore : ILocalReplica, IDisposable
             }
             else if (Entries[at].Position == entry.Position)
             {
+                Interlocked.Add(ref owner._liveBytes, -Entries[at].Length);
                 Entries[at] = entry;
             }
             else

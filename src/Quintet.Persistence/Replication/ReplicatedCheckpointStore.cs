@@ -18,7 +18,7 @@ public sealed partial class ReplicatedCheckpointStore(
     TimeSpan timeout,
     int maxRecordBytes = LocalCheckpointStore.DefaultMaxRecordBytes,
     long maxStreamBytes = ReplicaLimits.MaxStreamBytes)
-    : IClusterCheckpointStore
+    : IClusterCheckpointStore, IDescribedCheckpointStore
 {
     // Concurrent sealers pick epochs in turn; a few rounds settle who writes.
     private const int MaxSealRounds = 8;
@@ -42,6 +42,31 @@ public sealed partial class ReplicatedCheckpointStore(
         }
 
         return new Writer(this, stream);
+    }
+
+    /// <summary>
+    /// This manager's replica (its file, streams, bytes, last commit, health), the majority and every manager's replica as
+    /// this one knows it; unhealthy also while this manager may not write (cut off from the majority).
+    /// </summary>
+    public ValueTask<CheckpointStoreDescription> DescribeAsync(CancellationToken cancellationToken = default)
+    {
+        var local = (Replicas.Local as ReplicaStore)?.Describe()
+            ?? new CheckpointStoreDescription("replicated", Replicas.Local.Name, null, null, null, null, true, null, 0, 0, []);
+        var states = Replicas.ReplicaStates();
+        var details = new List<KeyValuePair<string, string>>
+        {
+            new("replication factor", states.Count > 0 ? $"{states.Count} (every manager keeps a replica)" : "every manager keeps a replica"),
+            new("majority", Replicas.Majority.ToString(System.Globalization.CultureInfo.InvariantCulture)),
+        };
+        details.AddRange(local.Details);
+        details.AddRange(states.Select(s => new KeyValuePair<string, string>($"replica {s.Key}", s.Value)));
+        var problem = local.Problem;
+        if (problem is null && Replicas.WhyNotWritable() is { } why)
+        {
+            problem = $"The store takes no writes here: {why}. It does once this manager is back with the majority; see 'quintet cluster show'.";
+        }
+
+        return ValueTask.FromResult(local with { Healthy = problem is null, Problem = problem, Details = details });
     }
 
     [LoggerMessage(Level = LogLevel.Information, Message = "Stream {Stream}: sealed at epoch {Epoch} on {Sealed} of {Reachable} managers; recovered up to position {Last} from {Source}")]

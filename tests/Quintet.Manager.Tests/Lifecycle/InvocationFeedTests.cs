@@ -29,7 +29,7 @@ public sealed class InvocationFeedTests
     }
 
     private static InvocationTrace Trace(int n) =>
-        new("Add", $"{{\"n\":{n}}}", "{}", "OK", TimeSpan.FromMilliseconds(1), DateTimeOffset.UtcNow, []);
+        new("Add", $"{{\"n\":{n}}}", "{}", "OK", TimeSpan.FromMilliseconds(1), DateTimeOffset.UtcNow, [], []);
 
     private static async Task<List<(FeedRecord Record, long Dropped)>> ReadAsync(InvocationSubscription subscription, int count)
     {

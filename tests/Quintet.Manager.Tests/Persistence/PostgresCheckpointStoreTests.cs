@@ -66,6 +66,52 @@ public sealed class PostgresCheckpointStoreTests(PostgresServerFixture server) :
     }
 
     [Fact]
+    public async Task It_describes_the_database_its_streams_and_this_managers_writes_without_the_password()
+    {
+        var database = await server.CreateDatabaseAsync();
+        var store = Store(database);
+        var empty = await store.DescribeAsync();
+        Assert.Equal(("postgresql", store.Server, 0L, true), (empty.Kind, empty.Location, empty.Streams, empty.Healthy));
+        Assert.Null(empty.LastWrite);
+
+        await store.Open("Bank.Account/a").AppendAsync(new byte[] { 1 });
+        await store.Open("Bank.Account/a").WriteCheckpointAsync(new byte[] { 2 });
+        await store.Open("Bank.Account/b").AppendAsync(new byte[] { 3 });
+        await Store(database).Open("Bank.Account/c").AppendAsync(new byte[] { 4 });
+        var deleted = store.Open("Bank.Account/d");
+        await deleted.AppendAsync(new byte[] { 5 });
+        await deleted.DeleteAsync();
+
+        var described = await store.DescribeAsync();
+        Assert.True(described.Healthy, described.Problem);
+        Assert.Null(described.Problem);
+
+        // Every manager's streams: the database is shared; the writes are this store's own.
+        Assert.Equal(3, described.Streams);
+        Assert.Null(described.LiveBytes);
+        Assert.True(described.StoredBytes > 0, $"stored {described.StoredBytes}");
+        Assert.Equal(5, described.Writes);
+        Assert.InRange(described.Commits, 1, 5);
+        Assert.NotNull(described.LastWrite);
+        Assert.Matches(@"^\d+", described.Details.First(d => d.Key == "server version").Value);
+        Assert.Contains(described.Details, d => d.Key == "pool");
+        Assert.DoesNotContain(new NpgsqlConnectionStringBuilder(database).Password ?? "no password", described.Location, StringComparison.Ordinal);
+    }
+
+    [Fact]
+    public async Task An_unreachable_server_is_described_unhealthy_naming_the_server_but_not_the_password()
+    {
+        var store = Store("Host=127.0.0.1;Port=1;Username=quintet;Password=s3cret;Database=quintet;Timeout=5");
+
+        var described = await store.DescribeAsync();
+
+        Assert.False(described.Healthy);
+        Assert.Null(described.Streams);
+        Assert.Contains("127.0.0.1:1/quintet could not be reached", described.Problem, StringComparison.Ordinal);
+        Assert.DoesNotContain("s3cret", described.Problem, StringComparison.Ordinal);
+    }
+
+    [Fact]
     public async Task Tables_of_a_newer_schema_version_are_refused_with_the_versions()
     {
         var database = await server.CreateDatabaseAsync();

@@ -30,7 +30,7 @@ public class GrpcAccessTests
         string[] views =
         [
             "/quintet.admin.v1.ClusterAdmin/GetClusterTree", "/quintet.admin.v1.ClusterAdmin/ListGroups", "/quintet.admin.v1.ClusterAdmin/ListManagerLog",
-            "/quintet.admin.v1.ClusterAdmin/WatchStatistics",
+            "/quintet.admin.v1.ClusterAdmin/WatchStatistics", "/quintet.admin.v1.ClusterAdmin/ListCheckpointStores",
             "/quintet.admin.v1.SharedStructureAdmin/ListSharedStructures", "/quintet.admin.v1.SharedStructureAdmin/BrowseSharedStructure",
             "/quintet.admin.v1.CoordinationAdmin/ListCoordination",
         ];

@@ -26,6 +26,7 @@ internal static class ClusterCommand
             ClusterViewsCommands.Groups(context),
             ClusterViewsCommands.Log(context),
             ClusterTopCommand.Create(context),
+            ClusterStoresCommand.Create(context),
             ClusterViewCommand.Create(context),
             DrainCommand.CreateDrain(context),
             DrainCommand.CreateStatus(context),

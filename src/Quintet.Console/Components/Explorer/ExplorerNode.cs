@@ -23,6 +23,9 @@ public enum ExplorerNodeKind
 
     /// <summary>The coordination tools.</summary>
     Coordination,
+
+    /// <summary>Each manager's checkpoint store.</summary>
+    CheckpointStores,
 }
 
 /// <summary>The node selected in the tree, whose details the right-hand side shows.</summary>

@@ -98,6 +98,23 @@ internal sealed class ManagerReplicaSet : IReplicaSet, IDisposable
         ? null
         : $"manager {_local.Name} is cut off from the majority of the cluster (it holds no primary lease)";
 
+    /// <inheritdoc />
+    public IReadOnlyList<KeyValuePair<string, string>> ReplicaStates()
+    {
+        var inView = _directory.Peers().Select(p => p.NodeName).ToHashSet(StringComparer.Ordinal);
+        var states = new List<KeyValuePair<string, string>>();
+        foreach (var name in Known.Order(StringComparer.Ordinal))
+        {
+            var state = name == _local.Name ? "this manager's own"
+                : !inView.Contains(name) ? "not in the view (down, or cut off from this manager)"
+                : _remotes.TryGetValue(name, out var remote) && remote.LastFailure is { } failure ? $"in the view; {failure}"
+                : "in the view";
+            states.Add(new(name, state));
+        }
+
+        return states;
+    }
+
     public void Dispose()
     {
         foreach (var remote in _remotes.Values)

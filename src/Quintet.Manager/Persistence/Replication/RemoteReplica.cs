@@ -22,6 +22,7 @@ internal sealed class RemoteReplica : IStoreReplica, IDisposable
     private readonly TimeSpan _timeout;
     private readonly CancellationTokenSource _stopping = new();
     private readonly Task _loop;
+    private string? _lastFailure;
 
     public RemoteReplica(string name, string endpoint, GrpcChannel channel, string writer, TimeSpan timeout)
     {
@@ -38,6 +39,9 @@ internal sealed class RemoteReplica : IStoreReplica, IDisposable
 
     /// <summary>The manager's gRPC endpoint.</summary>
     public string Endpoint { get; }
+
+    /// <summary>Why the last call to the replica failed, with its time; null once a call succeeds (or before any fails).</summary>
+    public string? LastFailure => Volatile.Read(ref _lastFailure);
 
     /// <inheritdoc />
     public async Task<SealReply> SealAsync(string stream, long epoch, CancellationToken cancellationToken)
@@ -125,6 +129,7 @@ internal sealed class RemoteReplica : IStoreReplica, IDisposable
         try
         {
             var response = await _client.ReplicateAsync(request, deadline: DateTime.UtcNow + _timeout, cancellationToken: _stopping.Token);
+            Volatile.Write(ref _lastFailure, null);
             for (var i = 0; i < batch.Count; i++)
             {
                 batch[i].Completion.TrySetResult(i < response.Results.Count ? StoreWire.FromWire(response.Results[i]) : OpResult.Failure("the replica answered fewer results than writes"));
@@ -132,6 +137,7 @@ internal sealed class RemoteReplica : IStoreReplica, IDisposable
         }
         catch (RpcException e)
         {
+            Volatile.Write(ref _lastFailure, $"a write failed at {DateTime.UtcNow:HH:mm:ss} UTC ({e.StatusCode}: {e.Status.Detail})");
             foreach (var pending in batch)
             {
                 pending.Completion.TrySetResult(OpResult.Failure($"{e.StatusCode}: {e.Status.Detail}"));
