@@ -52,7 +52,7 @@ public static class ManagerHost
                     // Find appsettings.json beside the binary whatever the working directory (services start in /).
                     ContentRootPath = AppContext.BaseDirectory,
                 });
-                builder.Configuration.AddInMemoryCollection(restarts.PinnedPorts);
+                builder.Configuration.AddInMemoryCollection(restarts.Carried);
                 builder.Services.AddSingleton(restarts);
                 builder.UseQuintetManager(configure);
                 app = builder.Build();

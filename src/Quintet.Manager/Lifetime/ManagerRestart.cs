@@ -99,6 +99,10 @@ internal sealed partial class ManagerRestart(
         }
 
         restarts.PinIfAny(configuration, $"{Quintet.Core.Cluster.ClusterOptions.SectionName}:Port", node.SelfAddress.Port ?? 0);
+        var others = node.Snapshot().Members
+            .Where(m => m.Status == Akka.Cluster.MemberStatus.Up && m.Reachable && m.Address != node.SelfAddress)
+            .Select(m => m.Address.ToString());
+        restarts.AddSeeds(configuration, $"{Quintet.Core.Cluster.ClusterOptions.SectionName}:Seeds", others);
         restarts.Request();
         LogStopping(logger);
         lifetime.StopApplication();

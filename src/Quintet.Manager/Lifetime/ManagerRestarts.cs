@@ -32,17 +32,34 @@ internal sealed class ManagerRestarts(bool inProcess, string? notInProcessReason
     public void Request() => Volatile.Write(ref _requested, 1);
 
     /// <summary>
-    /// The ports the stopping run bound where its settings said 0 (any free port), as configuration keys: the next run
-    /// binds the same, so that a restart in process does not move the manager's endpoints.
+    /// Settings the stopping run leaves to the next, over the configuration: the ports it bound where its settings said
+    /// 0 (any free port), so that a restart in process does not move the manager's endpoints, and the other managers it
+    /// saw Up as further seeds, so that a manager whose seeds name only itself joins them rather than founding a
+    /// cluster of its own.
     /// </summary>
-    public IReadOnlyDictionary<string, string?> PinnedPorts { get; private set; } = new Dictionary<string, string?>();
+    public IReadOnlyDictionary<string, string?> Carried { get; private set; } = new Dictionary<string, string?>();
+
+    /// <summary>Adds <paramref name="members"/> (cluster addresses) after the seeds the configuration lists.</summary>
+    public void AddSeeds(IConfiguration configuration, string seedsKey, IEnumerable<string> members)
+    {
+        // The seeds carried from an earlier run are in the configuration too: they are replaced, not added to.
+        var prefix = seedsKey + ":";
+        var settings = Carried.Where(s => !s.Key.StartsWith(prefix, StringComparison.OrdinalIgnoreCase)).ToDictionary();
+        var next = configuration.GetSection(seedsKey).GetChildren().Count() - (Carried.Count - settings.Count);
+        foreach (var member in members)
+        {
+            settings[$"{seedsKey}:{next++}"] = member;
+        }
+
+        Carried = settings;
+    }
 
     /// <summary>Keeps <paramref name="port"/> for the setting <paramref name="key"/> when the configuration has it at 0.</summary>
     public void PinIfAny(IConfiguration configuration, string key, int port)
     {
         if (port > 0 && configuration[key] == "0")
         {
-            PinnedPorts = new Dictionary<string, string?>(PinnedPorts) { [key] = port.ToString(System.Globalization.CultureInfo.InvariantCulture) };
+            Carried = new Dictionary<string, string?>(Carried) { [key] = port.ToString(System.Globalization.CultureInfo.InvariantCulture) };
         }
     }
 

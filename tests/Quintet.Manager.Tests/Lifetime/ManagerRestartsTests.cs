@@ -46,7 +46,26 @@ public class ManagerRestartsTests
         restarts.PinIfAny(configuration, "Quintet:Manager:GrpcPort", 41234);
         restarts.PinIfAny(configuration, "Quintet:Cluster:Port", 4053);
 
-        Assert.Equal(new Dictionary<string, string?> { ["Quintet:Manager:GrpcPort"] = "41234" }, restarts.PinnedPorts);
+        Assert.Equal(new Dictionary<string, string?> { ["Quintet:Manager:GrpcPort"] = "41234" }, restarts.Carried);
+    }
+
+    [Fact]
+    public void The_managers_seen_up_are_seeds_of_the_next_run_after_the_configured_ones()
+    {
+        var configuration = new ConfigurationBuilder()
+            .AddInMemoryCollection(new Dictionary<string, string?> { ["Quintet:Cluster:Seeds:0"] = "127.0.0.1:4053" })
+            .Build();
+        var restarts = new ManagerRestarts(inProcess: true);
+
+        restarts.AddSeeds(configuration, "Quintet:Cluster:Seeds", ["akka.tcp://quintet@127.0.0.1:4054", "akka.tcp://quintet@127.0.0.1:4055"]);
+
+        var next = new ConfigurationBuilder().AddConfiguration(configuration).AddInMemoryCollection(restarts.Carried).Build();
+        Assert.Equal(["127.0.0.1:4053", "akka.tcp://quintet@127.0.0.1:4054", "akka.tcp://quintet@127.0.0.1:4055"], next.GetSection("Quintet:Cluster:Seeds").Get<string[]>()!);
+
+        // The next restart replaces the seeds it carried with the managers seen then.
+        restarts.AddSeeds(next, "Quintet:Cluster:Seeds", ["akka.tcp://quintet@127.0.0.1:4056"]);
+        var third = new ConfigurationBuilder().AddConfiguration(configuration).AddInMemoryCollection(restarts.Carried).Build();
+        Assert.Equal(["127.0.0.1:4053", "akka.tcp://quintet@127.0.0.1:4056"], third.GetSection("Quintet:Cluster:Seeds").Get<string[]>()!);
     }
 
     [Fact]
