@@ -48,6 +48,10 @@ internal sealed class FakeManager : IAsyncDisposable
     public Func<SetQosRequest, SetQosResponse> SetQos { get; set; } =
         _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
 
+    /// <summary>The answer to RestartManager.</summary>
+    public Func<RestartManagerRequest, RestartManagerResponse> Restart { get; set; } =
+        _ => throw new RpcException(new Status(StatusCode.Unimplemented, "not set by the test"));
+
     /// <summary>What ListRoleAssignments returns.</summary>
     public ListRoleAssignmentsResponse Roles { get; } = new();
 
@@ -153,6 +157,12 @@ internal sealed class FakeManager : IAsyncDisposable
             var response = new ListManagersResponse { ClusterName = "fake", AnsweredBy = manager.Describe().Address };
             response.Managers.AddRange(manager.Cluster);
             return Task.FromResult(response);
+        }
+
+        public override Task<RestartManagerResponse> RestartManager(RestartManagerRequest request, ServerCallContext context)
+        {
+            manager.Requests.Enqueue(request);
+            return Task.FromResult(manager.Restart(request));
         }
 
         public override Task<GetClusterTreeResponse> GetClusterTree(GetClusterTreeRequest request, ServerCallContext context)

@@ -235,6 +235,31 @@ public sealed class ConsoleComponentTests : BunitContext
     }
 
     [Fact]
+    public void Only_an_admin_sees_the_restart_of_a_manager_which_asks_first_and_follows_it_until_it_is_back()
+    {
+        var authorization = AddAuthorization().SetAuthorized("olga");
+        authorization.SetRoles("operator");
+        var hidden = Render<RestartPanel>(p => p.Add(c => c.Manager, "manager-2").Add(c => c.Owned, 7));
+        Assert.Empty(hidden.FindAll("#restart"));
+
+        authorization.SetAuthorized("ada").SetRoles("admin");
+        var restarted = 0;
+        var cut = Render<RestartPanel>(p => p
+            .Add(c => c.Manager, "manager-2")
+            .Add(c => c.Owned, 7)
+            .Add(c => c.PollInterval, TimeSpan.FromMilliseconds(20))
+            .Add(c => c.OnRestarted, () => restarted++));
+        cut.Find("#restart").Click();
+        Assert.Contains("move to the other managers first", cut.Find(".confirmation").TextContent);
+        Assert.Empty(_admin.Actions);
+        cut.Find("#restart-confirm").Click();
+        cut.WaitForAssertion(() => Assert.Contains("manager-2 is back", cut.Find(".restart-status").TextContent), TimeSpan.FromSeconds(10));
+        Assert.Contains("restart 1", cut.Find(".restart-status").TextContent);
+        Assert.Equal(["restart manager-2"], _admin.Actions);
+        Assert.Equal(1, restarted);
+    }
+
+    [Fact]
     public void A_management_module_shows_its_view_to_a_reader_and_no_action()
     {
         AddAuthorization().SetAuthorized("rita").SetRoles("reader");

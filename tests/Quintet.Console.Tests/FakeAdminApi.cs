@@ -78,7 +78,37 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
     }
 
     public Task<ListManagersResponse> ListManagersAsync(CancellationToken cancellationToken) =>
-        Task.FromResult(new ListManagersResponse { Managers = { ManagerNames.Select(n => Manager(n).Manager) } });
+        Task.FromResult(new ListManagersResponse { Managers = { ManagerNames.Select(n => WithRun(Manager(n).Manager)) } });
+
+    /// <summary>When each manager's run started: all at <see cref="FirstStart"/>, and a restarted one a minute later per restart.</summary>
+    public static DateTimeOffset FirstStart { get; } = new(2026, 11, 27, 8, 0, 0, TimeSpan.Zero);
+
+    private readonly Dictionary<string, int> _restarts = new(StringComparer.Ordinal);
+
+    private ManagerInfo WithRun(ManagerInfo info)
+    {
+        var restarts = _restarts.GetValueOrDefault(info.NodeName);
+        info.Report.Restarts = restarts;
+        info.Report.StartedAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTimeOffset(FirstStart.AddMinutes(restarts));
+        return info;
+    }
+
+    public Task<RestartManagerResponse> RestartManagerAsync(string manager, bool skipDrain, CancellationToken cancellationToken)
+    {
+        var response = new RestartManagerResponse
+        {
+            Manager = manager,
+            Drains = !skipDrain,
+            Restarts = _restarts.GetValueOrDefault(manager),
+            StartedAt = Google.Protobuf.WellKnownTypes.Timestamp.FromDateTimeOffset(FirstStart.AddMinutes(_restarts.GetValueOrDefault(manager))),
+        };
+        if (ActionFailure is null)
+        {
+            _restarts[manager] = response.Restarts + 1;
+        }
+
+        return Act($"restart {manager}{(skipDrain ? " without a drain" : "")}", response);
+    }
 
     public Task<ListGroupsResponse> ListGroupsAsync(ListGroupsRequest request, CancellationToken cancellationToken) =>
         Task.FromResult(new ListGroupsResponse { Manager = "manager-1", Groups = { new GroupInfo { Name = "quintet.managers", Kind = "managers", ViewId = 3, MemberCount = 3 } } });

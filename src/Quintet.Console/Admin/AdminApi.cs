@@ -104,6 +104,10 @@ public sealed partial class AdminApi(CurrentSession current, IOptions<ConsoleOpt
         ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetDrainProgressAsync(new GetDrainProgressRequest { Manager = manager }, call).ResponseAsync, cancellationToken);
 
     /// <inheritdoc />
+    public Task<RestartManagerResponse> RestartManagerAsync(string manager, bool skipDrain, CancellationToken cancellationToken) =>
+        ActAsync("restart", manager, (invoker, call) => new ClusterAdmin.ClusterAdminClient(invoker).RestartManagerAsync(new RestartManagerRequest { Manager = manager, SkipDrain = skipDrain }, call).ResponseAsync, cancellationToken);
+
+    /// <inheritdoc />
     public Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken) =>
         ReadAsync((invoker, call) => new ComponentAdmin.ComponentAdminClient(invoker).GetManagementViewAsync(request, call).ResponseAsync, cancellationToken);
 

@@ -9,6 +9,6 @@ public static class ConsoleRoles
     /// <summary>Running the cluster: migrating and retiring instances, draining managers (<c>AuthorizeView Roles</c> form).</summary>
     public const string Operate = "admin,operator";
 
-    /// <summary>Deploying, undeploying, QoS, role members, the audit log.</summary>
+    /// <summary>Deploying, undeploying, QoS, role members, the audit log, restarting managers.</summary>
     public const string Administer = "admin";
 }

@@ -89,6 +89,9 @@ public interface IAdminApi
     /// <summary>ComponentAdmin/GetDrainProgress: how far a manager's running (or last) drain got.</summary>
     Task<DrainProgress> GetDrainProgressAsync(string manager, CancellationToken cancellationToken);
 
+    /// <summary>ClusterAdmin/RestartManager: restarts a manager (its node name) in its process; answers once accepted.</summary>
+    Task<RestartManagerResponse> RestartManagerAsync(string manager, bool skipDrain, CancellationToken cancellationToken);
+
     /// <summary>ComponentAdmin/GetManagementView: runs a view of a class's management module on one instance.</summary>
     Task<ManagementResponse> GetManagementViewAsync(ManagementRequest request, CancellationToken cancellationToken);
 

@@ -3,6 +3,7 @@ using Grpc.Core;
 using Quintet.Core.Groups;
 using Quintet.Core.Groups.Light;
 using Quintet.Manager.Health;
+using Quintet.Manager.Lifetime;
 using Quintet.Manager.Peers;
 using Quintet.Protocol.Admin;
 
@@ -17,7 +18,8 @@ internal sealed class ClusterAdminService(
     GroupService groups,
     RecentLogEntries log,
     StatisticsWatch statistics,
-    CheckpointStores stores) : ClusterAdmin.ClusterAdminBase
+    CheckpointStores stores,
+    ManagerRestart restart) : ClusterAdmin.ClusterAdminBase
 {
     /// <summary>A busy group actor answers within milliseconds; a stopped one never does.</summary>
     private static readonly TimeSpan GroupsTimeout = TimeSpan.FromSeconds(2);
@@ -132,6 +134,30 @@ internal sealed class ClusterAdminService(
 
     public override Task<ListCheckpointStoresResponse> ListCheckpointStores(ListCheckpointStoresRequest request, ServerCallContext context) =>
         stores.ListAsync(request, context);
+
+    public override async Task<RestartManagerResponse> RestartManager(RestartManagerRequest request, ServerCallContext context)
+    {
+        if (targets.ChannelFor(request.Manager) is { } channel)
+        {
+            try
+            {
+                return await new ClusterAdmin.ClusterAdminClient(channel).RestartManagerAsync(request, deadline: ManagerTargets.Deadline(context), cancellationToken: context.CancellationToken);
+            }
+            catch (RpcException e) when (e.StatusCode is StatusCode.Unavailable or StatusCode.DeadlineExceeded && !context.CancellationToken.IsCancellationRequested)
+            {
+                throw new RpcException(new Status(StatusCode.Unavailable, $"Manager {request.Manager} cannot be reached from {identity.NodeName} now ({e.Status.Detail}); nothing was restarted. Ask again once 'quintet cluster show' lists it Up and reachable."));
+            }
+        }
+
+        try
+        {
+            return restart.Begin(request.SkipDrain);
+        }
+        catch (Calls.InvocationException e)
+        {
+            throw new RpcException(new Status(e.Code, e.Message));
+        }
+    }
 
     private static string KindOf(string group) =>
         group.StartsWith("quintet.class/", StringComparison.Ordinal) ? "class"

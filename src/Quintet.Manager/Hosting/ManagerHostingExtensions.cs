@@ -1,4 +1,5 @@
 using System.Net;
+using Microsoft.Extensions.DependencyInjection.Extensions;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 using OpenTelemetry;
@@ -58,6 +59,12 @@ public static class ManagerHostingExtensions
         PortCheck.EnsureFree(settings.Cluster.Host, settings.Cluster.Port, $"{ClusterOptions.SectionName}:Port");
 
         builder.Services.AddSystemd();
+        if (Microsoft.Extensions.Hosting.Systemd.SystemdHelpers.IsSystemdService())
+        {
+            builder.Services.AddSingleton<Microsoft.Extensions.Hosting.Systemd.ISystemdNotifier>(sp =>
+                new RestartAwareSystemdNotifier(new Microsoft.Extensions.Hosting.Systemd.SystemdNotifier(), sp.GetRequiredService<ManagerRestarts>()));
+        }
+
         // The name the installer registers the service under (installer/windows/Quintet.wxs).
         builder.Services.AddWindowsService(o => o.ServiceName = "QuintetManager");
         if (Microsoft.Extensions.Hosting.WindowsServices.WindowsServiceHelpers.IsWindowsService())
@@ -91,8 +98,14 @@ public static class ManagerHostingExtensions
             ? settings.Cluster.Host
             : settings.GrpcHost;
         builder.Services.AddSingleton<ManagerProblems>();
-        builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<IHostApplicationLifetime>(), sp.GetRequiredService<TimeProvider>(), sp.GetRequiredService<ManagerProblems>()));
+        // ManagerHost adds the one that outlives its runs; any other host cannot restart the manager in process.
+        builder.Services.TryAddSingleton(new ManagerRestarts(inProcess: false));
+        builder.Services.AddSingleton(sp => new ManagerIdentity(settings.NodeName, advertisedHost, sp.GetRequiredService<IServer>(), sp.GetRequiredService<IHostApplicationLifetime>(), sp.GetRequiredService<TimeProvider>(), sp.GetRequiredService<ManagerProblems>())
+        {
+            Restarts = sp.GetRequiredService<ManagerRestarts>().Count,
+        });
         builder.Services.AddSingleton<ManagerExitStatus>();
+        builder.Services.AddSingleton<ManagerRestart>();
         builder.Services.AddSingleton<ManagerReports>();
         builder.Services.AddSingleton<IManagerReportPart, ReadinessReportPart>();
         builder.Services.AddSingleton<IManagerReportPart, PackagesReportPart>();

@@ -36,6 +36,16 @@ internal sealed partial class CompletionRecordBook : BackgroundService, IComplet
     private static readonly Counter<long> Dropped = Meter.CreateCounter<long>(
         "quintet.completion_records.dropped", "{record}", "Completion records dropped, tagged by why: acknowledged, lease, bound.");
 
+    // The gauges read the book of the current run: a manager restarted in its process builds a new one, and gauges made
+    // per book would stay registered on the static meter, counting the old run's records too.
+    private static CompletionRecordBook? s_current;
+
+    static CompletionRecordBook()
+    {
+        Meter.CreateObservableGauge("quintet.completion_records.count", () => Volatile.Read(ref s_current)?.Count ?? 0, "{record}", "Completion records this manager keeps for the instances it owns.");
+        Meter.CreateObservableGauge("quintet.completion_records.bytes", () => Volatile.Read(ref s_current)?.Bytes ?? 0, "By", "Memory the completion records take, roughly: replies, messages and their objects.");
+    }
+
     private readonly ConcurrentDictionary<string, ClientWatermark> _clients = new(StringComparer.Ordinal);
     private readonly InstanceShadows _shadows;
     private readonly CompletionRecordsOptions _options;
@@ -48,8 +58,7 @@ internal sealed partial class CompletionRecordBook : BackgroundService, IComplet
         _shadows = shadows;
         _options = options.Value;
         _logger = logger;
-        Meter.CreateObservableGauge("quintet.completion_records.count", () => Count, "{record}", "Completion records this manager keeps for the instances it owns.");
-        Meter.CreateObservableGauge("quintet.completion_records.bytes", () => Bytes, "By", "Memory the completion records take, roughly: replies, messages and their objects.");
+        Volatile.Write(ref s_current, this);
     }
 
     /// <summary>The most records one instance keeps for one client.</summary>

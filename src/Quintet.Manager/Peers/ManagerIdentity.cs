@@ -18,6 +18,12 @@ internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IS
 
     public string NodeName { get; } = nodeName;
 
+    /// <summary>When this run of the manager started (a restart in process starts a new run).</summary>
+    public DateTimeOffset StartedAt => _startedAt;
+
+    /// <summary>Restarts in process before this run.</summary>
+    public int Restarts { get; init; }
+
     /// <summary>The gRPC endpoint as clients should dial it, with the port actually bound.</summary>
     public string GrpcEndpoint
     {
@@ -65,6 +71,7 @@ internal sealed class ManagerIdentity(string nodeName, string advertisedHost, IS
             StartedAt = Timestamp.FromDateTimeOffset(_startedAt),
             Version = ProductVersion,
             Problems = { problems.Current },
+            Restarts = Restarts,
         };
     }
 }

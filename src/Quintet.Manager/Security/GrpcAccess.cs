@@ -53,6 +53,9 @@ internal static class GrpcAccess
         [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.WatchStatistics))] = Access.Reader,
         [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.ListCheckpointStores))] = Access.Reader,
 
+        // A restart interrupts the manager's service more than a drain does: the administrators'.
+        [Name(ClusterAdmin.Descriptor.FullName, nameof(ClusterAdmin.ClusterAdminBase.RestartManager))] = Access.Admin,
+
         // The tools' state is what the components keep in them: reading it is reading the cluster, as listing instances is.
         [Name(SharedStructureAdmin.Descriptor.FullName, nameof(SharedStructureAdmin.SharedStructureAdminBase.ListSharedStructures))] = Access.Reader,
         [Name(SharedStructureAdmin.Descriptor.FullName, nameof(SharedStructureAdmin.SharedStructureAdminBase.BrowseSharedStructure))] = Access.Reader,

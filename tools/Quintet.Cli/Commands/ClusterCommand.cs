@@ -30,6 +30,7 @@ internal static class ClusterCommand
             ClusterViewCommand.Create(context),
             DrainCommand.CreateDrain(context),
             DrainCommand.CreateStatus(context),
+            RestartCommand.Create(context),
         };
     }
 
