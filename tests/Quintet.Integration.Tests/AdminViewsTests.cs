@@ -741,7 +741,8 @@ public class AdminViewsTests(SecuredClusterFixture fixture, ITestOutputHelper ou
     [Fact]
     public async Task Checkpoint_stores_list_every_managers_store_to_a_reader_and_the_cli_prints_them()
     {
-        await ClusterTest.WaitForPackagesAsync(fixture.Cluster.Managers, "CoordinationProbe");
+        // The class's other tests deploy packages of their own on the cluster it shares.
+        await ClusterTest.WaitForPackageAmongOthersAsync(fixture.Cluster.Managers, "CoordinationProbe");
         using var client = QuintetClient.Over(First.Channel);
         var owners = new HashSet<string>(StringComparer.Ordinal);
         for (var i = 0; i < 4; i++)

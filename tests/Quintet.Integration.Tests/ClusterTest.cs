@@ -45,6 +45,17 @@ internal static class ClusterTest
             $"the managers all to list {expected} as their packages (what each listed)");
     }
 
+    /// <summary>
+    /// Waits until each manager lists <paramref name="name"/> among its deployed packages (60 s at most), whatever else
+    /// a cluster shared by several tests has deployed.
+    /// </summary>
+    public static Task WaitForPackageAmongOthersAsync(IReadOnlyCollection<ManagerProcess> managers, string name) =>
+        Quintet.Tests.Eventually.ValueAsync(
+            () => Task.WhenAll(managers.Select(ListedPackagesAsync)),
+            lists => lists.All(l => l.Contains('[') && l[(l.IndexOf('[') + 1)..^1].Split(", ").Contains(name, StringComparer.Ordinal)),
+            TimeSpan.FromSeconds(60),
+            $"the managers all to list {name} among their packages (what each listed)");
+
     // A manager that does not answer in time yet (busy loading, or the machine busy) is waited for like one that lists
     // other packages: what the wait is about is what each manager lists in the end.
     private static async Task<string> ListedPackagesAsync(ManagerProcess manager)
