@@ -177,6 +177,50 @@ public sealed class ConsoleComponentTests : BunitContext
     }
 
     [Fact]
+    public void An_operator_migrates_an_instance_by_dragging_it_onto_a_manager_after_confirming()
+    {
+        AddAuthorization().SetAuthorized("olga").SetRoles("operator");
+        var explorer = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero).Add(c => c.FollowManagers, false));
+        explorer.WaitForAssertion(() => explorer.Find("[data-node='Class:Bank.Account']").Click());
+        explorer.WaitForAssertion(() => Assert.NotEmpty(explorer.FindAll("tr[data-key]")));
+
+        // acct-00000 is on manager-1: a drop there is refused on the page; a drop on manager-2 asks first.
+        var row = explorer.Find("tr[data-key='acct-00000']");
+        Assert.Equal("true", row.GetAttribute("draggable"));
+        row.TriggerEvent("ondragstart", new Microsoft.AspNetCore.Components.Web.DragEventArgs());
+        explorer.Find("[data-node='Manager:manager-1']").TriggerEvent("ondrop", new Microsoft.AspNetCore.Components.Web.DragEventArgs());
+        Assert.Contains("is on manager-1 already", explorer.Find(".call-error").TextContent);
+        Assert.Empty(_admin.Actions);
+
+        explorer.Find("tr[data-key='acct-00000']").TriggerEvent("ondragstart", new Microsoft.AspNetCore.Components.Web.DragEventArgs());
+        explorer.Find("[data-node='Manager:manager-2']").TriggerEvent("ondrop", new Microsoft.AspNetCore.Components.Web.DragEventArgs());
+        Assert.Contains("from manager-1 to manager-2?", explorer.Find(".drop-move").TextContent);
+        Assert.Empty(_admin.Actions);
+        explorer.Find("#drop-migrate-confirm").Click();
+        explorer.WaitForAssertion(() => Assert.Contains("Moved Bank.Account/acct-00000 from manager-1 to manager-2", explorer.Find(".call-done").TextContent));
+        Assert.Equal(["migrate acct-00000 manager-2"], _admin.Actions);
+
+        // Cancelled: nothing moves.
+        explorer.Find("tr[data-key='acct-00001']").TriggerEvent("ondragstart", new Microsoft.AspNetCore.Components.Web.DragEventArgs());
+        explorer.Find("[data-node='Manager:manager-3']").TriggerEvent("ondrop", new Microsoft.AspNetCore.Components.Web.DragEventArgs());
+        explorer.Find("#drop-migrate-cancel").Click();
+        Assert.Empty(explorer.FindAll(".drop-move"));
+        Assert.Single(_admin.Actions);
+    }
+
+    [Fact]
+    public void A_reader_can_drag_no_instance()
+    {
+        AddAuthorization().SetAuthorized("rita").SetRoles("reader");
+        var explorer = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero).Add(c => c.FollowManagers, false));
+        explorer.WaitForAssertion(() => explorer.Find("[data-node='Class:Bank.Account']").Click());
+        explorer.WaitForAssertion(() => Assert.NotEmpty(explorer.FindAll("tr[data-key]")));
+
+        Assert.All(explorer.FindAll("tr[data-key]"), r => Assert.Null(r.GetAttribute("draggable")));
+        Assert.Empty(explorer.FindAll(".drop-target"));
+    }
+
+    [Fact]
     public void A_reader_sees_no_action_buttons()
     {
         AddAuthorization().SetAuthorized("rita").SetRoles("reader");

@@ -149,6 +149,22 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                     Assert.Equal(target, (await client.GetComponent<ICounter>("c-1").AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None)).Manager);
                 }
 
+                // Dragging c-2 from the list onto another manager in the tree migrates it there, once confirmed.
+                var dragged = admin.Locator("tr[data-key='c-2']");
+                var draggedFrom = (await dragged.Locator("td").Nth(1).TextContentAsync())!.Replace(" (left)", "", StringComparison.Ordinal).Trim();
+                var dropOn = cluster.Managers.First(m => m.Name != draggedFrom).Name;
+                await dragged.DragToAsync(admin.Locator($"[data-node='Manager:{dropOn}']"));
+                await Assertions.Expect(admin.Locator(".drop-move")).ToContainTextAsync($"from {draggedFrom} to {dropOn}?");
+                await screens.TakeAsync(admin, "drag-to-migrate");
+                await admin.ClickAsync("#drop-migrate-confirm");
+                await Assertions.Expect(admin.Locator(".explorer-details > .call-done")).ToContainTextAsync($"Moved {CounterClass}/c-2 from {draggedFrom} to {dropOn}");
+                using (var client = QuintetClient.Over(cluster.Managers[0].Channel))
+                {
+                    Assert.Equal(dropOn, (await client.GetComponent<ICounter>("c-2").AddAsync(new AddRequest { Amount = 1 }, CancellationToken.None)).Manager);
+                }
+
+                Step(started, $"dragged c-2 from {draggedFrom} onto {dropOn}");
+
                 // A package's management module: the account's panel shows its balance, and an admin freezes it.
                 await new ComponentAdmin.ComponentAdminClient(cluster.Managers[0].Channel).DeployPackageAsync(
                     new DeployPackageRequest { PackageZip = Google.Protobuf.ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(Samples.BankAccount.AccountComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(60));

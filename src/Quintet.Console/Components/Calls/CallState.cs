@@ -17,10 +17,13 @@ public sealed class CallState
     /// <summary>What it did, when it succeeded.</summary>
     public string? Success { get; private set; }
 
-    /// <summary>Marks the call as failed before it ran: what the user typed cannot be sent (<paramref name="problem"/> says why).</summary>
-    public void Reject(string problem)
+    /// <summary>
+    /// Marks the call as failed before it ran: what the user asked cannot be sent (<paramref name="problem"/> says why);
+    /// <paramref name="what"/> names what was being checked.
+    /// </summary>
+    public void Reject(string problem, string what = "Checking the form")
     {
-        What = "Checking the form";
+        What = what;
         Running = false;
         Success = null;
         Failure = problem;
