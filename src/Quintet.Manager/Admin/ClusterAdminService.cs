@@ -137,6 +137,12 @@ internal sealed class ClusterAdminService(
 
     public override async Task<RestartManagerResponse> RestartManager(RestartManagerRequest request, ServerCallContext context)
     {
+        // Named always: an empty or garbled request must not restart whichever manager happened to take it.
+        if (string.IsNullOrWhiteSpace(request.Manager))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"Name the manager to restart (its node name; 'quintet cluster show' lists them, {identity.NodeName} is the one asked)."));
+        }
+
         if (targets.ChannelFor(request.Manager) is { } channel)
         {
             try

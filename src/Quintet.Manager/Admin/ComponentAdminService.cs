@@ -185,6 +185,12 @@ internal sealed class ComponentAdminService(
 
     public override async Task<DrainManagerResponse> DrainManager(DrainManagerRequest request, ServerCallContext context)
     {
+        // Named always: an empty or garbled request must not move every instance of whichever manager took it.
+        if (string.IsNullOrWhiteSpace(request.Manager))
+        {
+            throw new RpcException(new Status(StatusCode.InvalidArgument, $"Name the manager to drain (its node name; 'quintet cluster show' lists them, {identity.NodeName} is the one asked)."));
+        }
+
         if (PeerEndpoint(request.Manager) is { } endpoint)
         {
             return await new ComponentAdmin.ComponentAdminClient(channels.For(endpoint)).DrainManagerAsync(request, deadline: context.Deadline, cancellationToken: context.CancellationToken);
