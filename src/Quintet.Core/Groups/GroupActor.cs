@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.Threading.Channels;
 using Akka.Actor;
 using Akka.Cluster;
+using Akka.Event;
 using Google.Protobuf;
 using Quintet.Core.Cluster;
 using Quintet.Core.Groups.Direct;
@@ -43,6 +44,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     private TimeSpan _lastTickAt;
     private TimeSpan _trustSuspicionFrom;
     private readonly Dictionary<string, TimeSpan> _newcomerGraceUntil = [];
+    private readonly SilenceDetector _silence;
+    private readonly ILoggingAdapter _log = Context.GetLogger();
     private TimeSpan _lastReachabilityCheck;
     private bool _restarting;
     private bool _acknowledgeScheduled;
@@ -53,6 +56,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _direct = direct;
         _handle = handle;
         _options = options;
+        _silence = new SilenceDetector(options);
         _cluster = Akka.Cluster.Cluster.Get(Context.System);
         // After a restart (a fault in this actor) the state is gone: the member comes back as a new incarnation.
         var incarnation = handle.Self.Node is null ? 1 : handle.Self.Incarnation + 1;
@@ -64,16 +68,17 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _engine.RememberViewId(handle.HighestViewId);
         handle.Self = self;
 
-        Receive<Envelope>(OnEnvelope);
+        Receive<Envelope>(envelope => OnEnvelope(envelope, Now));
         // Acknowledgements wait for an AcknowledgeNow message this actor sends itself when one falls due: it queues
         // behind the inputs already in the mailbox, so a burst of inputs is acknowledged once, and an idle member
         // acknowledges within a mailbox hop rather than at the next tick (total-order delivery waits for a majority's acks).
         _engine.HoldAcks();
         Receive<EnvelopeBatch>(batch =>
         {
+            var now = Now;
             foreach (var envelope in batch.Envelopes)
             {
-                OnEnvelope(envelope);
+                OnEnvelope(envelope, now);
             }
         });
         Receive<AcknowledgeNow>(_ =>
@@ -198,8 +203,14 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     /// only from a manager incarnation the cluster still lists: one it removed is ending, and once a new incarnation
     /// answers at the same address nothing would suspect it in a view (a fault workload found such a ghost in a view).
     /// </summary>
-    private void OnEnvelope(Envelope envelope)
+    private void OnEnvelope(Envelope envelope, TimeSpan now)
     {
+        _silence.Heard(envelope.Sender.Node, now);
+        if (envelope.KindCase == Envelope.KindOneofCase.Digest)
+        {
+            _silence.Reported(envelope.Sender.Node, TimeSpan.FromTicks(envelope.Digest.Stall));
+        }
+
         if (envelope.KindCase == Envelope.KindOneofCase.JoinRequest
             && ((_addresses.TryGetValue(envelope.Sender.Node, out var address) && !_cluster.FailureDetector.IsAvailable(address))
                 || !_cluster.State.Members.Any(m => m.UniqueAddress.Uid == envelope.Sender.Uid && m.Address.ToString() == envelope.Sender.Node
@@ -208,7 +219,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             return;
         }
 
-        _engine.Receive(envelope, Now);
+        _engine.Receive(envelope, now);
     }
 
     public void ViewInstalled(GroupView view)
@@ -228,6 +239,8 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
                 _newcomerGraceUntil[member.Node] = Now + StallGrace;
             }
         }
+
+        _silence.Retain(view.Members.Select(m => m.Node).ToHashSet());
 
         // Before the view is published: whoever reacts to members leaving must find their leases' end already set.
         _handle.PublishLease(ToTimestamp(_engine.LeaseExpiresAt), ToTimestamp(_engine.FormerMembersLeaseExpiry));
@@ -276,13 +289,20 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             _trustSuspicionFrom = now + StallGrace;
         }
 
+        if (_lastTickAt > TimeSpan.Zero)
+        {
+            _silence.OwnTurn(now - _lastTickAt, now);
+        }
+
         _lastTickAt = now;
         if (now - _lastReachabilityCheck >= ReachabilityCheckInterval)
         {
             _lastReachabilityCheck = now;
+            _engine.OwnStall = _silence.OwnStall(now);
             if (now >= _trustSuspicionFrom)
             {
                 SuspectLocallyUnreachable();
+                SuspectSilent(now);
             }
 
             if (_started && _engine.View is null)
@@ -394,6 +414,38 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
 
                 _engine.SuspectNode(member.Node, member.Uid, Now);
             }
+        }
+    }
+
+    /// <summary>
+    /// Suspects the view's members that sent nothing for longer than their allowance (<see cref="SilenceDetector"/>):
+    /// a paused or cut-off manager is found in about a second, where the cluster's heartbeats would take three.
+    /// </summary>
+    private void SuspectSilent(TimeSpan now)
+    {
+        if (_handle.View is not { } view)
+        {
+            return;
+        }
+
+        foreach (var member in view.Members)
+        {
+            if (member.Node == _handle.Self.Node || !_silence.IsSilent(member.Node, now)
+                || (_newcomerGraceUntil.TryGetValue(member.Node, out var graceUntil) && now < graceUntil)
+                || _engine.IsSuspected(member))
+            {
+                continue;
+            }
+
+            _log.Info("Suspecting {0} in group {1}: nothing from it for {2:F0} ms, {3:F0} ms allowed (this member's own longest stall in the last minute {4:F0} ms)",
+                member, _group, _silence.SilenceOf(member.Node, now).TotalMilliseconds, _silence.AllowanceOf(member.Node, now).TotalMilliseconds,
+                _silence.OwnStall(now).TotalMilliseconds);
+            if (_handle.FirstSuspicionTimestamp == 0)
+            {
+                _handle.FirstSuspicionTimestamp = Stopwatch.GetTimestamp();
+            }
+
+            _engine.SuspectNode(member.Node, member.Uid, now);
         }
     }
 

@@ -105,7 +105,7 @@ internal sealed partial class GroupEngine
     /// </summary>
     private void Found()
     {
-        _formerLeaseExpiry = _now + _options.PrimaryLease;
+        _formerLeaseExpiry = _now + LongestLease(_options);
         Install(new GroupView(_highestViewId + 1, [_self]), founded: true);
     }
 }

@@ -15,17 +15,62 @@ namespace Quintet.Core.Groups;
 /// tells every member of the next view, which must not take over the excluded member's duties before then. The commit
 /// also carries what is left of earlier exclusions' leases, so that a member joining in it learns them too.
 /// </para>
+/// <para>
+/// A lease's length is the sender's to choose, digest by digest (<see cref="CurrentLease"/>: longer after stalls, as
+/// the others' patience with it is). Each digest carries the length it gives, each promise the length of the digest
+/// its age counts from; the sender holds its lease only until the earliest end any digest since its majority-echoed
+/// one gives, so whichever of them a promiser heard last, the promiser's end is never earlier than the sender's.
+/// </para>
 /// </summary>
 internal sealed partial class GroupEngine
 {
     private TimeSpan[] _heardAt = [];
     private long[] _echoes = [];
     private long[] _echoedBack = [];
+    private long[] _heardLease = [];
+    private readonly Dictionary<MemberId, long> _lastHeardLease = [];
+    private readonly List<(long SentAt, long Lease)> _leaseRuns = [];
     private TimeSpan _leaseBase = TimeSpan.MinValue;
     private TimeSpan _formerLeaseExpiry;
 
     /// <summary>Until when (this engine's clock) this member holds its primary lease; zero when it holds none.</summary>
-    public TimeSpan LeaseExpiresAt => _view is null || _primaryLost || _leaseBase == TimeSpan.MinValue ? TimeSpan.Zero : _leaseBase + _options.PrimaryLease;
+    public TimeSpan LeaseExpiresAt => _view is null || _primaryLost || _leaseBase == TimeSpan.MinValue ? TimeSpan.Zero : _leaseBase + HeldLeaseLength();
+
+    /// <summary>
+    /// This member's longest stall in the last minute, as its host measured it (a late turn of its clock); its digests
+    /// report it, and it sizes <see cref="CurrentLease"/>.
+    /// </summary>
+    public TimeSpan OwnStall { get; set; }
+
+    /// <summary>
+    /// The lease this member's next digest gives it: as long as the others wait before suspecting it
+    /// (<see cref="SilenceDetector.Allowance(GroupProtocolOptions, TimeSpan)"/> of its stall), and never shorter than
+    /// <see cref="GroupProtocolOptions.PrimaryLease"/> nor longer than <see cref="GroupProtocolOptions.MaxSuspectAfter"/>.
+    /// </summary>
+    public TimeSpan CurrentLease => Clamp(SilenceDetector.Allowance(_options, OwnStall), _options.PrimaryLease, LongestLease(_options));
+
+    /// <summary>The longest lease any member may hold: what a member assumes of another it has not heard from yet.</summary>
+    internal static TimeSpan LongestLease(GroupProtocolOptions options) =>
+        options.MaxSuspectAfter > options.PrimaryLease ? options.MaxSuspectAfter : options.PrimaryLease;
+
+    private static TimeSpan Clamp(TimeSpan value, TimeSpan min, TimeSpan max) => value < min ? min : value > max ? max : value;
+
+    /// <summary>The shortest length given by the digests sent since the one a majority echoed (see the type's remarks).</summary>
+    private TimeSpan HeldLeaseLength()
+    {
+        if (_leaseRuns.Count == 0)
+        {
+            return _options.PrimaryLease;
+        }
+
+        var shortest = long.MaxValue;
+        foreach (var (_, lease) in _leaseRuns)
+        {
+            shortest = Math.Min(shortest, lease);
+        }
+
+        return TimeSpan.FromTicks(shortest);
+    }
 
     /// <summary>When (this engine's clock) every member left out of a view installed here has lost its lease.</summary>
     public TimeSpan FormerMembersLeaseExpiry => _formerLeaseExpiry;
@@ -36,6 +81,24 @@ internal sealed partial class GroupEngine
         _heardAt = [.. Enumerable.Repeat(_now, members)];
         _echoes = new long[members];
         _echoedBack = new long[members];
+
+        // Counted as heard now, with the length its last digest gave (longest if none was heard): an earlier view's
+        // digest may be what its lease rests on.
+        _heardLease = new long[members];
+        var longest = LongestLease(_options).Ticks;
+        for (var r = 0; r < members; r++)
+        {
+            _heardLease[r] = _view is not null && _lastHeardLease.TryGetValue(_view.Members[r], out var lease) ? lease : longest;
+        }
+
+        if (_view is not null)
+        {
+            foreach (var gone in _lastHeardLease.Keys.Where(m => !_view.Contains(m)).ToList())
+            {
+                _lastHeardLease.Remove(gone);
+            }
+        }
+
         UpdateLease();
     }
 
@@ -43,6 +106,14 @@ internal sealed partial class GroupEngine
     {
         digest.SentAt = _now.Ticks;
         digest.Echo.AddRange(_echoes);
+        var lease = CurrentLease.Ticks;
+        if (_leaseRuns.Count == 0 || _leaseRuns[^1].Lease != lease)
+        {
+            _leaseRuns.Add((_now.Ticks, lease));
+        }
+
+        digest.Lease = lease;
+        digest.Stall = OwnStall.Ticks;
     }
 
     private void OnLeaseDigest(int fromRank, Digest digest)
@@ -53,6 +124,8 @@ internal sealed partial class GroupEngine
         }
 
         _heardAt[fromRank] = _now;
+        _heardLease[fromRank] = digest.Lease > 0 ? digest.Lease : _options.PrimaryLease.Ticks;
+        _lastHeardLease[_view!.Members[fromRank]] = _heardLease[fromRank];
         _echoes[fromRank] = Math.Max(_echoes[fromRank], digest.SentAt);
         if (digest.Echo.Count == _echoedBack.Length && _rank >= 0)
         {
@@ -77,10 +150,20 @@ internal sealed partial class GroupEngine
         if (acknowledged > 0 && TimeSpan.FromTicks(acknowledged) > _leaseBase)
         {
             _leaseBase = TimeSpan.FromTicks(acknowledged);
+
+            // Runs wholly before the echoed digest no longer bound the lease; the run it belongs to still does.
+            while (_leaseRuns.Count >= 2 && _leaseRuns[1].SentAt <= acknowledged)
+            {
+                _leaseRuns.RemoveAt(0);
+            }
         }
     }
 
-    private void AddHeardAges(Promise promise) => promise.HeardAge.AddRange(_heardAt.Select((at, rank) => rank == _rank ? 0 : (_now - at).Ticks));
+    private void AddHeardAges(Promise promise)
+    {
+        promise.HeardAge.AddRange(_heardAt.Select((at, rank) => rank == _rank ? 0 : (_now - at).Ticks));
+        promise.HeardLease.AddRange(_heardLease);
+    }
 
     private void AddDeadRanks(Promise promise)
     {
@@ -95,10 +178,11 @@ internal sealed partial class GroupEngine
 
     /// <summary>
     /// How long the members the commit leaves out may still hold their leases: the latest any promiser heard from one
-    /// of them (its age counted back from when its promise arrived, so never earlier than it was), plus the lease. A
-    /// member whose process any promiser knows to be gone holds none.
+    /// of them (its age counted back from when its promise arrived, so never earlier than it was), plus the length
+    /// that digest gave (<paramref name="unknownLease"/> from a promiser that does not say). A member whose process any
+    /// promiser knows to be gone holds none.
     /// </summary>
-    private static long FormerLeaseRemaining(IReadOnlyCollection<Promise> promises, GroupView current, GroupView next, TimeSpan lease)
+    private static long FormerLeaseRemaining(IReadOnlyCollection<Promise> promises, GroupView current, GroupView next, TimeSpan unknownLease)
     {
         var dead = promises.Where(p => p.HeardAge.Count == current.Members.Length).SelectMany(p => p.Dead).ToHashSet();
         var remaining = 0L;
@@ -108,7 +192,8 @@ internal sealed partial class GroupEngine
             {
                 if (!next.Contains(current.Members[r]) && !dead.Contains(r))
                 {
-                    remaining = Math.Max(remaining, (lease - TimeSpan.FromTicks(promise.HeardAge[r])).Ticks);
+                    var lease = promise.HeardLease.Count == current.Members.Length ? promise.HeardLease[r] : unknownLease.Ticks;
+                    remaining = Math.Max(remaining, lease - promise.HeardAge[r]);
                 }
             }
         }

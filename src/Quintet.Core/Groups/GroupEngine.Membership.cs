@@ -30,6 +30,9 @@ internal sealed partial class GroupEngine
         AfterInput();
     }
 
+    /// <summary>Whether this member suspects <paramref name="member"/> in the current view.</summary>
+    public bool IsSuspected(MemberId member) => _suspects.Contains(member);
+
     /// <summary>
     /// Certain evidence that the manager incarnation <paramref name="node"/>, <paramref name="uid"/> no longer runs (its
     /// connection closed and its port refuses connections on a host whose answer is trusted): its members are suspected,

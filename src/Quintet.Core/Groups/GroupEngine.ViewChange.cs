@@ -390,7 +390,7 @@ internal sealed partial class GroupEngine
         var commit = new Commit { Ballot = cut.Ballot, Next = cut.Next };
         commit.Upto.AddRange(cut.Upto);
         var next = GroupView.FromWire(cut.Next);
-        commit.FormerLeaseRemaining = Math.Max(FormerLeaseRemaining(round.Promises.Values, _view!, next, _options.PrimaryLease), (_formerLeaseExpiry - _now).Ticks);
+        commit.FormerLeaseRemaining = Math.Max(FormerLeaseRemaining(round.Promises.Values, _view!, next, LongestLease(_options)), (_formerLeaseExpiry - _now).Ticks);
 
         // Leavers took part in the flush; the commit tells them it is done.
         var targets = next.Members.Concat(Needed().Select(r => _view!.Members[r])).Where(m => m != _self).ToHashSet();

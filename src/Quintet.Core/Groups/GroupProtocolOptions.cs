@@ -26,11 +26,55 @@ public sealed class GroupProtocolOptions
 
     /// <summary>
     /// How long a member may act as part of the primary partition after a majority of its view last acknowledged its
-    /// digest (<see cref="GroupHandle.HoldsPrimaryLease"/>); the members of a view that leaves it out wait until it has
-    /// run out (<see cref="GroupHandle.FormerMembersLeaseExpiry"/>) before taking over what it owned. Shorter than
-    /// failure detection, so that after a crash the wait has already passed. <value>Default: 2 s.</value>
+    /// digest (<see cref="GroupHandle.HoldsPrimaryLease"/>), while it has not stalled; a member that stalled in the last
+    /// minute holds it as long as the others wait before suspecting it (<see cref="SuspectAfter"/>), at most
+    /// <see cref="MaxSuspectAfter"/>. The members of a view that leaves it out wait until it has run out
+    /// (<see cref="GroupHandle.FormerMembersLeaseExpiry"/>) before taking over what it owned, unless its process is
+    /// known dead. <value>Default: 1.5 s.</value>
     /// </summary>
-    public TimeSpan PrimaryLease { get; set; } = TimeSpan.FromSeconds(2);
+    public TimeSpan PrimaryLease { get; set; } = TimeSpan.FromMilliseconds(1500);
+
+    /// <summary>
+    /// The least silence after which a member suspects another of its view: a member that sent nothing (digests go out
+    /// every <see cref="DigestInterval"/>) for this long, or for twice the longest stall it or this member reported in
+    /// the last minute if that is longer, is suspected, so a hung or cut-off manager is found within about a second on a
+    /// quiet cluster and a slow one is given what it showed it needs. <value>Default: 800 ms.</value>
+    /// </summary>
+    public TimeSpan SuspectAfter { get; set; } = TimeSpan.FromMilliseconds(800);
+
+    /// <summary>
+    /// The most silence a stalling member is allowed before it is suspected, and the longest lease it holds.
+    /// <value>Default: 3 s.</value>
+    /// </summary>
+    public TimeSpan MaxSuspectAfter { get; set; } = TimeSpan.FromSeconds(3);
+
+    /// <summary>Checks the settings against each other, naming the setting to change.</summary>
+    /// <returns>What is wrong, one line each; empty when the settings hold together.</returns>
+    public IReadOnlyList<string> Problems()
+    {
+        const string S = "Quintet:Groups:Protocol";
+        var problems = new List<string>();
+        if (DigestInterval <= TimeSpan.Zero)
+        {
+            problems.Add($"{S}:DigestInterval must be positive (for example 00:00:00.250).");
+        }
+        else if (SuspectAfter < 2 * DigestInterval)
+        {
+            problems.Add($"{S}:SuspectAfter ({SuspectAfter}) must be at least twice DigestInterval ({DigestInterval}): one late digest would be a suspicion.");
+        }
+
+        if (MaxSuspectAfter < SuspectAfter)
+        {
+            problems.Add($"{S}:MaxSuspectAfter ({MaxSuspectAfter}) is shorter than SuspectAfter ({SuspectAfter}).");
+        }
+
+        if (PrimaryLease <= TimeSpan.Zero || PrimaryLease > MaxSuspectAfter)
+        {
+            problems.Add($"{S}:PrimaryLease ({PrimaryLease}) must be positive and at most MaxSuspectAfter ({MaxSuspectAfter}).");
+        }
+
+        return problems;
+    }
 
     /// <summary>How often a joining member repeats its request until it is in a view. <value>Default: 1 s.</value></summary>
     public TimeSpan JoinRetryInterval { get; set; } = TimeSpan.FromSeconds(1);

@@ -58,7 +58,7 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         var failures = new List<string>();
         var cluster = Bind<ClusterOptions>(configuration, ClusterOptions.SectionName, failures);
         var manager = Bind<ManagerOptions>(configuration, ManagerOptions.SectionName, failures);
-        Bind<Quintet.Core.Groups.GroupsOptions>(configuration, Quintet.Core.Groups.GroupsOptions.SectionName, failures);
+        var groups = Bind<Quintet.Core.Groups.GroupsOptions>(configuration, Quintet.Core.Groups.GroupsOptions.SectionName, failures);
         Bind<Quintet.Manager.Diagnostics.DiagnosticsOptions>(configuration, Quintet.Manager.Diagnostics.DiagnosticsOptions.SectionName, failures);
         var store = Bind<StoreOptions>(configuration, StoreOptions.SectionName, failures, KindSections(kinds));
         var structures = Bind<SharedStructuresOptions>(configuration, SharedStructuresOptions.SectionName, failures);
@@ -96,6 +96,11 @@ internal sealed record StartupSettings(ClusterOptions Cluster, ManagerOptions Ma
         if (structures is not null)
         {
             failures.AddRange(structures.Validate());
+        }
+
+        if (groups is not null)
+        {
+            failures.AddRange(groups.Protocol.Problems());
         }
 
         if (completions is not null)

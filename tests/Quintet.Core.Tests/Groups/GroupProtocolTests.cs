@@ -576,6 +576,16 @@ public class GroupProtocolTests(ITestOutputHelper output)
     public void No_member_holds_its_lease_once_a_view_without_it_may_take_over(int seed) => NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(seed, crashEvidence: false);
 
     /// <summary>
+    /// The same while members' stalls come and go, so that each digest may give its sender a lease of another length
+    /// (longer after a stall, as the others wait longer for it) and a promiser may have heard a shorter or a longer one
+    /// than the digest a majority echoed.
+    /// </summary>
+    [Theory]
+    [MemberData(nameof(Seeds))]
+    public void No_member_holds_its_lease_once_a_view_without_it_may_take_over_while_lease_lengths_change(int seed) =>
+        NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(seed, crashEvidence: seed % 2 == 0, stallsVary: true);
+
+    /// <summary>
     /// The same, where one survivor has certain evidence of each crash: the view leaving a crashed member out waits for
     /// no lease of its, and still for every other excluded member's (paused or cut off ones among them).
     /// </summary>
@@ -584,10 +594,11 @@ public class GroupProtocolTests(ITestOutputHelper output)
     public void No_member_holds_its_lease_once_a_view_without_it_may_take_over_with_evidence_of_crashes(int seed) =>
         NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(seed, crashEvidence: true);
 
-    private static void NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(int seed, bool crashEvidence)
+    private static void NoMemberHoldsItsLeaseOnceAViewWithoutItMayTakeOver(int seed, bool crashEvidence, bool stallsVary = false)
     {
         var random = new Random(seed);
         var simulation = Start(3 + random.Next(3), seed);
+        simulation.StallsVary = stallsVary;
         simulation.WorkloadOn = true;
         simulation.CrashEvidence = crashEvidence;
         string? violation = null;
@@ -661,6 +672,29 @@ public class GroupProtocolTests(ITestOutputHelper output)
 
         simulation.Quiesce();
         AssertProperties(simulation);
+    }
+
+    /// <summary>
+    /// A member that reports a stall gives itself a longer lease, as long as the others then wait before suspecting it;
+    /// once the stall is over its next digest shortens the lease at once, without waiting for an echo.
+    /// </summary>
+    [Fact]
+    public void A_stalled_member_holds_a_longer_lease_and_a_shorter_one_at_once_when_the_stall_is_over()
+    {
+        var options = new GroupProtocolOptions();
+        var simulation = Start(3);
+        var member = simulation.Members[0];
+        simulation.RunFor(Second);
+        Assert.InRange(member.Engine.LeaseExpiresAt - simulation.Now, TimeSpan.Zero, options.PrimaryLease);
+
+        member.Engine.OwnStall = TimeSpan.FromMilliseconds(1100);
+        Assert.Equal(TimeSpan.FromMilliseconds(2200), member.Engine.CurrentLease);
+        simulation.RunFor(Second);
+        Assert.InRange(member.Engine.LeaseExpiresAt - simulation.Now, options.PrimaryLease + TimeSpan.FromMilliseconds(1), TimeSpan.FromMilliseconds(2200));
+
+        member.Engine.OwnStall = TimeSpan.Zero;
+        simulation.RunFor(options.DigestInterval + TimeSpan.FromMilliseconds(20));
+        Assert.InRange(member.Engine.LeaseExpiresAt - simulation.Now, TimeSpan.Zero, options.PrimaryLease);
     }
 
     /// <summary>A member cut off on a minority side loses its lease; the majority takes over only after that.</summary>

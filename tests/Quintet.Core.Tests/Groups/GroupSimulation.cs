@@ -19,13 +19,21 @@ internal sealed class GroupSimulation
     private readonly PriorityQueue<Action, (TimeSpan At, long Order)> _events = new();
     private readonly Dictionary<(string From, string To), TimeSpan> _linkClock = [];
     private readonly GroupProtocolOptions _options;
+    private readonly Random _stallRandom;
     private long _order;
     private int _nextNode = 1;
+
+    /// <summary>
+    /// Members report stalls that come and go (0 to 1.6 s, a new one every 2 s on average), so their leases change
+    /// length from digest to digest. Drawn apart from the schedule, so a seed's faults stay the same either way.
+    /// </summary>
+    public bool StallsVary { get; set; }
 
     public GroupSimulation(int seed, GroupProtocolOptions? options = null)
     {
         Seed = seed;
         _random = new Random(seed);
+        _stallRandom = new Random(seed ^ 0x5A17);
         _options = options ?? new GroupProtocolOptions();
     }
 
@@ -351,6 +359,11 @@ internal sealed class GroupSimulation
             if (member.Engine.View is null)
             {
                 member.Engine.UpdateJoinContacts(ContactsOf(member), MayFound(member));
+            }
+
+            if (StallsVary && _stallRandom.NextDouble() < TickInterval.TotalSeconds / 2)
+            {
+                member.Engine.OwnStall = TimeSpan.FromMilliseconds(_stallRandom.Next(0, 1600));
             }
 
             member.Engine.Tick(Now);
