@@ -42,7 +42,8 @@ public class FailureTests(ITestOutputHelper output)
     /// The first level of detection: a killed manager's kernel closes its connections and refuses new ones at its ports,
     /// and the survivors down it on that evidence. The heartbeats here cannot suspect anyone within 8 s (1 s heartbeats,
     /// an 8 s acceptable pause), so a removal within <see cref="ProcessDeathBound"/> can only come from the evidence. A
-    /// manager paused for 3 s keeps its connections open and its ports answering: it stays in every view.
+    /// manager paused for 3 s keeps its connections open and its ports answering: it stays in every view (the group's own
+    /// silence detector is given the same 8 s here).
     /// </summary>
     [Fact]
     public Task Killed_manager_is_removed_at_once_on_the_evidence_of_its_refused_port_and_a_paused_one_stays() =>
@@ -79,6 +80,52 @@ public class FailureTests(ITestOutputHelper output)
             Assert.True(a.IsRunning && b.IsRunning, "A survivor ended.");
         });
 
+    /// <summary>
+    /// The second level: a paused manager sends nothing, and the group's silence detector suspects it once it has been
+    /// silent past its allowance (800 ms on a quiet cluster, more after stalls). The cluster's heartbeats here cannot
+    /// suspect anyone within 8 s, so a group view without it within <see cref="SilenceBound"/> comes from the silence
+    /// detector. Resumed, the manager (never removed from the cluster) joins the group again as a new incarnation.
+    /// </summary>
+    [Fact]
+    public Task Paused_manager_is_left_out_of_the_group_on_its_silence_long_before_the_heartbeats_could() =>
+        ClusterTest.RunAsync(output, SlowClusterHeartbeats(), async cluster =>
+        {
+            var (a, b, paused) = (cluster.Managers[0], cluster.Managers[1], cluster.Managers[2]);
+            await cluster.WaitForGroupViewAsync([a, b, paused]);
+            var before = await cluster.GroupStatusAsync(paused);
+
+            var clock = Stopwatch.StartNew();
+            await cluster.PauseAsync(paused);
+            await cluster.WaitForGroupViewAsync([a, b]);
+            var excluded = clock.Elapsed;
+            output.WriteLine($"SIGSTOP to the others' group view without it: {excluded.TotalMilliseconds:F0} ms (polled every 50 ms)");
+            Assert.True(excluded < SilenceBound, $"The group view without the paused manager took {excluded}, over {SilenceBound}: its silence was not acted on.");
+            foreach (var survivor in new[] { a, b })
+            {
+                // The cluster still lists it Up: only the group acted.
+                Assert.Contains((await cluster.ViewOfAsync(survivor)).Managers, m => m.Uid == paused.Uid && m.State == ManagerState.Up);
+            }
+
+            await cluster.ResumeAsync(paused);
+            await cluster.WaitForGroupViewAsync([a, b, paused]);
+            var after = await cluster.GroupStatusAsync(paused);
+            output.WriteLine($"{before.Self} came back as {after.Self}");
+            Assert.NotEqual(before.Self, after.Self);
+        });
+
+    /// <summary>Far below the slow heartbeats' 8 s, with room for a loaded machine.</summary>
+    private static readonly TimeSpan SilenceBound = TimeSpan.FromSeconds(5);
+
+    /// <summary>The cluster's heartbeats slow (8 s), the group's silence detector at its defaults.</summary>
+    private static Quintet.TestingHost.LocalClusterOptions SlowClusterHeartbeats()
+    {
+        var options = ClusterTest.Options(3);
+        options.Settings["Quintet:Cluster:FailureDetector:HeartbeatInterval"] = "00:00:01";
+        options.Settings["Quintet:Cluster:FailureDetector:AcceptableHeartbeatPause"] = "00:00:08";
+        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:00:30";
+        return options;
+    }
+
     /// <summary>Far below the slow heartbeats' 8 s, with room for a loaded machine (measured in docs/configuration.md).</summary>
     private static readonly TimeSpan ProcessDeathBound = TimeSpan.FromSeconds(2);
 
@@ -95,6 +142,8 @@ public class FailureTests(ITestOutputHelper output)
         var options = ClusterTest.Options(3);
         options.Settings["Quintet:Cluster:FailureDetector:HeartbeatInterval"] = "00:00:01";
         options.Settings["Quintet:Cluster:FailureDetector:AcceptableHeartbeatPause"] = "00:00:08";
+        options.Settings["Quintet:Groups:Protocol:SuspectAfter"] = "00:00:08";
+        options.Settings["Quintet:Groups:Protocol:MaxSuspectAfter"] = "00:00:08";
         return options;
     }
 

@@ -437,7 +437,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
                 continue;
             }
 
-            _log.Info("Suspecting {0} in group {1}: nothing from it for {2:F0} ms, {3:F0} ms allowed (this member's own longest stall in the last minute {4:F0} ms)",
+            _log.Warning("Suspecting {0} in group {1}: nothing from it for {2:F0} ms, {3:F0} ms allowed (this member's own longest stall in the last minute {4:F0} ms)",
                 member, _group, _silence.SilenceOf(member.Node, now).TotalMilliseconds, _silence.AllowanceOf(member.Node, now).TotalMilliseconds,
                 _silence.OwnStall(now).TotalMilliseconds);
             if (_handle.FirstSuspicionTimestamp == 0)
