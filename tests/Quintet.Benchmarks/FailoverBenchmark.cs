@@ -29,11 +29,14 @@ internal static class FailoverBenchmark
 
     /// <summary>
     /// Akka.NET's reference.conf: 1 s heartbeats, 3 s acceptable pause, split-brain resolver stable-after 20 s; and no
-    /// detection but the heartbeats (Akka.NET has no evidence of a process's death).
+    /// detection but the heartbeats (Akka.NET has no evidence of a process's death, and no detector of silence on the
+    /// group's own connections: the group's is set far beyond the heartbeats').
     /// </summary>
     internal static readonly Dictionary<string, string> AkkaDefaults = new()
     {
         ["Quintet:Cluster:FailureDetector:ProcessDeathEvidence"] = "Off",
+        ["Quintet:Groups:Protocol:SuspectAfter"] = "00:01:00",
+        ["Quintet:Groups:Protocol:MaxSuspectAfter"] = "00:01:00",
         ["Quintet:Cluster:FailureDetector:HeartbeatInterval"] = "00:00:01",
         ["Quintet:Cluster:FailureDetector:AcceptableHeartbeatPause"] = "00:00:03",
         ["Quintet:Cluster:Downing:StableAfter"] = "00:00:20",

@@ -320,6 +320,55 @@ public class InstanceLifecycleTests(ITestOutputHelper output)
             Assert.Equal(before.Value + 1, final.Value);
         });
 
+    /// <summary>
+    /// An owner whose backup is paused (SIGSTOP) cannot have that backup acknowledge its update: the deposit waits until
+    /// the survivors' view leaves the backup out, and is then answered by the owner, which drops the backup. It must not
+    /// wait for the update's 5 s deadline (the "others slowest" of the failover benchmark, 5-6 s before).
+    /// </summary>
+    [Fact]
+    public Task An_owner_whose_backup_is_paused_answers_once_the_view_leaves_the_backup_out() =>
+        ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>
+        {
+            await DeployBankAsync(cluster);
+
+            // Backups go to the other managers by name: manager-1's instances keep theirs on manager-2.
+            var (a, b, victim) = (cluster.Managers[0], cluster.Managers[2], cluster.Managers[1]);
+            using var client = QuintetClient.Connect(new QuintetClientOptions
+            {
+                Endpoints = [a.GrpcEndpoint, b.GrpcEndpoint],
+                FailoverBudget = TimeSpan.FromSeconds(30),
+            });
+            string? key = null;
+            Balance? before = null;
+            for (var i = 0; key is null && i < 60; i++)
+            {
+                var candidate = $"backed-{i}";
+                before = await client.GetComponent<IAccount>(candidate).DepositAsync(new Amount { Value = 100 }, CancellationToken.None);
+                if (before.Manager == victim.Name)
+                {
+                    continue;
+                }
+
+                var owner = before.Manager == a.Name ? a : b;
+                var info = await Eventually.ValueAsync(() => InstanceAsync(owner, candidate), i => i?.Backups.Count == 1, TimeSpan.FromSeconds(30), $"{candidate}'s backup to be registered");
+                key = info!.Backups[0] == victim.Name ? candidate : null;
+            }
+
+            Assert.NotNull(key);
+            var clock = Stopwatch.StartNew();
+            await cluster.PauseAsync(victim);
+            var deposit = client.GetComponent<IAccount>(key).DepositAsync(new Amount { Value = 1 }, new CancellationTokenSource(TimeSpan.FromSeconds(45)).Token);
+            await cluster.WaitForGroupViewAsync([a, b]);
+            var viewSeen = clock.Elapsed;
+            var after = await deposit;
+            var answered = clock.Elapsed;
+            output.WriteLine($"{key} on {after.Manager}, its backup on {victim.Name}: SIGSTOP to the survivors' view without it (as polled): {viewSeen.TotalMilliseconds:F0} ms; to the deposit's answer: {answered.TotalMilliseconds:F0} ms");
+
+            Assert.Equal((before!.Manager, before.Value + 1), (after.Manager, after.Value));
+            Assert.True(answered - viewSeen < TimeSpan.FromSeconds(2.5), $"The answer came {(answered - viewSeen).TotalSeconds:F1} s after the view change was seen: the update to the paused backup was not given up with the view.");
+            await cluster.ResumeAsync(victim);
+        });
+
     [Fact]
     public Task Active_replicas_run_every_call_in_one_order_and_survive_the_loss_of_the_owner() =>
         ClusterTest.RunAsync(output, ClusterTest.Options(3), async cluster =>

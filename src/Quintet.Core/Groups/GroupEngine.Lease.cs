@@ -43,15 +43,15 @@ internal sealed partial class GroupEngine
     public TimeSpan OwnStall { get; set; }
 
     /// <summary>
-    /// The lease this member's next digest gives it: as long as the others wait before suspecting it
-    /// (<see cref="SilenceDetector.Allowance(GroupProtocolOptions, TimeSpan)"/> of its stall), and never shorter than
-    /// <see cref="GroupProtocolOptions.PrimaryLease"/> nor longer than <see cref="GroupProtocolOptions.MaxSuspectAfter"/>.
+    /// The lease this member's next digest gives it: twice its longest recent stall, as the others' silence detectors
+    /// allow it (<see cref="SilenceDetector"/>), and never shorter than <see cref="GroupProtocolOptions.PrimaryLease"/> nor
+    /// longer than <see cref="GroupProtocolOptions.MaxPrimaryLease"/>.
     /// </summary>
-    public TimeSpan CurrentLease => Clamp(SilenceDetector.Allowance(_options, OwnStall), _options.PrimaryLease, LongestLease(_options));
+    public TimeSpan CurrentLease => Clamp(2 * OwnStall, _options.PrimaryLease, LongestLease(_options));
 
     /// <summary>The longest lease any member may hold: what a member assumes of another it has not heard from yet.</summary>
     internal static TimeSpan LongestLease(GroupProtocolOptions options) =>
-        options.MaxSuspectAfter > options.PrimaryLease ? options.MaxSuspectAfter : options.PrimaryLease;
+        options.MaxPrimaryLease > options.PrimaryLease ? options.MaxPrimaryLease : options.PrimaryLease;
 
     private static TimeSpan Clamp(TimeSpan value, TimeSpan min, TimeSpan max) => value < min ? min : value > max ? max : value;
 

@@ -27,8 +27,8 @@ public sealed class GroupProtocolOptions
     /// <summary>
     /// How long a member may act as part of the primary partition after a majority of its view last acknowledged its
     /// digest (<see cref="GroupHandle.HoldsPrimaryLease"/>), while it has not stalled; a member that stalled in the last
-    /// minute holds it as long as the others wait before suspecting it (<see cref="SuspectAfter"/>), at most
-    /// <see cref="MaxSuspectAfter"/>. The members of a view that leaves it out wait until it has run out
+    /// minute holds it for twice its longest stall (as long as the others wait before suspecting it, see
+    /// <see cref="SuspectAfter"/>), at most <see cref="MaxPrimaryLease"/>. The members of a view that leaves it out wait until it has run out
     /// (<see cref="GroupHandle.FormerMembersLeaseExpiry"/>) before taking over what it owned, unless its process is
     /// known dead. <value>Default: 1.5 s.</value>
     /// </summary>
@@ -43,10 +43,15 @@ public sealed class GroupProtocolOptions
     public TimeSpan SuspectAfter { get; set; } = TimeSpan.FromMilliseconds(800);
 
     /// <summary>
-    /// The most silence a stalling member is allowed before it is suspected, and the longest lease it holds.
-    /// <value>Default: 3 s.</value>
+    /// The most silence a stalling member is allowed before it is suspected. <value>Default: 3 s.</value>
     /// </summary>
     public TimeSpan MaxSuspectAfter { get; set; } = TimeSpan.FromSeconds(3);
+
+    /// <summary>
+    /// The longest lease a stalling member holds, and what a member assumes of one it has not heard from in its view (or
+    /// of an older manager that does not say). <value>Default: 3 s.</value>
+    /// </summary>
+    public TimeSpan MaxPrimaryLease { get; set; } = TimeSpan.FromSeconds(3);
 
     /// <summary>Checks the settings against each other, naming the setting to change.</summary>
     /// <returns>What is wrong, one line each; empty when the settings hold together.</returns>
@@ -68,9 +73,9 @@ public sealed class GroupProtocolOptions
             problems.Add($"{S}:MaxSuspectAfter ({MaxSuspectAfter}) is shorter than SuspectAfter ({SuspectAfter}).");
         }
 
-        if (PrimaryLease <= TimeSpan.Zero || PrimaryLease > MaxSuspectAfter)
+        if (PrimaryLease <= TimeSpan.Zero || PrimaryLease > MaxPrimaryLease)
         {
-            problems.Add($"{S}:PrimaryLease ({PrimaryLease}) must be positive and at most MaxSuspectAfter ({MaxSuspectAfter}).");
+            problems.Add($"{S}:PrimaryLease ({PrimaryLease}) must be positive and at most MaxPrimaryLease ({MaxPrimaryLease}).");
         }
 
         return problems;

@@ -35,6 +35,34 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
     /// <param name="Events">The instance's event log as the primary sent it (every event committed here).</param>
     public sealed record BackupCopy(long Epoch, long Sequence, byte[] State, CompletionTable? Completions = null, InstanceEventLog? Events = null);
 
+    /// <summary>
+    /// Cancels <paramref name="attempt"/> once the manager <paramref name="node"/> is out of the directory's view: an
+    /// update to a backup that hangs (paused, cut off) then ends with the view change that leaves it out, about a second,
+    /// instead of holding the primary's call for the whole <see cref="BackupDeadline"/>. Ends when the attempt does.
+    /// </summary>
+    private async Task CancelWhenGoneAsync(string node, CancellationTokenSource attempt)
+    {
+        try
+        {
+            while (!attempt.IsCancellationRequested)
+            {
+                // Taken before the read, so that no change falls in between.
+                var changed = directory.Changed;
+                if (!directory.HasManager(node))
+                {
+                    await attempt.CancelAsync();
+                    return;
+                }
+
+                await changed.WaitAsync(attempt.Token);
+            }
+        }
+        catch (OperationCanceledException)
+        {
+            // The attempt ended first.
+        }
+    }
+
     /// <summary>The <see cref="IBackups"/> a primary's context hands it.</summary>
     public IBackups For(Shadow shadow) => new BackupSet(this, shadow);
 
@@ -161,6 +189,7 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
             {
                 using var bounded = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
                 bounded.CancelAfter(BackupDeadline);
+                var departure = CancelWhenGoneAsync(target.NodeName, bounded);
 
                 // Each backup gets the events after the last one it acknowledged; the whole log if it lost the thread.
                 var events = eventLog is null ? null : eventLog.ToMessage(acknowledgedEvents.GetValueOrDefault(target.NodeName));
@@ -171,6 +200,11 @@ internal sealed partial class PrimaryBackups(InstanceDirectory directory, PeerCa
                 catch (RpcException e) when (e.StatusCode == StatusCode.FailedPrecondition && e.Status.Detail.StartsWith(EventsGap, StringComparison.Ordinal) && eventLog is not null)
                 {
                     await peers.PushBackupAsync(target.Endpoint, shadow.Id, shadow.Epoch, sequence, bytes, completions, eventLog.ToMessage(), eventsOnly, bounded.Token);
+                }
+                finally
+                {
+                    await bounded.CancelAsync();
+                    await departure;
                 }
 
                 shadow.Lifeline?.Mark("backup held by " + target.NodeName);
