@@ -39,6 +39,19 @@ public class StartupSettingsTests
         Assert.Equal("web1", settings.NodeName);
     }
 
+    /// <summary>A silence detector that would suspect a member at every late digest stops the manager at start, naming the setting.</summary>
+    [Fact]
+    public void The_group_failure_detector_settings_are_checked_against_each_other()
+    {
+        StartupSettings.Load(Config(("Quintet:Groups:Protocol:SuspectAfter", "00:00:01"), ("Quintet:Groups:Protocol:MaxSuspectAfter", "00:00:05")));
+
+        var error = Assert.Throws<ConfigurationErrorException>(() => StartupSettings.Load(Config(
+            ("Quintet:Groups:Protocol:SuspectAfter", "00:00:00.300"))));
+
+        var failure = Assert.Single(error.Failures);
+        Assert.StartsWith("Quintet:Groups:Protocol:SuspectAfter (00:00:00.3000000) must be at least twice DigestInterval", failure, StringComparison.Ordinal);
+    }
+
     [Fact]
     public void The_durable_structures_snapshot_interval_is_read_and_checked()
     {
