@@ -103,9 +103,11 @@ internal static class UnaryFraming
             deadlineAt = DateTimeOffset.UtcNow + timeout;
         }
 
+        var messageRead = false;
         try
         {
             var message = await ReadMessageAsync(request.BodyReader, cancellationToken);
+            messageRead = true;
             var key = request.Headers.First(CallHeaders.Key) ?? string.Empty;
             var (reply, servedBy, streamed) = await handler(new UnaryCall(key, message, deadlineAt, request.Headers), cancellationToken);
             if (streamed)
@@ -142,6 +144,14 @@ internal static class UnaryFraming
         catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
         {
             // The caller went away; nobody is left to answer.
+        }
+        catch (IOException e) when (!messageRead)
+        {
+            // The client reset its request stream before its message arrived (it gave up, or failed over while this
+            // manager was paused): nothing ran, and nobody is left to answer. Kestrel may not have marked the request
+            // aborted yet, so this is told by where it happened, not by RequestAborted.
+            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming))
+                .LogDebug(e, "{Service}/{Operation}: the client reset the call before its request arrived", service, operation);
         }
         catch (Exception e) when (!context.RequestAborted.IsCancellationRequested && ComponentFailure.IsBrokenCode(e))
         {
