@@ -124,6 +124,16 @@ public class ReadinessTests(ITestOutputHelper output)
             await cluster.PauseAsync(paused);
             var excluded = await cluster.WaitForGroupViewAsync([a, b]);
             output.WriteLine($"SIGSTOP to a group view without it: {excluded.TotalMilliseconds:F0} ms");
+
+            // The group leaves a silent member out before the cluster calls it unreachable. Resumed in between, the
+            // manager still forwards calls to their owners, rightly: nothing tells it yet that it was left out. The pause
+            // this test is about lasts past the cluster's detection too, so that the resumed manager finds every peer
+            // silent for longer than the cluster allows and knows itself cut off the moment it runs again.
+            var unreachable = await cluster.WaitUntilAsync(
+                [a, b],
+                view => view.Managers.Any(m => m.Address == paused.ClusterAddress && !m.Reachable),
+                $"{paused.Name} unreachable");
+            output.WriteLine($"then to the cluster calling it unreachable: {unreachable.TotalMilliseconds:F0} ms more");
             await cluster.ResumeAsync(paused);
 
             var target = direct.GetComponent<IWorkloadTarget>("holder");
