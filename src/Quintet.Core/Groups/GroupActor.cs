@@ -258,6 +258,12 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         _handle.Publish(new PrimaryComponentLost(view));
     }
 
+    public void PrimaryRegained(GroupView view)
+    {
+        _handle.InPrimary = true;
+        _handle.Publish(new PrimaryComponentRegained(view));
+    }
+
     public void Left()
     {
         var last = _handle.View;
@@ -428,17 +434,23 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
             return;
         }
 
+        // A process known dead is suspected at once elsewhere (ProcessDied); silence alone that would leave this
+        // member without a majority waits for the longest allowance (see SilenceDetector.AllowanceOf).
+        var unsuspected = view.Members.Count(m => !_engine.IsSuspected(m));
         foreach (var member in view.Members)
         {
-            if (member.Node == _handle.Self.Node || !_silence.IsSilent(member.Node, now)
+            var lastOfMajority = unsuspected - 1 < view.Majority;
+            if (member.Node == _handle.Self.Node || !_silence.IsSilent(member.Node, now, lastOfMajority)
                 || (_newcomerGraceUntil.TryGetValue(member.Node, out var graceUntil) && now < graceUntil)
                 || _engine.IsSuspected(member))
             {
                 continue;
             }
 
+            unsuspected--;
+
             _log.Warning("Suspecting {0} in group {1}: nothing from it for {2:F0} ms, {3:F0} ms allowed (this member's own longest stall in the last minute {4:F0} ms)",
-                member, _group, _silence.SilenceOf(member.Node, now).TotalMilliseconds, _silence.AllowanceOf(member.Node, now).TotalMilliseconds,
+                member, _group, _silence.SilenceOf(member.Node, now).TotalMilliseconds, _silence.AllowanceOf(member.Node, now, lastOfMajority).TotalMilliseconds,
                 _silence.OwnStall(now).TotalMilliseconds);
             if (_handle.FirstSuspicionTimestamp == 0)
             {

@@ -172,6 +172,9 @@ internal sealed partial class GroupEngine
         _primaryLost = false;
         _round = null;
         _changeWantedSince = _suspects.Count > 0 || _joiners.Count > 0 || _leavers.Count > 0 ? _now : null;
+
+        // Those who heard of the loss must hear of the return: a manager told only the first stays cut off for good.
+        _observer.PrimaryRegained(_view);
     }
 
     private void OnPropose(MemberId from, Propose propose)

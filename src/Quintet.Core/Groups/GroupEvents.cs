@@ -20,10 +20,17 @@ public sealed record ViewInstalled(GroupView View) : GroupEvent
 
 /// <summary>
 /// This member is on a minority side of a partition or failure: it delivers nothing more and cannot send until it
-/// rejoins the majority as a new incarnation.
+/// counts a majority again (<see cref="PrimaryComponentRegained"/>) or rejoins as a new incarnation.
 /// </summary>
 /// <param name="LastView">The view it was in.</param>
 public sealed record PrimaryComponentLost(GroupView LastView) : GroupEvent;
+
+/// <summary>
+/// This member, on a minority side only because it suspected members that spoke again before the others acted on its
+/// suspicion, counts a majority once more and delivers and sends again in the same view.
+/// </summary>
+/// <param name="View">The view it is in, unchanged.</param>
+public sealed record PrimaryComponentRegained(GroupView View) : GroupEvent;
 
 /// <summary>The group went on without this member (it was suspected); it is rejoining as a new incarnation.</summary>
 /// <param name="NextIncarnation">The identity under which it rejoins.</param>

@@ -22,6 +22,12 @@ internal interface IGroupObserver
     /// <summary>This member is on a minority side: it delivers nothing and cannot send until it rejoins.</summary>
     void PrimaryLost(GroupView view);
 
+    /// <summary>
+    /// This member, on a minority side of <paramref name="view"/> because it suspected members that then spoke again in
+    /// that view, counts a majority once more: it delivers and sends again, in the same view.
+    /// </summary>
+    void PrimaryRegained(GroupView view);
+
     /// <summary>This member was excluded from the group's newer view; it rejoins as <paramref name="next"/>.</summary>
     void Excluded(MemberId next);
 

@@ -51,9 +51,20 @@ internal sealed class SilenceDetector(GroupProtocolOptions options)
     /// <summary>This member's longest gap between two turns of its clock in the last minute.</summary>
     public TimeSpan OwnStall(TimeSpan now) => _ownStalls.Max(now);
 
-    /// <summary>The silence <paramref name="node"/> is allowed now.</summary>
-    public TimeSpan AllowanceOf(string node, TimeSpan now)
+    /// <summary>
+    /// The silence <paramref name="node"/> is allowed now. Suspecting it would leave this member without a majority of
+    /// its view (<paramref name="lastOfMajority"/>): it is allowed the most, <see cref="GroupProtocolOptions.MaxSuspectAfter"/>.
+    /// Such a suspicion gains nothing quickly (a minority installs no view, and leases, not suspicions, stop a member
+    /// from serving), while a wrong one, a peer of two slow for a second or this member the one that stalled, stops this
+    /// member's service.
+    /// </summary>
+    public TimeSpan AllowanceOf(string node, TimeSpan now, bool lastOfMajority = false)
     {
+        if (lastOfMajority)
+        {
+            return options.MaxSuspectAfter;
+        }
+
         var stall = OwnStall(now);
         if (_peers.TryGetValue(node, out var peer))
         {
@@ -65,10 +76,10 @@ internal sealed class SilenceDetector(GroupProtocolOptions options)
     }
 
     /// <summary>
-    /// Whether <paramref name="node"/> has been silent past its allowance. A node not heard from yet starts its silence
+    /// Whether <paramref name="node"/> has been silent past its allowance (see <see cref="AllowanceOf"/>). A node not heard from yet starts its silence
     /// now: a member new in the view has had no chance to send.
     /// </summary>
-    public bool IsSilent(string node, TimeSpan now)
+    public bool IsSilent(string node, TimeSpan now, bool lastOfMajority = false)
     {
         if (!_peers.TryGetValue(node, out var peer))
         {
@@ -76,7 +87,7 @@ internal sealed class SilenceDetector(GroupProtocolOptions options)
             return false;
         }
 
-        return now - peer.LastHeard > AllowanceOf(node, now);
+        return now - peer.LastHeard > AllowanceOf(node, now, lastOfMajority);
     }
 
     /// <summary>How long <paramref name="node"/> has been silent (zero if it is not tracked).</summary>

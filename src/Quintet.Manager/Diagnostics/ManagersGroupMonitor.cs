@@ -81,6 +81,9 @@ internal sealed partial class ManagersGroupMonitor(GroupService groups, ILogger<
                     case PrimaryComponentLost { LastView: var view }:
                         LogPrimaryLost(logger, view.Id);
                         break;
+                    case PrimaryComponentRegained { View: var view }:
+                        LogPrimaryRegained(logger, view.Id);
+                        break;
                     case MemberExcluded { NextIncarnation: var next }:
                         LogExcluded(logger, next.Incarnation);
                         break;
@@ -98,6 +101,9 @@ internal sealed partial class ManagersGroupMonitor(GroupService groups, ILogger<
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Managers group: this manager is on a minority side of view {ViewId}; it stops delivering until it rejoins")]
     private static partial void LogPrimaryLost(ILogger logger, long viewId);
+
+    [LoggerMessage(Level = LogLevel.Information, Message = "Managers group: this manager is back on the majority side of view {ViewId}: the members it suspected spoke again before anyone acted on it")]
+    private static partial void LogPrimaryRegained(ILogger logger, long viewId);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Managers group: no manager held a view, so this manager, the oldest, founded the group again as view {ViewId}; what the managers held only in memory is gone, durable structures recover from their logs")]
     private static partial void LogFoundedAgain(ILogger logger, long viewId);

@@ -43,6 +43,10 @@ public sealed class GroupEngineRestartTests
         {
         }
 
+        public void PrimaryRegained(GroupView view)
+        {
+        }
+
         public void Excluded(MemberId next)
         {
         }

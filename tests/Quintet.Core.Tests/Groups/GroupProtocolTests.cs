@@ -37,6 +37,9 @@ public class GroupProtocolTests(ITestOutputHelper output)
         Assert.All(views, v => Assert.NotNull(v));
         Assert.Single(views.Select(v => v!.Id).Distinct());
         Assert.Equal(expectedMembers, views[0]!.Members.Length);
+
+        // The applications were told so too: none is left believing it is on a minority side.
+        Assert.All(simulation.Live, m => Assert.True(m.InPrimary, $"{m.Node} is in view {m.Engine.View!.Id}, but its application was last told it lost the majority"));
     }
 
     [Fact]
@@ -417,6 +420,39 @@ public class GroupProtocolTests(ITestOutputHelper output)
         Assert.Equal(1, cutOff.Exclusions);
         AssertOneFinalView(simulation, 4);
         Assert.DoesNotContain(simulation.Members.Where(m => m != cutOff).SelectMany(m => m.Deliveries), d => d.Payload.Span[0] == 42);
+        AssertProperties(simulation);
+    }
+
+    /// <summary>
+    /// The case a loaded machine found: of two managers, one suspected the other after a stall and so sat on a minority
+    /// side, the other suspected nothing and went on talking. The suspicion is dropped when the suspect speaks in the
+    /// same view, and the application must hear that it is back, or its manager stays cut off while the group is whole.
+    /// </summary>
+    [Fact]
+    public void Member_that_wrongly_suspected_its_peer_is_back_in_the_majority_once_the_peer_speaks_and_says_so()
+    {
+        var simulation = Start(2);
+        var (peer, suspecting) = (simulation.Members[0], simulation.Members[1]);
+        simulation.WorkloadOn = true;
+        simulation.RunFor(Second);
+        var view = suspecting.Engine.View!.Id;
+
+        suspecting.Engine.SuspectNode(peer.Engine.Self.Node, peer.Engine.Self.Uid, simulation.Now);
+        Assert.False(suspecting.InPrimary);
+        Assert.True(suspecting.Engine.IsBlocked);
+
+        simulation.RunFor(2 * Second);
+        var delivered = suspecting.Deliveries.Count;
+        simulation.RunFor(Second);
+
+        Assert.Equal(1, suspecting.PrimaryLosses);
+        Assert.Equal(1, suspecting.PrimaryRegains);
+        Assert.False(suspecting.Engine.IsBlocked);
+        Assert.True(suspecting.Deliveries.Count > delivered, "the member delivers again once back in the majority");
+        Assert.All(simulation.Members, m => Assert.Equal(0, m.Exclusions));
+        simulation.Quiesce();
+        Assert.All(simulation.Members, m => Assert.Equal(view, m.Engine.View!.Id));
+        AssertOneFinalView(simulation, 2);
         AssertProperties(simulation);
     }
 

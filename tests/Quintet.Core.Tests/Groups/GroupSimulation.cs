@@ -474,17 +474,43 @@ internal sealed class SimMember(GroupSimulation simulation, string node, long ui
 
     public bool AcceptsDeliveries => !ApplicationStalled;
 
-    public void ViewInstalled(GroupView view) => Views.Add(view);
+    /// <summary>What this member's application was last told: in a primary view (a view, and a majority in it).</summary>
+    public bool InPrimary { get; private set; }
 
-    public void PrimaryLost(GroupView view) => PrimaryLosses++;
+    public int PrimaryRegains { get; private set; }
+
+    public void ViewInstalled(GroupView view)
+    {
+        Views.Add(view);
+        InPrimary = true;
+    }
+
+    public void PrimaryLost(GroupView view)
+    {
+        PrimaryLosses++;
+        InPrimary = false;
+    }
+
+    public void PrimaryRegained(GroupView view)
+    {
+        Assert.False(InPrimary, $"{Node} was told it regained a majority it had not lost");
+        Assert.Same(Engine.View, view);
+        PrimaryRegains++;
+        InPrimary = true;
+    }
 
     public bool HasLeft { get; private set; }
 
-    public void Left() => HasLeft = true;
+    public void Left()
+    {
+        HasLeft = true;
+        InPrimary = false;
+    }
 
     public void Excluded(MemberId next)
     {
         Exclusions++;
+        InPrimary = false;
         Engine.UpdateJoinContacts(simulation.ContactsOf(this), simulation.MayFound(this));
     }
 
@@ -535,6 +561,10 @@ internal sealed class SimLightMember(string group, string role) : ILightMemberOb
     }
 
     public void Suspended()
+    {
+    }
+
+    public void Resumed()
     {
     }
 

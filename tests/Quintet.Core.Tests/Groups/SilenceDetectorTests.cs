@@ -27,6 +27,25 @@ public class SilenceDetectorTests
         Assert.True(detector.IsSilent(Peer, last + Options.SuspectAfter + Ms(1)));
     }
 
+    /// <summary>The last peer between this member and a minority is allowed the most, however quiet it was before.</summary>
+    [Fact]
+    public void A_peer_whose_suspicion_would_leave_a_minority_is_allowed_MaxSuspectAfter()
+    {
+        var detector = new SilenceDetector(Options);
+        var now = TimeSpan.FromSeconds(100);
+        for (var i = 0; i < 40; i++, now += Ms(250))
+        {
+            detector.Heard(Peer, now);
+            detector.Reported(Peer, TimeSpan.Zero);
+        }
+
+        var last = now - Ms(250);
+        Assert.Equal(Options.MaxSuspectAfter, detector.AllowanceOf(Peer, last, lastOfMajority: true));
+        Assert.True(detector.IsSilent(Peer, last + Options.SuspectAfter + Ms(1)));
+        Assert.False(detector.IsSilent(Peer, last + Options.MaxSuspectAfter, lastOfMajority: true));
+        Assert.True(detector.IsSilent(Peer, last + Options.MaxSuspectAfter + Ms(1), lastOfMajority: true));
+    }
+
     [Fact]
     public void A_peer_that_reported_a_stall_is_allowed_twice_it()
     {

@@ -17,6 +17,9 @@ internal interface ILightMemberObserver
     /// <summary>The hosting manager is on a minority side: deliveries stop until it is back.</summary>
     void Suspended();
 
+    /// <summary>The hosting manager counts a majority again in the same view: deliveries go on.</summary>
+    void Resumed();
+
     /// <summary>The hosting manager was excluded; the member rejoins as <paramref name="next"/>.</summary>
     void Rejoining(LightMemberId next);
 
@@ -415,6 +418,15 @@ internal sealed class LightGroupEngine : IGroupObserver
         foreach (var local in _locals.Values.Where(l => l.ViewId != 0))
         {
             local.Observer.Suspended();
+        }
+    }
+
+    public void PrimaryRegained(GroupView view)
+    {
+        _application.PrimaryRegained(view);
+        foreach (var local in _locals.Values.Where(l => l.ViewId != 0))
+        {
+            local.Observer.Resumed();
         }
     }
 

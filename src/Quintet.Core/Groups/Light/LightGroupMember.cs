@@ -160,6 +160,8 @@ public sealed class LightGroupMember : ILightMemberObserver, IAsyncDisposable
 
     void ILightMemberObserver.Suspended() => _events.Writer.TryWrite(new LightGroupSuspended());
 
+    void ILightMemberObserver.Resumed() => _events.Writer.TryWrite(new LightGroupResumed());
+
     void ILightMemberObserver.Rejoining(LightMemberId next)
     {
         View = null;

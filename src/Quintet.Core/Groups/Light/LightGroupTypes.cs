@@ -88,6 +88,9 @@ public sealed record LightViewInstalled(LightGroupView View) : LightGroupEvent;
 /// </summary>
 public sealed record LightGroupSuspended : LightGroupEvent;
 
+/// <summary>This member's manager is back in the majority in the same view: deliveries and sends go on.</summary>
+public sealed record LightGroupResumed : LightGroupEvent;
+
 /// <summary>
 /// The group went on without this member (its manager was cut off and excluded); it rejoins as
 /// <paramref name="Next"/>, a new member: messages of the old membership are not delivered to it.
