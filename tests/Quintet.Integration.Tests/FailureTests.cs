@@ -163,6 +163,10 @@ public class FailureTests(ITestOutputHelper output)
             var exitCode = await cluster.WaitForExitAsync(paused);
             Assert.Equal(75, exitCode);
 
+            // It knew by itself: it stood still past the time the others take to remove a manager, and ended at once,
+            // where waiting to hear of its removal from managers that no longer talk to it could leave a second cluster.
+            Assert.Contains("did not run for", paused.TailLog(400), StringComparison.Ordinal);
+
             // The old incarnation never came back into the survivors' view.
             foreach (var survivor in new[] { a, b })
             {

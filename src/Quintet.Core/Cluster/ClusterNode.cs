@@ -32,6 +32,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
     private DirectGroupTransport? _groupTransport;
     private Akka.Cluster.Cluster? _cluster;
     private volatile bool _stopping;
+    private StallFence? _stallFence;
 
     /// <summary>Creates the node; nothing starts until <see cref="StartAsync"/>.</summary>
     /// <param name="options">The cluster settings.</param>
@@ -127,13 +128,13 @@ public sealed partial class ClusterNode : IAsyncDisposable
         }
         catch (Exception ex) when (IsAddressInUse(ex))
         {
-            DisposeGroupTransport();
+            DisposeTransportAndFence();
             throw new ClusterStartException(
                 $"{ClusterOptions.SectionName}:Port: port {_options.Port} on {_options.Host} is already in use; choose another port or stop the process that holds it.", ex);
         }
         catch (Exception ex) when (ex is not OperationCanceledException)
         {
-            DisposeGroupTransport();
+            DisposeTransportAndFence();
             throw new ClusterStartException(
                 $"The cluster transport could not start on {_options.Host}:{_options.Port} ({ex.GetBaseException().Message}); check {ClusterOptions.SectionName}:Host and {ClusterOptions.SectionName}:Port.", ex);
         }
@@ -153,6 +154,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
         _cluster.RegisterOnMemberUp(() =>
         {
             LogUp(_logger, SelfAddress, _cluster.SelfUniqueAddress.Uid);
+            _stallFence ??= new StallFence(StallFence.LimitFor(_options), _ => OnTerminated(), _logger);
             _up.TrySetResult();
         });
         // Removal is known before the actor system has shut down; other services may fail meanwhile (their groups end
@@ -198,7 +200,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
             await _system.Terminate();
         }
 
-        DisposeGroupTransport();
+        DisposeTransportAndFence();
         LogLeft(_logger, Stopwatch.GetElapsedTime(started).TotalMilliseconds);
     }
 
@@ -223,10 +225,14 @@ public sealed partial class ClusterNode : IAsyncDisposable
             await _system.Terminate();
         }
 
-        DisposeGroupTransport();
+        DisposeTransportAndFence();
     }
 
-    private void DisposeGroupTransport() => _groupTransport?.Dispose();
+    private void DisposeTransportAndFence()
+    {
+        _stallFence?.Dispose();
+        _groupTransport?.Dispose();
+    }
 
     private void OnTerminated()
     {
