@@ -13,8 +13,9 @@ namespace Quintet.Benchmarks;
 /// <summary>
 /// What a client sees when a manager fails: a steady load of deposits on keyed primary/backup accounts (the BankAccount
 /// sample) spread over the managers, and per round a <c>kill -9</c> of a manager that owns some of them (every other
-/// round the oldest, which sequences the total order) and a <c>SIGSTOP</c> of another owner, resumed after
-/// <see cref="PauseFor"/>. Per fault: each affected key's outage (the fault to the end of the first call on that key
+/// round the oldest, which sequences the total order), a <c>SIGSTOP</c> of another owner, resumed after
+/// <see cref="PauseFor"/>, and (where network namespaces can be made) a partition that cuts another owner off from the
+/// other managers, though not from the client, for as long. Per fault: each affected key's outage (the fault to the end of the first call on that key
 /// that started after it and succeeded) and whether calls on the other keys failed or stalled. The same rounds run
 /// with Quintet's settings and with Akka.NET's failure-detector and downing defaults.
 /// </summary>
@@ -26,6 +27,9 @@ internal static class FailoverBenchmark
     private static readonly TimeSpan CallInterval = TimeSpan.FromMilliseconds(20);
     private const int KeysPerManager = 4;
     private const string AccountClass = "Samples.BankAccount.AccountComponent";
+
+    /// <summary>The fault kinds asked for (<c>--faults</c>).</summary>
+    private static HashSet<string> _faults = new(StringComparer.OrdinalIgnoreCase);
 
     /// <summary>
     /// Akka.NET's reference.conf: 1 s heartbeats, 3 s acceptable pause, split-brain resolver stable-after 20 s; and no
@@ -42,14 +46,27 @@ internal static class FailoverBenchmark
         ["Quintet:Cluster:Downing:StableAfter"] = "00:00:20",
     };
 
-    public static async Task<int> RunAsync(int rounds, int managers, IReadOnlyDictionary<string, string> peerSettings)
+    public static async Task<int> RunAsync(int rounds, int managers, bool loopback, string? faults, IReadOnlyDictionary<string, string> peerSettings)
     {
-        Console.WriteLine($"Quintet failover benchmark: {rounds} rounds (each a kill -9 of an owner, the oldest every other round, and a SIGSTOP of {PauseFor.TotalSeconds:F0} s of another), {managers} managers, {KeysPerManager * managers} accounts (BankAccount, primary/backup) under deposits every {CallInterval.TotalMilliseconds:F0} ms each.");
+        var chosen = (faults ?? "kill,pause,partition").Split(',', StringSplitOptions.RemoveEmptyEntries | StringSplitOptions.TrimEntries).ToHashSet(StringComparer.OrdinalIgnoreCase);
+        if (chosen.Count == 0 || chosen.Except(["kill", "pause", "partition"], StringComparer.OrdinalIgnoreCase).Any())
+        {
+            Console.Error.WriteLine($"--faults takes a comma-separated list of kill, pause and partition; '{faults}' is not one.");
+            return 2;
+        }
+
+        _faults = chosen;
+        var noPartitions = !chosen.Contains("partition") ? "not asked for" : loopback ? "--loopback was given" : IsolatedNetwork.WhyUnavailable();
+        Console.WriteLine($"Quintet failover benchmark: {rounds} rounds (each a kill -9 of an owner, the oldest every other round, a SIGSTOP of {PauseFor.TotalSeconds:F0} s of another{(noPartitions is null ? $", and a partition of {PauseFor.TotalSeconds:F0} s cutting a third off from the managers but not from the client" : string.Empty)}), {managers} managers, {KeysPerManager * managers} accounts (BankAccount, primary/backup) under deposits every {CallInterval.TotalMilliseconds:F0} ms each.");
+        Console.WriteLine(noPartitions is null
+            ? "Network: kills and pauses on loopback; partitions on a second cluster with each manager in a network namespace of its own, joined by a bridge the client reaches, cut by nftables rules in the namespaces."
+            : $"Network: loopback; no partition rounds ({noPartitions}).");
         Console.WriteLine($"Machine: {Environment.ProcessorCount} cores, .NET {Environment.Version}, {DateTime.UtcNow:yyyy-MM-dd HH:mm} UTC, load average {LoadAverage()}.");
         Console.WriteLine();
 
-        var ours = await MeasureAsync("quintet", rounds, managers, new Dictionary<string, string>());
-        var peer = await MeasureAsync("akka.net defaults", rounds, managers, peerSettings);
+        var isolated = noPartitions is null;
+        var ours = await MeasureAsync("quintet", rounds, managers, isolated, new Dictionary<string, string>());
+        var peer = await MeasureAsync("akka.net defaults", rounds, managers, isolated, peerSettings);
 
         Console.WriteLine();
         Console.WriteLine($"Load average at the end: {LoadAverage()}.");
@@ -75,13 +92,30 @@ internal static class FailoverBenchmark
         return 0;
     }
 
-    private static async Task<List<FaultResult>> MeasureAsync(string label, int rounds, int managers, IReadOnlyDictionary<string, string> settings)
+    private static async Task<List<FaultResult>> MeasureAsync(string label, int rounds, int managers, bool isolated, IReadOnlyDictionary<string, string> settings)
+    {
+        // Kills and pauses on loopback, where a refused connection is trusted as a process's death (ProcessDeathEvidence
+        // SameHost): the managers of one host. Partitions need namespaces, whose addresses count as other hosts.
+        var results = _faults.Overlaps(["kill", "pause"]) ? await RoundsAsync(label, rounds, managers, settings, network: null) : [];
+        if (isolated)
+        {
+            // Declared before the cluster, so disposed after it: the namespaces go once the managers in them stopped.
+            await using var network = await IsolatedNetwork.CreateAsync(managers);
+            results.AddRange(await RoundsAsync(label, rounds, managers, settings, network));
+        }
+
+        return results;
+    }
+
+    /// <summary>On loopback, per round a kill and a pause; in <paramref name="network"/>, per round a partition.</summary>
+    private static async Task<List<FaultResult>> RoundsAsync(string label, int rounds, int managers, IReadOnlyDictionary<string, string> settings, IsolatedNetwork? network)
     {
         var options = new LocalClusterOptions
         {
             InitialManagers = managers,
             Timeout = TimeSpan.FromSeconds(90),
-            LogDirectory = Path.Combine(Path.GetTempPath(), "quintet-bench-failover", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture) + "-" + label.Replace(' ', '-').Replace('.', '-')),
+            Network = network,
+            LogDirectory = Path.Combine(Path.GetTempPath(), "quintet-bench-failover", DateTime.UtcNow.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture) + "-" + label.Replace(' ', '-').Replace('.', '-') + (network is null ? string.Empty : "-partitions")),
         };
         foreach (var (key, value) in settings)
         {
@@ -90,7 +124,7 @@ internal static class FailoverBenchmark
 
         var results = new List<FaultResult>();
         await using var cluster = await LocalCluster.StartAsync(options);
-        Console.WriteLine($"{label}: {managers} managers up; logs in {cluster.LogDirectory}");
+        Console.WriteLine($"{label}: {managers} managers up{(network is null ? " on loopback" : $" in network namespaces ({network})")}; logs in {cluster.LogDirectory}");
         await DeployAsync(cluster);
         using var client = QuintetClient.Connect(new QuintetClientOptions
         {
@@ -100,15 +134,28 @@ internal static class FailoverBenchmark
 
         for (var round = 1; round <= rounds; round++)
         {
-            var killOldest = round % 2 == 0;
-            results.Add(await FaultAsync(cluster, client, label, round, killOldest ? FaultKind.KillOldest : FaultKind.Kill));
-            results.Add(await FaultAsync(cluster, client, label, round, FaultKind.Pause));
+            if (network is not null)
+            {
+                results.Add(await FaultAsync(cluster, client, label, round, FaultKind.Partition, network));
+                continue;
+            }
+
+            if (_faults.Contains("kill"))
+            {
+                var killOldest = round % 2 == 0;
+                results.Add(await FaultAsync(cluster, client, label, round, killOldest ? FaultKind.KillOldest : FaultKind.Kill));
+            }
+
+            if (_faults.Contains("pause"))
+            {
+                results.Add(await FaultAsync(cluster, client, label, round, FaultKind.Pause));
+            }
         }
 
         return results;
     }
 
-    private static async Task<FaultResult> FaultAsync(LocalCluster cluster, QuintetClient client, string label, int round, FaultKind kind)
+    private static async Task<FaultResult> FaultAsync(LocalCluster cluster, QuintetClient client, string label, int round, FaultKind kind, IsolatedNetwork? network = null)
     {
         var keys = Enumerable.Range(0, KeysPerManager * cluster.Managers.Count).Select(i => $"r{round}-{kind}-{i}").ToArray();
         await using var load = new Load(client, keys);
@@ -128,27 +175,50 @@ internal static class FailoverBenchmark
         var victim = candidates[round % candidates.Count];
         var affected = owners.Where(o => o.Value == victim.Name).Select(o => o.Key).ToHashSet(StringComparer.Ordinal);
         var faultAt = Stopwatch.GetTimestamp();
-        if (kind == FaultKind.Pause)
+        var faultOn = true;
+        switch (kind)
         {
-            await cluster.PauseAsync(victim);
+            case FaultKind.Pause:
+                await cluster.PauseAsync(victim);
+                break;
+            case FaultKind.Partition:
+                await network!.PartitionAsync([[victim.Index], [.. cluster.Managers.Where(m => m != victim).Select(m => m.Index)]]);
+
+                // The rules go in namespace by namespace (tens of milliseconds each): the fault holds from the last one.
+                faultAt = Stopwatch.GetTimestamp();
+                break;
+            default:
+                await cluster.KillAsync(victim);
+                faultOn = false;
+                break;
         }
-        else
+
+        // A pause or a partition ends after PauseFor, or once every affected key is back if that takes longer.
+        async Task EndFaultAsync()
         {
-            await cluster.KillAsync(victim);
+            faultOn = false;
+            if (kind == FaultKind.Partition)
+            {
+                await network!.HealAsync();
+            }
+            else if (victim.IsPaused)
+            {
+                await cluster.ResumeAsync(victim);
+            }
         }
 
         var waited = Stopwatch.StartNew();
         while (waited.Elapsed < OutageBound && !affected.All(k => load.RecoveredAfter(k, faultAt) is not null))
         {
-            if (kind == FaultKind.Pause && waited.Elapsed >= PauseFor && victim.IsPaused)
+            if (faultOn && waited.Elapsed >= PauseFor)
             {
-                await cluster.ResumeAsync(victim);
+                await EndFaultAsync();
             }
 
             await Task.Delay(20);
         }
 
-        if (kind == FaultKind.Pause && victim.IsPaused)
+        if (faultOn)
         {
             var rest = PauseFor - waited.Elapsed;
             if (rest > TimeSpan.Zero)
@@ -156,7 +226,7 @@ internal static class FailoverBenchmark
                 await Task.Delay(rest);
             }
 
-            await cluster.ResumeAsync(victim);
+            await EndFaultAsync();
         }
 
         // The other keys a moment past the last recovery: a stall of the whole cluster shows as a slow call there.
@@ -291,6 +361,7 @@ internal static class FailoverBenchmark
     {
         FaultKind.Kill => "kill -9",
         FaultKind.KillOldest => "kill oldest",
+        FaultKind.Partition => "partition",
         _ => "SIGSTOP",
     };
 
@@ -310,6 +381,7 @@ internal static class FailoverBenchmark
         Kill,
         KillOldest,
         Pause,
+        Partition,
     }
 
     private sealed record FaultResult(FaultKind Kind, List<double> OutagesMs, int OthersFailed, double OthersSlowestMs);

@@ -19,9 +19,9 @@
 //   dotnet run -c Release --project tests/Quintet.Benchmarks -- tree [--instances 100000 --managers 3 --repeats 50]
 //   (tree: the console's cluster tree (GetClusterTree pages, filtered on the server) at 1000 instances and at --instances,
 //   beside the bare echo; the managers' CPU while nobody asks; QUINTET_TREE_TRACE=1 prints each page's time)
-//   dotnet run -c Release --project tests/Quintet.Benchmarks -- failover [--rounds 5 --managers 3]
-//   (failover: client-visible outage per key after kill -9 of an owner (the oldest every other round) and SIGSTOP of
-//   another, beside the same rounds with Akka.NET's failure-detector and downing defaults)
+//   dotnet run -c Release --project tests/Quintet.Benchmarks -- failover [--rounds 5 --managers 3 --loopback --faults kill,pause,partition]
+//   (failover: client-visible outage per key after kill -9 of an owner (the oldest every other round), SIGSTOP of
+//   another and, unless --loopback or without root, a partition of a third in network namespaces, beside the same rounds with Akka.NET's failure-detector and downing defaults)
 using System.Diagnostics;
 using System.Globalization;
 using Quintet.Benchmarks;
@@ -75,7 +75,7 @@ if (args.Length > 0 && args[0] == "console")
 
 if (args.Length > 0 && args[0] == "failover")
 {
-    Environment.ExitCode = await FailoverBenchmark.RunAsync(Arguments.Int(args, "--rounds", 5), Arguments.Int(args, "--managers", 3), FailoverBenchmark.AkkaDefaults);
+    Environment.ExitCode = await FailoverBenchmark.RunAsync(Arguments.Int(args, "--rounds", 5), Arguments.Int(args, "--managers", 3), args.Contains("--loopback"), Arguments.Text(args, "--faults"), FailoverBenchmark.AkkaDefaults);
     return;
 }
 
