@@ -9,9 +9,8 @@ public class SilenceDetectorTests
 
     private static TimeSpan Ms(double ms) => TimeSpan.FromMilliseconds(ms);
 
-    /// <summary>Digests every 250 ms from a peer that never stalls: it is allowed <c>SuspectAfter</c> and no more.</summary>
-    [Fact]
-    public void A_quiet_peer_is_silent_after_SuspectAfter_and_not_before()
+    /// <summary>A detector that heard ten seconds of digests every 250 ms, none reporting a stall, and when it heard the last.</summary>
+    private static (SilenceDetector Detector, TimeSpan Last) QuietPeer()
     {
         var detector = new SilenceDetector(Options);
         var now = TimeSpan.FromSeconds(100);
@@ -21,7 +20,14 @@ public class SilenceDetectorTests
             detector.Reported(Peer, TimeSpan.Zero);
         }
 
-        var last = now - Ms(250);
+        return (detector, now - Ms(250));
+    }
+
+    /// <summary>Digests every 250 ms from a peer that never stalls: it is allowed <c>SuspectAfter</c> and no more.</summary>
+    [Fact]
+    public void A_quiet_peer_is_silent_after_SuspectAfter_and_not_before()
+    {
+        var (detector, last) = QuietPeer();
         Assert.Equal(Options.SuspectAfter, detector.AllowanceOf(Peer, last));
         Assert.False(detector.IsSilent(Peer, last + Options.SuspectAfter));
         Assert.True(detector.IsSilent(Peer, last + Options.SuspectAfter + Ms(1)));
@@ -31,15 +37,7 @@ public class SilenceDetectorTests
     [Fact]
     public void A_peer_whose_suspicion_would_leave_a_minority_is_allowed_MaxSuspectAfter()
     {
-        var detector = new SilenceDetector(Options);
-        var now = TimeSpan.FromSeconds(100);
-        for (var i = 0; i < 40; i++, now += Ms(250))
-        {
-            detector.Heard(Peer, now);
-            detector.Reported(Peer, TimeSpan.Zero);
-        }
-
-        var last = now - Ms(250);
+        var (detector, last) = QuietPeer();
         Assert.Equal(Options.MaxSuspectAfter, detector.AllowanceOf(Peer, last, lastOfMajority: true));
         Assert.True(detector.IsSilent(Peer, last + Options.SuspectAfter + Ms(1)));
         Assert.False(detector.IsSilent(Peer, last + Options.MaxSuspectAfter, lastOfMajority: true));
