@@ -175,6 +175,7 @@ internal static class FailoverBenchmark
         var victim = candidates[round % candidates.Count];
         var affected = owners.Where(o => o.Value == victim.Name).Select(o => o.Key).ToHashSet(StringComparer.Ordinal);
         var faultAt = Stopwatch.GetTimestamp();
+        var faultClock = DateTime.UtcNow;
         var faultOn = true;
         switch (kind)
         {
@@ -186,6 +187,7 @@ internal static class FailoverBenchmark
 
                 // The rules go in namespace by namespace (tens of milliseconds each): the fault holds from the last one.
                 faultAt = Stopwatch.GetTimestamp();
+                faultClock = DateTime.UtcNow;
                 break;
             default:
                 await cluster.KillAsync(victim);
@@ -232,12 +234,12 @@ internal static class FailoverBenchmark
         // The other keys a moment past the last recovery: a stall of the whole cluster shows as a slow call there.
         await Task.Delay(TimeSpan.FromSeconds(1));
         var outages = affected.Select(k => load.RecoveredAfter(k, faultAt) is { } at ? Stopwatch.GetElapsedTime(faultAt, at).TotalMilliseconds : OutageBound.TotalMilliseconds).ToList();
-        var (othersFailed, othersSlowest) = load.Others(affected, faultAt);
+        var (othersFailed, othersSlowest, slowestCall) = load.Others(affected, faultAt);
         await load.StopAsync();
 
         var result = new FaultResult(kind, outages, othersFailed, othersSlowest);
         Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
-            $"{label} round {round} {Describe(kind)} {victim.Name}{(victim == oldest ? " (oldest)" : string.Empty)}: {affected.Count} keys affected, worst {(outages.Count > 0 ? outages.Max() : 0),6:F0} ms, median {outages.Median(),6:F0} ms; other keys: {othersFailed} failed calls, slowest {othersSlowest:F0} ms"));
+            $"{label} round {round} {Describe(kind)} {victim.Name}{(victim == oldest ? " (oldest)" : string.Empty)} at {faultClock:HH:mm:ss.fff}: {affected.Count} keys affected, worst {(outages.Count > 0 ? outages.Max() : 0),6:F0} ms, median {outages.Median(),6:F0} ms; other keys: {othersFailed} failed calls, slowest {othersSlowest:F0} ms ({slowestCall})"));
         await RecoverAsync(cluster, victim);
         return result;
     }
@@ -409,11 +411,22 @@ internal static class FailoverBenchmark
                 ? end
                 : null;
 
-        /// <summary>The other keys' failed calls after the fault, and their slowest call in flight at or after it.</summary>
-        public (int Failed, double SlowestMs) Others(HashSet<string> affected, long faultAt)
+        /// <summary>
+        /// The other keys' failed calls after the fault, their slowest call in flight at or after it, and which call that
+        /// was (its key, the manager that answered it, and when it started, from the fault), to be found in the managers' logs.
+        /// </summary>
+        public (int Failed, double SlowestMs, string Slowest) Others(HashSet<string> affected, long faultAt)
         {
-            var calls = _calls.Where(c => !affected.Contains(c.Key)).SelectMany(c => c.Value).Where(c => c.End >= faultAt).ToList();
-            return (calls.Count(c => c.Server is null), calls.Count == 0 ? 0 : calls.Max(c => Stopwatch.GetElapsedTime(c.Start, c.End).TotalMilliseconds));
+            var calls = _calls.Where(c => !affected.Contains(c.Key)).SelectMany(c => c.Value.Select(call => (c.Key, Call: call))).Where(c => c.Call.End >= faultAt).ToList();
+            if (calls.Count == 0)
+            {
+                return (0, 0, "none");
+            }
+
+            var (key, slowest) = calls.MaxBy(c => c.Call.End - c.Call.Start);
+            var startedMs = (slowest.Start - faultAt) * 1000.0 / Stopwatch.Frequency;
+            return (calls.Count(c => c.Call.Server is null), Stopwatch.GetElapsedTime(slowest.Start, slowest.End).TotalMilliseconds,
+                string.Create(CultureInfo.InvariantCulture, $"{key} {(slowest.Server is null ? "failed" : "answered by " + slowest.Server)}, started {startedMs:F0} ms from the fault"));
         }
 
         public async Task StopAsync()
