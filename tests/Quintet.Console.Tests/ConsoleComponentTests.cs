@@ -155,6 +155,29 @@ public sealed class ConsoleComponentTests : BunitContext
     }
 
     [Fact]
+    public void A_tree_read_in_progress_shows_in_the_toolbar_and_nothing_is_added_above_the_tree()
+    {
+        AddAuthorization().SetAuthorized("alice").SetRoles("admin");
+        var explorer = Render<Explorer>(p => p.Add(c => c.RefreshEvery, TimeSpan.Zero).Add(c => c.FollowManagers, false));
+        explorer.WaitForAssertion(() => Assert.Contains("answered by manager-1", explorer.Find(".answered-by").TextContent));
+        var before = ChildClasses(explorer);
+
+        // The tree is read again (a refresh here; a change of the managers' view does the same), and the read hangs.
+        _admin.HoldTree = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        explorer.Find("#refresh").Click();
+        explorer.WaitForAssertion(() => Assert.Contains("Reading the cluster", explorer.Find(".explorer-tree > .toolbar .call-running").TextContent));
+        Assert.Equal(before, ChildClasses(explorer));
+
+        _admin.HoldTree.SetResult();
+        explorer.WaitForAssertion(() => Assert.Empty(explorer.FindAll(".call-running")));
+        Assert.Equal(before, ChildClasses(explorer));
+
+        // What the tree's column holds, in order: a line appearing above the tree would move every node down.
+        static List<string> ChildClasses(IRenderedComponent<Explorer> page) =>
+            [.. page.Find(".explorer-tree").Children.Select(e => $"{e.TagName}.{e.ClassName}")];
+    }
+
+    [Fact]
     public void A_lifeline_names_its_slowest_step_and_lists_every_step()
     {
         var steps = new List<LifelineStep>

@@ -56,9 +56,17 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
         Holders = { new InstanceHolder { Manager = ManagerNames[i % 3], Role = "primary", State = "active" } },
     };
 
-    public Task<GetClusterTreeResponse> GetClusterTreeAsync(GetClusterTreeRequest request, CancellationToken cancellationToken)
+    /// <summary>While set, tree reads wait for it: a read in progress, as the page shows it.</summary>
+    public TaskCompletionSource? HoldTree { get; set; }
+
+    public async Task<GetClusterTreeResponse> GetClusterTreeAsync(GetClusterTreeRequest request, CancellationToken cancellationToken)
     {
         TreeRequests.Add(request.Clone());
+        if (HoldTree is { } hold)
+        {
+            await hold.Task.WaitAsync(cancellationToken);
+        }
+
         if (TreeFailure is not null)
         {
             throw TreeFailure;
@@ -74,7 +82,7 @@ internal sealed class FakeAdminApi(int instances = 250) : IAdminApi
         }
 
         response.NextPageToken = start + size < instances ? (start + size).ToString(System.Globalization.CultureInfo.InvariantCulture) : "";
-        return Task.FromResult(response);
+        return response;
     }
 
     public Task<ListManagersResponse> ListManagersAsync(CancellationToken cancellationToken) =>
