@@ -3,6 +3,7 @@ using System.Buffers.Binary;
 using System.Globalization;
 using System.IO.Pipelines;
 using Grpc.Core;
+using Quintet.Core.Groups;
 using Quintet.Protocol;
 
 namespace Quintet.Manager.Calls;
@@ -153,6 +154,14 @@ internal static class UnaryFraming
             context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming))
                 .LogDebug(e, "{Service}/{Operation}: the client reset the call before its request arrived", service, operation);
         }
+        catch (GroupUnavailableException e) when (!context.RequestAborted.IsCancellationRequested)
+        {
+            // This manager left a group the call needs (cut off, or rejoining as a new member): another manager can
+            // serve it now, so the answer says so at once, as UNAVAILABLE, which clients fail over on.
+            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming))
+                .LogInformation("{Service}/{Operation}: this manager cannot serve it now: {Reason}", service, operation, e.Message);
+            await FinishAsync(response, StatusCode.Unavailable, $"{service}/{operation}: this manager cannot serve it now ({e.Message}); call another manager.");
+        }
         catch (Exception e) when (!context.RequestAborted.IsCancellationRequested && ComponentFailure.IsBrokenCode(e))
         {
             // Code of a deployed package that does not load, met outside the component's own call (its types, its
@@ -166,6 +175,13 @@ internal static class UnaryFraming
             // A fault of this manager, not of the call: said as INTERNAL with what failed, never as a bare HTTP 500.
             Log(context, LogLevel.Error, e, service, operation);
             await FinishAsync(response, StatusCode.Internal, $"{service}/{operation} failed inside manager: {e.GetType().Name}: {e.Message}");
+        }
+        catch (Exception e)
+        {
+            // The caller went away while the call failed (it gave up, or this manager is stopping): nobody is left to
+            // answer, and what failed is the consequence of that, not a fault to report as one.
+            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming))
+                .LogDebug(e, "{Service}/{Operation} failed after its caller went away", service, operation);
         }
     }
 
