@@ -154,7 +154,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
         _cluster.RegisterOnMemberUp(() =>
         {
             LogUp(_logger, SelfAddress, _cluster.SelfUniqueAddress.Uid);
-            _stallFence ??= new StallFence(StallFence.LimitFor(_options), _ => OnTerminated(), _logger);
+            _stallFence ??= new StallFence(StallFence.LimitFor(_options), OnTerminated, _logger);
             _up.TrySetResult();
         });
         // Removal is known before the actor system has shut down; other services may fail meanwhile (their groups end

@@ -15,15 +15,15 @@ internal sealed partial class StallFence : IDisposable
 {
     private static readonly TimeSpan Turn = TimeSpan.FromMilliseconds(100);
     private readonly TimeSpan _limit;
-    private readonly Action<TimeSpan> _fenced;
+    private readonly Action _fenced;
     private readonly ILogger _logger;
     private readonly CancellationTokenSource _stop = new();
     private readonly Thread _thread;
 
     /// <param name="limit">The longest stall that cannot have led to removal.</param>
-    /// <param name="fenced">Called once, with the stall, when a stall passed <paramref name="limit"/>.</param>
+    /// <param name="fenced">Called once, when a stall passed <paramref name="limit"/>.</param>
     /// <param name="logger">Where the fence says why it acted.</param>
-    public StallFence(TimeSpan limit, Action<TimeSpan> fenced, ILogger logger)
+    public StallFence(TimeSpan limit, Action fenced, ILogger logger)
     {
         _limit = limit;
         _fenced = fenced;
@@ -37,9 +37,6 @@ internal sealed partial class StallFence : IDisposable
     /// <summary>The stall limit for <paramref name="options"/>: the least time after which the others may have removed this manager.</summary>
     public static TimeSpan LimitFor(ClusterOptions options) => options.FailureDetector.AcceptableHeartbeatPause + options.Downing.StableAfter;
 
-    /// <summary>Whether a gap of <paramref name="gap"/> between two turns of the watch is a stall past <paramref name="limit"/>.</summary>
-    public static bool IsPastLimit(TimeSpan gap, TimeSpan limit) => gap > limit;
-
     public void Dispose() => _stop.Cancel();
 
     private void Watch()
@@ -50,10 +47,10 @@ internal sealed partial class StallFence : IDisposable
             var now = Stopwatch.GetTimestamp();
             var gap = Stopwatch.GetElapsedTime(last, now);
             last = now;
-            if (IsPastLimit(gap, _limit))
+            if (gap > _limit)
             {
                 LogFenced(_logger, gap.TotalMilliseconds, _limit.TotalMilliseconds);
-                _fenced(gap);
+                _fenced();
                 return;
             }
         }

@@ -151,15 +151,13 @@ internal static class UnaryFraming
             // The client reset its request stream before its message arrived (it gave up, or failed over while this
             // manager was paused): nothing ran, and nobody is left to answer. Kestrel may not have marked the request
             // aborted yet, so this is told by where it happened, not by RequestAborted.
-            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming))
-                .LogDebug(e, "{Service}/{Operation}: the client reset the call before its request arrived", service, operation);
+            LoggerOf(context)?.LogDebug(e, "{Service}/{Operation}: the client reset the call before its request arrived", service, operation);
         }
         catch (GroupUnavailableException e) when (!context.RequestAborted.IsCancellationRequested)
         {
             // This manager left a group the call needs (cut off, or rejoining as a new member): another manager can
             // serve it now, so the answer says so at once, as UNAVAILABLE, which clients fail over on.
-            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming))
-                .LogInformation("{Service}/{Operation}: this manager cannot serve it now: {Reason}", service, operation, e.Message);
+            LoggerOf(context)?.LogInformation("{Service}/{Operation}: this manager cannot serve it now: {Reason}", service, operation, e.Message);
             await FinishAsync(response, StatusCode.Unavailable, $"{service}/{operation}: this manager cannot serve it now ({e.Message}); call another manager.");
         }
         catch (Exception e) when (!context.RequestAborted.IsCancellationRequested && ComponentFailure.IsBrokenCode(e))
@@ -180,8 +178,7 @@ internal static class UnaryFraming
         {
             // The caller went away while the call failed (it gave up, or this manager is stopping): nobody is left to
             // answer, and what failed is the consequence of that, not a fault to report as one.
-            context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming))
-                .LogDebug(e, "{Service}/{Operation} failed after its caller went away", service, operation);
+            LoggerOf(context)?.LogDebug(e, "{Service}/{Operation} failed after its caller went away", service, operation);
         }
     }
 
@@ -199,10 +196,13 @@ internal static class UnaryFraming
         writer.Write(reply);
     }
 
+    private static ILogger? LoggerOf(HttpContext context) =>
+        context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming));
+
     /// <summary>Logs a call's failure; a failure to log it (an exception whose text cannot be rendered) does not stop the answer.</summary>
     private static void Log(HttpContext context, LogLevel level, Exception e, string service, string operation)
     {
-        var logger = context.RequestServices.GetService<ILoggerFactory>()?.CreateLogger(typeof(UnaryFraming));
+        var logger = LoggerOf(context);
         try
         {
             logger?.Log(level, e, "{Service}/{Operation} failed inside the manager", service, operation);
