@@ -1,4 +1,5 @@
 using System.Threading.Channels;
+using Microsoft.Extensions.Logging;
 using Quintet.Core.Groups;
 using Quintet.Runtime.Replication;
 
@@ -52,10 +53,10 @@ internal sealed class CoordinationReplica : IAsyncDisposable
     /// <summary>This replica's identity, which commands carry as their origin.</summary>
     public string Self => _machine.Self.ToString();
 
-    public static async Task<CoordinationReplica> JoinAsync(GroupService groups, string name, CancellationToken cancellationToken)
+    public static async Task<CoordinationReplica> JoinAsync(GroupService groups, string name, ILogger? logger, CancellationToken cancellationToken)
     {
         var state = new CoordinationState();
-        var machine = await ReplicatedStateMachine.JoinAsync(groups, "coord/" + name, state, cancellationToken);
+        var machine = await ReplicatedStateMachine.JoinAsync(groups, "coord/" + name, state, new ReplicatedStateMachineOptions { Logger = logger }, cancellationToken);
         return new CoordinationReplica(name, machine, state);
     }
 

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using Microsoft.Extensions.Logging;
 using Quintet.Components;
 using Quintet.Core.Groups;
 
@@ -9,7 +10,9 @@ namespace Quintet.Runtime.Coordination;
 /// transactions), joined on first use and shared by every instance here. <see cref="ForInstance"/> gives an activation
 /// its <see cref="ICoordination"/>; disposing that scope withdraws the activation from everything it joined.
 /// </summary>
-public sealed class CoordinationService(GroupService groups) : IAsyncDisposable
+/// <param name="groups">The groups the replicas join.</param>
+/// <param name="logger">Where the replicas' state transfers are logged (and a state lost with its last holders).</param>
+public sealed class CoordinationService(GroupService groups, ILogger<CoordinationService>? logger = null) : IAsyncDisposable
 {
     private readonly ConcurrentDictionary<string, Lazy<Task<CoordinationReplica>>> _replicas = new(StringComparer.Ordinal);
 
@@ -20,7 +23,7 @@ public sealed class CoordinationService(GroupService groups) : IAsyncDisposable
     {
         ArgumentException.ThrowIfNullOrWhiteSpace(name);
         var full = $"{kind}/{name}";
-        var lazy = _replicas.GetOrAdd(full, n => new Lazy<Task<CoordinationReplica>>(() => CoordinationReplica.JoinAsync(groups, n, CancellationToken.None)));
+        var lazy = _replicas.GetOrAdd(full, n => new Lazy<Task<CoordinationReplica>>(() => CoordinationReplica.JoinAsync(groups, n, logger, CancellationToken.None)));
         try
         {
             return await lazy.Value.WaitAsync(cancellationToken);

@@ -76,18 +76,26 @@ public sealed partial class ReplicatedStateMachine<TState>
         List<(LightMemberId To, RsmSnapshotOffer Offer)> offers;
         lock (_gate)
         {
-            if (_isSynced || _durable is null || _view is null || _view.Members.Any(m => _synced.Contains(m.Id.ToString())))
+            if (_isSynced || (_durable is null && _async is not null) || _view is null || _view.Members.Any(m => _synced.Contains(m.Id.ToString())))
             {
                 return;
             }
 
-            if (_durable.OnStatus(_view, sender, status) != _member.Self)
+            var founder = _durable is not null ? _durable.OnStatus(_view, sender, status) : _lostState.OnStatus(_view, sender, status);
+            if (founder != _member.Self)
             {
                 return;
             }
 
-            // This replica's log is the longest of a majority: it holds every acknowledged command. It founds the
-            // state at this point of the order, and serves it to the others in the view like to newcomers.
+            if (_durable is null && _options.Logger is { } logger)
+            {
+                ReplicatedStateMachineLog.StateLost(logger, Name, _view.Id, _view.WithRole(LostStateFounding.ReplicaRole).Count(), _member.Self.ToString(), _heldState);
+            }
+
+            // Durable: this replica's log is the longest of a majority, it holds every acknowledged command. In memory:
+            // no replica here has the state, and this one founds it (with what it held before, if it held it). Either
+            // way it founds the state at this point of the order, and serves it to the others in the view like to
+            // newcomers.
             if (_state is IViewAwareReplicatedState aware)
             {
                 aware.ViewInstalled(_view);

@@ -134,6 +134,11 @@ public sealed partial class ReplicatedStateMachine<TState>
                 {
                     SendStatus(view.Id);
                 }
+                else if (_async is null)
+                {
+                    // Should every replica of the view lack the state, they learn it from these and one founds it.
+                    _ = MulticastQuietlyAsync(new RsmMessage { Status = LostStateFounding.Lacking(view.Id, _heldState) }.ToByteArray(), MessageOrdering.Total);
+                }
 
                 return;
             }
@@ -290,6 +295,7 @@ public sealed partial class ReplicatedStateMachine<TState>
     private void MarkSynced()
     {
         _isSynced = true;
+        _heldState = true;
         _syncedEventDue = true;
         _synced.Add(OwnOrigin);
         _ready.TrySetResult();

@@ -41,10 +41,15 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
     private readonly TaskCompletionSource _ready = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private readonly CancellationTokenSource _stop = new();
     private readonly DurableReplication? _durable;
+    private readonly LostStateFounding _lostState = new();
     private SelfName? _selfName;
     private LightGroupView? _view;
     private long _position;
     private bool _isSynced;
+
+    // Whether this replica ever had the state: after an exclusion it still holds it, and founds from it should nobody
+    // else have it.
+    private bool _heldState;
     private bool _syncedEventDue;
     private IStateSnapshot? _ownCapture;
     private long _nextRequest;
@@ -147,7 +152,7 @@ public sealed partial class ReplicatedStateMachine<TState> : IAsyncDisposable
         LightGroupMember member;
         try
         {
-            member = await groups.JoinLightGroupAsync("quintet.rsm/" + name, new LightGroupJoinOptions { Role = "replica", SubscribeToViews = true }, cancellationToken);
+            member = await groups.JoinLightGroupAsync("quintet.rsm/" + name, new LightGroupJoinOptions { Role = LostStateFounding.ReplicaRole, SubscribeToViews = true }, cancellationToken);
         }
         catch
         {
