@@ -64,12 +64,19 @@ public sealed class PackageLoaderTests : IDisposable
     }
 
     [Fact]
-    public void An_undeployed_package_is_unloaded() => Assert.True(LoadAndUnload(Package()), "the package's context was not collected");
+    public void An_undeployed_package_is_unloaded() => Assert.True(LoadAndUnload(Package(), Load), "the package's context was not collected");
+
+    [Fact]
+    public void An_undeployed_package_whose_operations_were_called_is_unloaded() =>
+        Assert.True(LoadAndUnload(Package(), LoadAndCall), "the context of a package that served a call was not collected");
+
+    [Fact]
+    public void The_protobuf_caches_an_unloading_package_is_removed_from_are_all_found() => Assert.Equal(3, ProtobufTypeCaches.Found);
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    private static bool LoadAndUnload(string directory)
+    private static bool LoadAndUnload(string directory, Func<string, WeakReference> load)
     {
-        var reference = Load(directory);
+        var reference = load(directory);
         for (var i = 0; i < 20 && reference.IsAlive; i++)
         {
             GC.Collect();
@@ -81,6 +88,20 @@ public sealed class PackageLoaderTests : IDisposable
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     private static WeakReference Load(string directory) => PackageLoader.Load(directory).Unload();
+
+    /// <summary>Loads the package and runs each message of an operation through its codec, as a call and a management call do, then unloads it.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static WeakReference LoadAndCall(string directory)
+    {
+        var package = PackageLoader.Load(directory);
+        var add = package.Classes[0].Contracts[0].Operations["Add"];
+        var request = add.ReadRequest(new ReadOnlySequence<byte>([0x08, 0x05]));
+        var writer = new ArrayBufferWriter<byte>();
+        add.WriteResponse(writer, null);
+        Assert.Equal<byte>([0x08, 0x05], add.WriteRequest(request));
+        Assert.NotNull(add.ReadResponse(writer.WrittenMemory));
+        return package.Unload();
+    }
 
     [Fact]
     public void A_package_without_a_manifest_is_refused() =>

@@ -9,7 +9,7 @@ namespace Quintet.Manager.Packages;
 /// provides) come from the manager's context, so that <c>Component</c> and <c>[ProtoContract]</c> are the same types
 /// on both sides.
 /// </summary>
-internal sealed class PackageLoadContext(string name, string directory) : AssemblyLoadContext($"quintet-package:{name}", isCollectible: true)
+internal sealed class PackageLoadContext : AssemblyLoadContext
 {
     private static readonly HashSet<string> Shared = new(StringComparer.OrdinalIgnoreCase)
     {
@@ -24,6 +24,18 @@ internal sealed class PackageLoadContext(string name, string directory) : Assemb
         "Microsoft.Extensions.Primitives",
     };
 
+    private readonly string _directory;
+
+    public PackageLoadContext(string name, string directory)
+        : base($"quintet-package:{name}", isCollectible: true)
+    {
+        _directory = directory;
+
+        // Raised by every Unload (undeploy, a refused deploy, a package that failed to load): once protobuf-net's
+        // static caches let go of the package's types, nothing outside the package holds its assemblies.
+        Unloading += ProtobufTypeCaches.Forget;
+    }
+
     protected override Assembly? Load(AssemblyName assemblyName)
     {
         if (assemblyName.Name is { } shared && Shared.Contains(shared))
@@ -31,7 +43,7 @@ internal sealed class PackageLoadContext(string name, string directory) : Assemb
             return null;
         }
 
-        var path = Path.Combine(directory, assemblyName.Name + ".dll");
+        var path = Path.Combine(_directory, assemblyName.Name + ".dll");
         return File.Exists(path) ? LoadFromAssemblyPath(path) : null;
     }
 }
