@@ -97,7 +97,13 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         Receive<Tick>(_ => OnTick());
         Receive<ClusterEvent.CurrentClusterState>(OnClusterState);
         Receive<ClusterEvent.MemberUp>(_ => OnMembershipChanged());
-        Receive<ClusterEvent.MemberRemoved>(e => Suspect(e.Member));
+        Receive<ClusterEvent.MemberRemoved>(e => _engine.NodeRemoved(e.Member.Address.ToString(), e.Member.UniqueAddress.Uid, Now));
+
+        // A manager leaving the cluster gets no member of its own into a view any more (see GroupEngine.NodeLeaving); one
+        // already leaving when this actor starts is refused its join requests (OnEnvelope).
+        Receive<ClusterEvent.IMemberEvent>(
+            e => _engine.NodeLeaving(e.Member.Address.ToString(), e.Member.UniqueAddress.Uid, Now),
+            e => e is ClusterEvent.MemberLeft or ClusterEvent.MemberExited);
 
         // Down is final (the member is removed next and never comes back), whoever downed it: the split-brain resolver,
         // an operator, or the evidence of its process's death (ProcessDeathDetector), which comes before any heartbeat
@@ -200,8 +206,9 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
     /// <summary>
     /// Admits a join request only from a manager this manager's failure detector finds available: a manager coming back
     /// from a partition would otherwise be let in and suspected at once, again and again, until heartbeats resume. And
-    /// only from a manager incarnation the cluster still lists: one it removed is ending, and once a new incarnation
-    /// answers at the same address nothing would suspect it in a view (a fault workload found such a ghost in a view).
+    /// only from a manager incarnation the cluster still lists, and not as leaving it: one it removed is ending, and once
+    /// a new incarnation answers at the same address nothing would suspect it in a view (a fault workload found such a
+    /// ghost in a view); one leaving it would never leave the group again, and its removal would count as a failure.
     /// </summary>
     private void OnEnvelope(Envelope envelope, TimeSpan now)
     {
@@ -214,7 +221,7 @@ internal sealed class GroupActor : ReceiveActor, IWithTimers, IGroupTransport, I
         if (envelope.KindCase == Envelope.KindOneofCase.JoinRequest
             && ((_addresses.TryGetValue(envelope.Sender.Node, out var address) && !_cluster.FailureDetector.IsAvailable(address))
                 || !_cluster.State.Members.Any(m => m.UniqueAddress.Uid == envelope.Sender.Uid && m.Address.ToString() == envelope.Sender.Node
-                    && m.Status is not (MemberStatus.Down or MemberStatus.Removed))))
+                    && m.Status is not (MemberStatus.Leaving or MemberStatus.Exiting or MemberStatus.Down or MemberStatus.Removed))))
         {
             return;
         }

@@ -30,6 +30,47 @@ internal sealed partial class GroupEngine
         AfterInput();
     }
 
+    /// <summary>
+    /// The cluster says the manager incarnation <paramref name="node"/>, <paramref name="uid"/> is leaving it (Leaving or
+    /// Exiting): none of its members enters a view from now on, and one waiting to be admitted is dropped. Such a manager
+    /// is gone within moments, and a member it started now (something on it asked for the group after it had left it as
+    /// it stopped) would never be made to leave again: its removal would count as a failure, and in a view of two it
+    /// would leave the other on a minority side. Members of that manager already in the view are not touched: they leave
+    /// in a view change they take part in, or are suspected when the cluster removes their manager.
+    /// </summary>
+    public void NodeLeaving(string node, long uid, TimeSpan now)
+    {
+        _now = now;
+        if (!_departingNodes.Add((node, uid)) || _joiners.RemoveAll(j => j.Node == node && j.Uid == uid) == 0)
+        {
+            return;
+        }
+
+        if (_round is not null && IsLeader && _round.Next.Members.Any(m => m.Node == node && m.Uid == uid && !_view!.Contains(m)))
+        {
+            // The round would admit the joiner: start over without it, as for a suspect.
+            StartRound();
+        }
+        else if (_round is null && _suspects.Count == 0 && _joiners.Count == 0 && _leavers.Count == 0)
+        {
+            // Nothing is wanted any more: the next change gets a batch window of its own.
+            _changeWantedSince = null;
+        }
+
+        AfterInput();
+    }
+
+    /// <summary>
+    /// The cluster removed the manager incarnation <paramref name="node"/>, <paramref name="uid"/>: its members are
+    /// suspected, as by <see cref="SuspectNode"/>, and it is no longer remembered as leaving (it cannot ask to join any
+    /// more: its host refuses whatever a removed manager sends).
+    /// </summary>
+    public void NodeRemoved(string node, long uid, TimeSpan now)
+    {
+        _departingNodes.Remove((node, uid));
+        SuspectNode(node, uid, now);
+    }
+
     /// <summary>Whether this member suspects <paramref name="member"/> in the current view.</summary>
     public bool IsSuspected(MemberId member) => _suspects.Contains(member);
 
@@ -104,6 +145,12 @@ internal sealed partial class GroupEngine
         foreach (var older in _view.Members.Where(m => m.Node == joiner.Node && m != joiner))
         {
             Suspect(older);
+        }
+
+        if (_departingNodes.Contains((joiner.Node, joiner.Uid)))
+        {
+            // Its manager is leaving the cluster (see NodeLeaving).
+            return;
         }
 
         _joiners.Add(joiner);

@@ -14,6 +14,9 @@ internal sealed partial class GroupEngine
 {
     private readonly HashSet<MemberId> _suspects = [];
     private readonly HashSet<(string Node, long Uid)> _deadProcesses = [];
+
+    /// <summary>Manager incarnations leaving the cluster, until it removes them: none of their members is admitted.</summary>
+    private readonly HashSet<(string Node, long Uid)> _departingNodes = [];
     private readonly List<MemberId> _joiners = [];
     private readonly HashSet<MemberId> _leavers = [];
     private bool _leaving;

@@ -134,6 +134,21 @@ internal sealed class GroupSimulation
         return member;
     }
 
+    /// <summary>
+    /// Gives <paramref name="member"/>'s manager a fresh engine with the same member id, joining through the members that
+    /// are up, as the manager's group service does when something asks for the group after the manager left it.
+    /// </summary>
+    public void StartAgain(SimMember member)
+    {
+        member.Light = new LightGroupEngine(member, new TraceList(LightTrace), _options.MaxUnstableBytes, _options.MaxPendingDeliveries);
+        member.Engine = new GroupEngine("test", new MemberId(member.Node, member.Uid, 1), _options, member, member.Light, member);
+        member.Light.Attach(member.Engine);
+        member.StartedAgain();
+        var contacts = ContactsOf(member);
+        member.Engine.UpdateJoinContacts(contacts, MayFound(member));
+        member.Engine.Join(contacts, Now);
+    }
+
     public void Crash(SimMember member)
     {
         member.Alive = false;
@@ -506,6 +521,9 @@ internal sealed class SimMember(GroupSimulation simulation, string node, long ui
         HasLeft = true;
         InPrimary = false;
     }
+
+    /// <summary>A fresh engine runs for this member's manager (see <see cref="GroupSimulation.StartAgain"/>).</summary>
+    public void StartedAgain() => HasLeft = false;
 
     public void Excluded(MemberId next)
     {
