@@ -82,6 +82,12 @@ public sealed partial class ReplicatedStateMachine<TState>
             }
 
             var founder = _durable is not null ? _durable.OnStatus(_view, sender, status) : _lostState.OnStatus(_view, sender, status);
+            if (founder is null)
+            {
+                return;
+            }
+
+            DropCommandsBeforeFounding();
             if (founder != _member.Self)
             {
                 return;
@@ -110,6 +116,26 @@ public sealed partial class ReplicatedStateMachine<TState>
         }
 
         SendOffers(offers);
+    }
+
+    /// <summary>
+    /// At the point of the order where the state is founded (under the lock, at every replica alike): a command ordered
+    /// before it in this view, while no replica had the state, is in nobody's state, and the founder's capture is taken
+    /// here. So every replica drops what it buffered, lest it replay it over the capture, and a caller here whose command
+    /// it was learns it was not applied. (A replica can send while it lacks the state only after it was excluded and
+    /// rejoined, its callers still holding it.)
+    /// </summary>
+    private void DropCommandsBeforeFounding()
+    {
+        foreach (var (_, command, _) in _buffered)
+        {
+            if (command is not null && command.Origin == OwnOrigin && _pending.TryGetValue(command.Request, out var waiting))
+            {
+                _resumptions.Add(CallerResumption.Failed(waiting, new GroupUnavailableException($"The state of '{Name}' was founded anew (no replica had it) after this command was ordered; it was not applied.")));
+            }
+        }
+
+        _buffered.Clear();
     }
 
     /// <summary>Logs the command; its caller's wait completes once a majority holds it on disk, not now (under the lock).</summary>
