@@ -16,6 +16,17 @@ namespace Quintet.Core.Groups;
 /// also carries what is left of earlier exclusions' leases, so that a member joining in it learns them too.
 /// </para>
 /// <para>
+/// A member that stays in the next view renews its lease as it installs it, without waiting for the new view's
+/// digests, when the commit comes from a leader that is in that view too and every majority of that view without this
+/// member includes the leader (views of up to four): the leader installed the view only after this member's flush
+/// acknowledgement arrived, and counts every member as heard from when it installs, so a later view leaving this member
+/// out waits, through the leader's promise, at least <see cref="GroupProtocolOptions.PrimaryLease"/> from the time the
+/// acknowledgement was sent. Without it, a view change that took most of the lease (a slow flush on a loaded host) left
+/// a survivor without its lease just after it installed the view, refusing calls until the next echo. Every member
+/// also sends a digest as it installs a view, and answers the first digest of each member in it at once, so that
+/// echoes in the new view take a round trip rather than up to two digest intervals.
+/// </para>
+/// <para>
 /// A lease's length is the sender's to choose, digest by digest (<see cref="CurrentLease"/>: longer after stalls, as
 /// the others' patience with it is). Each digest carries the length it gives, each promise the length of the digest
 /// its age counts from; the sender holds its lease only until the earliest end any digest since its majority-echoed
@@ -32,9 +43,26 @@ internal sealed partial class GroupEngine
     private readonly List<(long SentAt, long Lease)> _leaseRuns = [];
     private TimeSpan _leaseBase = TimeSpan.MinValue;
     private TimeSpan _formerLeaseExpiry;
+    private Ballot? _flushOkBallot;
+    private TimeSpan _flushOkSentAt;
+    private TimeSpan _leaseRenewedByCommitUntil;
+    private bool[] _answeredFirstDigest = [];
+    private bool _digestAnswerDue;
 
     /// <summary>Until when (this engine's clock) this member holds its primary lease; zero when it holds none.</summary>
-    public TimeSpan LeaseExpiresAt => _view is null || _primaryLost || _leaseBase == TimeSpan.MinValue ? TimeSpan.Zero : _leaseBase + HeldLeaseLength();
+    public TimeSpan LeaseExpiresAt
+    {
+        get
+        {
+            if (_view is null || _primaryLost)
+            {
+                return TimeSpan.Zero;
+            }
+
+            var echoed = _leaseBase == TimeSpan.MinValue ? TimeSpan.Zero : _leaseBase + HeldLeaseLength();
+            return echoed > _leaseRenewedByCommitUntil ? echoed : _leaseRenewedByCommitUntil;
+        }
+    }
 
     /// <summary>
     /// This member's longest stall in the last minute, as its host measured it (a late turn of its clock); its digests
@@ -85,6 +113,11 @@ internal sealed partial class GroupEngine
         // Counted as heard now, with the length its last digest gave (longest if none was heard): an earlier view's
         // digest may be what its lease rests on.
         _heardLease = new long[members];
+        _answeredFirstDigest = new bool[members];
+        _digestAnswerDue = false;
+
+        // Ballots start again at round 1 in every view: one of an earlier view must not be taken for the next one's.
+        _flushOkBallot = null;
         var longest = LongestLease(_options).Ticks;
         for (var r = 0; r < members; r++)
         {
@@ -127,6 +160,12 @@ internal sealed partial class GroupEngine
         _heardLease[fromRank] = digest.Lease > 0 ? digest.Lease : _options.PrimaryLease.Ticks;
         _lastHeardLease[_view!.Members[fromRank]] = _heardLease[fromRank];
         _echoes[fromRank] = Math.Max(_echoes[fromRank], digest.SentAt);
+        if (!_answeredFirstDigest[fromRank])
+        {
+            _answeredFirstDigest[fromRank] = true;
+            _digestAnswerDue = true;
+        }
+
         if (digest.Echo.Count == _echoedBack.Length && _rank >= 0)
         {
             _echoedBack[fromRank] = Math.Max(_echoedBack[fromRank], digest.Echo[_rank]);
@@ -156,6 +195,46 @@ internal sealed partial class GroupEngine
             {
                 _leaseRuns.RemoveAt(0);
             }
+        }
+    }
+
+    /// <summary>Sends the digest that answers a member's first one in this view, if one is due (see the type's remarks).</summary>
+    private void AnswerFirstDigest()
+    {
+        if (_digestAnswerDue && _promised is null)
+        {
+            _digestAnswerDue = false;
+            SendDigest();
+        }
+    }
+
+    /// <summary>Remembers when this member first acknowledged the flush of <paramref name="ballot"/> to its leader.</summary>
+    private void NoteFlushOkSent(Ballot ballot)
+    {
+        if (_flushOkBallot is null || !_flushOkBallot.Equals(ballot))
+        {
+            _flushOkBallot = ballot;
+            _flushOkSentAt = _now;
+        }
+    }
+
+    /// <summary>
+    /// Renews the lease as this member installs <paramref name="next"/> from <paramref name="from"/>'s commit, when that
+    /// is safe (see the type's remarks): called before the install, while the view is still the one the commit ends.
+    /// </summary>
+    private void RenewLeaseByCommit(MemberId from, Commit commit, GroupView next)
+    {
+        if (from == _self || _view is null || _rank < 0 || _flushOkBallot is null || !_flushOkBallot.Equals(commit.Ballot)
+            || commit.Ballot.LeaderRank < 0 || commit.Ballot.LeaderRank >= _view.Members.Length || _view.Members[commit.Ballot.LeaderRank] != from
+            || !next.Contains(from) || !next.Contains(_self) || next.Majority < next.Members.Length - 1)
+        {
+            return;
+        }
+
+        var until = _flushOkSentAt + _options.PrimaryLease;
+        if (until > _leaseRenewedByCommitUntil)
+        {
+            _leaseRenewedByCommitUntil = until;
         }
     }
 

@@ -375,6 +375,7 @@ internal sealed partial class GroupEngine
         }
         else
         {
+            NoteFlushOkSent(cut.Ballot);
             Post(_cutLeader, new Envelope { FlushOk = ok });
         }
     }
@@ -511,6 +512,7 @@ internal sealed partial class GroupEngine
         }
 
         _lastCommit = commit;
+        RenewLeaseByCommit(from, commit, next);
         Install(next);
         if (from != _self)
         {

@@ -460,6 +460,7 @@ internal sealed partial class GroupEngine
         }
 
         FreeStable();
+        AnswerFirstDigest();
     }
 
     private void SendDigest()
@@ -749,6 +750,12 @@ internal sealed partial class GroupEngine
             {
                 SendNow(ordering, payload, to, channel);
             }
+        }
+
+        if (n > 1)
+        {
+            // Its first echoes in this view renew every member's lease (see GroupEngine.Lease).
+            SendDigest();
         }
 
         var future = _futureEnvelopes.ToList();

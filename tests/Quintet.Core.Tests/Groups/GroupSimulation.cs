@@ -65,6 +65,12 @@ internal sealed class GroupSimulation
     /// <summary>The share of the workload's messages sent to one member of the view rather than multicast.</summary>
     public double DirectFraction { get; set; } = 0.25;
 
+    /// <summary>
+    /// Extra delay for one message, on top of the link's own (0 to let it pass as usual): a slow peer or a congested link
+    /// for the messages a test picks. The link stays FIFO, so what follows on it waits too, as on TCP.
+    /// </summary>
+    public Func<SimMember, SimMember, Envelope, TimeSpan>? ExtraDelay { get; set; }
+
     /// <summary>Called after every simulated event: a probe for properties that must hold at every instant.</summary>
     public Action? AfterEvent { get; set; }
 
@@ -318,7 +324,7 @@ internal sealed class GroupSimulation
 
         var bytes = envelope.ToByteArray();
         var link = (from.Node, target.Node);
-        var at = Now + TimeSpan.FromMicroseconds(_random.Next(100, 2000));
+        var at = Now + TimeSpan.FromMicroseconds(_random.Next(100, 2000)) + (ExtraDelay?.Invoke(from, target, envelope) ?? TimeSpan.Zero);
         if (_linkClock.TryGetValue(link, out var last) && last > at)
         {
             at = last;
