@@ -36,9 +36,13 @@ public sealed partial class ReplicatedStateMachine<TState>
         return recovered.Position;
     }
 
+    /// <summary>
+    /// Tells the view, in total order, how this replica stands: a durable one its log (whether or not it has the state),
+    /// an in-memory one that it lacks the state (see <see cref="LostStateFounding"/>).
+    /// </summary>
     private void SendStatus(long view)
     {
-        var status = new RsmMessage { Status = _durable!.Status(view, _position, _isSynced) }.ToByteArray();
+        var status = new RsmMessage { Status = _durable is not null ? _durable.Status(view, _position, _isSynced) : LostStateFounding.Lacking(view, _heldState) }.ToByteArray();
         _ = MulticastQuietlyAsync(status, MessageOrdering.Total);
     }
 
@@ -107,7 +111,6 @@ public sealed partial class ReplicatedStateMachine<TState>
                 aware.ViewInstalled(_view);
             }
 
-            _buffered.Clear();
             _receiver.Dispose();
             MarkSynced();
             var self = _member.Self;

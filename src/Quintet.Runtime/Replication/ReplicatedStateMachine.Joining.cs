@@ -130,14 +130,11 @@ public sealed partial class ReplicatedStateMachine<TState>
             _durable?.BeginView(view.Id);
             if (!_isSynced)
             {
-                if (_durable is not null)
+                // Should every replica of the view lack the state, they learn it from these and one founds it (an
+                // ordered asynchronous state in memory waits for an offer instead).
+                if (_durable is not null || _async is null)
                 {
                     SendStatus(view.Id);
-                }
-                else if (_async is null)
-                {
-                    // Should every replica of the view lack the state, they learn it from these and one founds it.
-                    _ = MulticastQuietlyAsync(new RsmMessage { Status = LostStateFounding.Lacking(view.Id, _heldState) }.ToByteArray(), MessageOrdering.Total);
                 }
 
                 return;
