@@ -39,13 +39,25 @@ public sealed class SingleManagerHost : IAsyncLifetime
         await _host.Services.GetRequiredService<ClusterNode>().Up.WaitAsync(timeout.Token);
     }
 
+    /// <summary>Stops the manager as a service stop would, keeping its services readable until disposed.</summary>
+    public async Task StopAsync()
+    {
+        if (_host is not null && !_stopped)
+        {
+            _stopped = true;
+            using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
+            await _host.StopAsync(timeout.Token);
+        }
+    }
+
     public async Task DisposeAsync()
     {
         if (_host is not null)
         {
-            using var timeout = new CancellationTokenSource(TimeSpan.FromSeconds(30));
-            await _host.StopAsync(timeout.Token);
+            await StopAsync();
             _host.Dispose();
         }
     }
+
+    private bool _stopped;
 }

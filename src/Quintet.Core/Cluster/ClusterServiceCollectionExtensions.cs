@@ -73,7 +73,7 @@ public static partial class ClusterServiceCollectionExtensions
             timeout.CancelAfter(LeaveTimeout);
             try
             {
-                await groups.LeaveAsync(GroupService.ManagersGroup, timeout.Token);
+                await groups.LeaveForGoodAsync(GroupService.ManagersGroup, timeout.Token);
             }
             catch (OperationCanceledException)
             {

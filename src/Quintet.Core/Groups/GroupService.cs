@@ -35,6 +35,7 @@ public sealed class GroupService : IDisposable
     private readonly Dictionary<string, GroupHandle> _groups = [];
     private readonly List<IDisposable> _traces = [];
     private readonly Lock _gate = new();
+    private readonly HashSet<string> _leftForGood = [];
 
     /// <summary>Creates the service; groups start with <see cref="Join"/>.</summary>
     public GroupService(ClusterNode node, IOptions<GroupsOptions> options)
@@ -56,6 +57,15 @@ public sealed class GroupService : IDisposable
             }
 
             var handle = new GroupHandle(name, _options.Protocol.SendQueueCapacity);
+            if (_leftForGood.Contains(name))
+            {
+                // Left as the manager stops: a new member now would be admitted under the same incarnation while the
+                // manager leaves the cluster, and count as failed at its removal.
+                handle.End();
+                _groups[name] = handle;
+                return handle;
+            }
+
             IGroupTraceSink? trace = null;
             if (_options.TraceDirectory is { } directory)
             {
@@ -119,6 +129,42 @@ public sealed class GroupService : IDisposable
         {
             _groups.Remove(name);
         }
+    }
+
+    /// <summary>
+    /// Leaves <paramref name="name"/> for good, as this manager stops: unlike <see cref="LeaveAsync"/>, a later
+    /// <see cref="Join"/> returns the ended membership (<see cref="GroupHandle.HasEnded"/>), which holds no lease and
+    /// refuses sends and light-group joins at once, instead of starting a new member. Something that asks for the group
+    /// while the manager stops must not bring it back into the view: the manager is about to leave the cluster, and its
+    /// removal would then count as a failure, which can leave the last managers without a majority.
+    /// </summary>
+    public async Task LeaveForGoodAsync(string name, CancellationToken cancellationToken = default)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        GroupHandle? handle;
+        lock (_gate)
+        {
+            _leftForGood.Add(name);
+            _groups.TryGetValue(name, out handle);
+        }
+
+        if (handle is null || handle.HasEnded)
+        {
+            return;
+        }
+
+        try
+        {
+            await handle.LeaveAsync(cancellationToken);
+        }
+        finally
+        {
+            // A leave cut short leaves the actor to the actor system's end: the others then see this member fail.
+            handle.End();
+        }
+
+        handle.Actor.Tell(PoisonPill.Instance);
+        _node.GroupTransport?.Unregister(name, handle.Actor);
     }
 
     /// <summary>
