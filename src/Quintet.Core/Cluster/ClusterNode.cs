@@ -27,6 +27,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
     private readonly IReadOnlyList<FileDescriptor> _wireFiles;
     private readonly ClusterSecurity _security;
     private readonly TaskCompletionSource _removed = new(TaskCreationOptions.RunContinuationsAsynchronously);
+    private readonly Lock _removalGate = new();
     private readonly TaskCompletionSource _up = new(TaskCreationOptions.RunContinuationsAsynchronously);
     private ActorSystem? _system;
     private DirectGroupTransport? _groupTransport;
@@ -76,10 +77,14 @@ public sealed partial class ClusterNode : IAsyncDisposable
 
     /// <summary>
     /// Completes when the cluster removed this manager without it asking to leave: it was downed (for example
-    /// after a pause longer than the failure budget, or as the minority of a partition) or quarantined.
+    /// after a pause longer than the failure budget, or as the minority of a partition) or quarantined, or it stood
+    /// still for as long as the others take to remove a manager (see <see cref="RemovalReason"/>).
     /// This incarnation is over; the host should exit so that its supervisor restarts it as a new one.
     /// </summary>
     public Task Removed => _removed.Task;
+
+    /// <summary>Why this incarnation ended, in a sentence for the log, once <see cref="Removed"/> completed; null before.</summary>
+    public string? RemovalReason { get; private set; }
 
     /// <summary>Starts the actor system and begins joining the seeds (or forms a new cluster when there are none).</summary>
     /// <exception cref="ClusterStartException">The transport could not bind; the message names the setting.</exception>
@@ -154,7 +159,7 @@ public sealed partial class ClusterNode : IAsyncDisposable
         _cluster.RegisterOnMemberUp(() =>
         {
             LogUp(_logger, SelfAddress, _cluster.SelfUniqueAddress.Uid);
-            _stallFence ??= new StallFence(StallFence.LimitFor(_options), OnTerminated, _logger);
+            _stallFence ??= new StallFence(StallFence.LimitFor(_options), OnStalledPastRemoval, _logger);
             _up.TrySetResult();
         });
         // Removal is known before the actor system has shut down; other services may fail meanwhile (their groups end
@@ -234,17 +239,30 @@ public sealed partial class ClusterNode : IAsyncDisposable
         _groupTransport?.Dispose();
     }
 
-    private void OnTerminated()
+    private void OnTerminated() => EndIncarnation("The cluster removed this manager");
+
+    // The fence has logged the stall; the others have most likely removed this manager by now, but it cannot know.
+    private void OnStalledPastRemoval() => EndIncarnation("This manager stood still for longer than the others wait before removing a manager");
+
+    private void EndIncarnation(string reason)
     {
         if (_stopping)
         {
             return;
         }
 
-        if (_removed.TrySetResult())
+        lock (_removalGate)
         {
-            LogRemoved(_logger, _cluster?.SelfAddress);
+            if (_removed.Task.IsCompleted)
+            {
+                return;
+            }
+
+            RemovalReason = reason;
+            _removed.SetResult();
         }
+
+        LogRemoved(_logger, reason, _cluster?.SelfAddress);
     }
 
     private static bool IsAddressInUse(Exception ex)
@@ -274,8 +292,8 @@ public sealed partial class ClusterNode : IAsyncDisposable
     [LoggerMessage(Level = LogLevel.Information, Message = "This manager is Up at {Address} (uid {Uid})")]
     private static partial void LogUp(ILogger logger, Address address, long uid);
 
-    [LoggerMessage(Level = LogLevel.Warning, Message = "The cluster removed this manager ({Address}); this incarnation ends and must restart to rejoin")]
-    private static partial void LogRemoved(ILogger logger, Address? address);
+    [LoggerMessage(Level = LogLevel.Warning, Message = "{Reason} ({Address}); this incarnation ends and must restart to rejoin")]
+    private static partial void LogRemoved(ILogger logger, string reason, Address? address);
 
     [LoggerMessage(Level = LogLevel.Warning, Message = "Leaving the cluster took too long; stopping without waiting for the others")]
     private static partial void LogLeaveCut(ILogger logger);
