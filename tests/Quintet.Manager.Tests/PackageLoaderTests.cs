@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Runtime.CompilerServices;
+using ProtoBuf.Meta;
 using Quintet.Manager.Calls;
 using Quintet.Manager.Packages;
 using Samples.Counter;
@@ -69,6 +70,25 @@ public sealed class PackageLoaderTests : IDisposable
     [Fact]
     public void An_undeployed_package_whose_operations_were_called_is_unloaded() =>
         Assert.True(LoadAndUnload(Package(), LoadAndCall), "the context of a package that served a call was not collected");
+
+    /// <summary>
+    /// A thread waiting on a package model's metadata lock while the manager is paused past protobuf-net's 5 s default
+    /// failed its call with "Timeout while inspecting metadata" as the manager resumed: the wait must outlast a pause.
+    /// </summary>
+    [Fact]
+    public void A_package_s_model_waits_out_a_pause_on_its_metadata_lock()
+    {
+        var package = PackageLoader.Load(Package());
+        try
+        {
+            var model = Assert.IsType<RuntimeTypeModel>(package.Classes[0].Contracts[0].Operations["Add"].Model);
+            Assert.True(model.MetadataTimeoutMilliseconds >= 30_000, $"the model gives up on its lock after {model.MetadataTimeoutMilliseconds} ms");
+        }
+        finally
+        {
+            package.Unload();
+        }
+    }
 
     [Fact]
     public void The_protobuf_caches_an_unloading_package_is_removed_from_are_all_found() => Assert.Equal(3, ProtobufTypeCaches.Found);

@@ -19,6 +19,7 @@ internal sealed class ComponentOperation
         RequestType = requestType;
         ResponseType = responseType;
         IsStream = isStream;
+        Model = model;
 
         // A subscription is served from the instance's event log: the component's method is never called.
         _codec = (OperationCodec)Activator.CreateInstance(typeof(OperationCodec<,>).MakeGenericType(requestType, responseType), isStream ? null : method, model)!;
@@ -38,6 +39,9 @@ internal sealed class ComponentOperation
     public Type RequestType { get; }
 
     public Type ResponseType { get; }
+
+    /// <summary>The package's protobuf-net model its messages go through.</summary>
+    public TypeModel Model { get; }
 
     /// <summary>
     /// The roles that open this operation (<see cref="ComponentRolesAttribute"/>): its own, else its contract's, else its
@@ -100,6 +104,29 @@ internal sealed class ComponentOperation
         {
             _model = model;
             _invoke = method is null ? null : CompileInvoker(method);
+            Prepare<TRequest>(model);
+            Prepare<TResponse>(model);
+        }
+
+        /// <summary>
+        /// Inspects the message type and builds its serializer now, at load, under no call's deadline: the first call would
+        /// otherwise do it under the model's lock, and a thread waiting on that lock while the manager was paused
+        /// (SIGSTOP, a long collection) fails with "Timeout while inspecting metadata" once it resumes.
+        /// </summary>
+        private static void Prepare<T>(TypeModel model)
+            where T : class
+        {
+            try
+            {
+                var buffer = new ArrayBufferWriter<byte>();
+                model.Serialize(buffer, Activator.CreateInstance<T>());
+                _ = model.Deserialize<T>(buffer.WrittenMemory);
+            }
+            catch (Exception e) when (e is ProtoBuf.ProtoException or InvalidOperationException or NotSupportedException or ArgumentException)
+            {
+                // A message whose default instance cannot go through (a required member left empty) is prepared by its
+                // first real call instead, which also says what is wrong with it if anything is.
+            }
         }
 
         public override object Read(ReadOnlySequence<byte> bytes) => _model.Deserialize<TRequest>(bytes) ?? Activator.CreateInstance<TRequest>();

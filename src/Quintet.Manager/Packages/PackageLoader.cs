@@ -45,6 +45,12 @@ internal static class PackageLoader
     /// <summary>The names a package's optional QoS file may have, at its root: component class names mapped to specs.</summary>
     public static readonly IReadOnlyList<string> QosFileNames = ["quintet-qos.yaml", "quintet-qos.yml", "quintet-qos.json"];
 
+    /// <summary>
+    /// How long a thread waits for a package model's metadata lock before protobuf-net gives up: longer than a pause a
+    /// manager survives without being removed (the failure detector's budget), so that only a real deadlock trips it.
+    /// </summary>
+    internal static readonly TimeSpan MetadataLockTimeout = TimeSpan.FromSeconds(60);
+
     /// <summary>The largest QoS file read: a few lines per component class; YAML parsing costs grow with its size.</summary>
     public const int MaxQosFileBytes = 256 * 1024;
 
@@ -81,6 +87,10 @@ internal static class PackageLoader
 
             // One protobuf-net model per package: it holds the package's types and goes with them on undeploy.
             var model = RuntimeTypeModel.Create($"quintet-package-{manifest.Name}");
+
+            // Its lock is held while a type is first inspected. A manager paused past protobuf-net's 5 s default would
+            // fail the calls waiting on it as it resumes ("Timeout while inspecting metadata"); the pause was no deadlock.
+            model.MetadataTimeoutMilliseconds = (int)MetadataLockTimeout.TotalMilliseconds;
             var classes = manifest.Components.Select((entry, i) => LoadClass(assembly, manifest.Name, entry, i, model)).ToList();
             var declaresRoles = classes.Any(c => c.Contracts.Any(contract => contract.Operations.Values.Any(o => o.Roles.Count > 0)));
             foreach (var componentClass in classes)
