@@ -34,6 +34,9 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
     /// </summary>
     private static readonly TimeSpan OwnerLossWait = TimeSpan.FromSeconds(10);
 
+    /// <summary>How long one wait of a forwarded call's watch on its owner lasts before it looks again (it is woken by every change).</summary>
+    private static readonly TimeSpan OwnerWatchTurn = TimeSpan.FromMinutes(1);
+
     /// <summary>Dispatches one call.</summary>
     /// <exception cref="InvocationException">Unknown contract or operation, malformed request, failed activation,
     /// unreachable owner or a failing component; each with its own status.</exception>
@@ -114,7 +117,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                         return new InvocationResult([], route.Endpoint, Streamed: true);
                     }
 
-                    var reply = await forwarding.ForwardAsync(route.Endpoint, call, forwarded, cancellationToken);
+                    var reply = await ForwardWhileOwnerInViewAsync(directory, id, route, call, forwarded, cancellationToken);
                     return new InvocationResult(reply, route.Endpoint);
                 }
                 catch (InvocationException e) when (e.OwnerUnreachable && !waitedForOwnerLoss && !(op.IsStream && call.Replies.Started))
@@ -179,6 +182,53 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
             {
                 throw new InvocationException(StatusCode.Unavailable, $"{id} kept moving while the call waited; retry.");
             }
+        }
+    }
+
+    /// <summary>
+    /// Forwards a unary call to the owner, and gives up on it the moment the managers' view leaves the owner out. An
+    /// owner cut off by a partition never answers and never resets the connection, so without this the call (and the
+    /// caller's next calls on the instance, which wait for it) hung until the partition healed; the caller now hears
+    /// <c>UNAVAILABLE</c> at once and its retry, with the same call id, reaches the new owner, which answers from the
+    /// completion record if the call ran before the cut.
+    /// </summary>
+    private async Task<byte[]> ForwardWhileOwnerInViewAsync(InstanceDirectory directory, InstanceId id, InstanceRoute route, ComponentInvocation call, CallInfo forwarded, CancellationToken cancellationToken)
+    {
+        using var ownerLeft = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        using var forwardDone = new CancellationTokenSource();
+        var watch = CancelWhenOwnerLeavesAsync(directory, id, route, ownerLeft, forwardDone.Token);
+        try
+        {
+            return await forwarding.ForwardAsync(route.Endpoint!, call, forwarded, ownerLeft.Token);
+        }
+        catch (OperationCanceledException) when (ownerLeft.IsCancellationRequested && !cancellationToken.IsCancellationRequested)
+        {
+            throw new InvocationException(StatusCode.Unavailable, $"Manager {route.OwnerNode}, which owned {id}, left the managers' view while the call was forwarded to it; it may or may not have run there. Retry: the new owner answers from the call's completion record if it did.");
+        }
+        finally
+        {
+            await forwardDone.CancelAsync();
+            await watch;
+        }
+    }
+
+    /// <summary>Cancels <paramref name="ownerLeft"/> once the route changes because its owner is no longer in the view (not when the instance only moved).</summary>
+    private static async Task CancelWhenOwnerLeavesAsync(InstanceDirectory directory, InstanceId id, InstanceRoute route, CancellationTokenSource ownerLeft, CancellationToken forwardDone)
+    {
+        try
+        {
+            while (!await directory.RouteChangedAsync(id, route, OwnerWatchTurn, forwardDone))
+            {
+            }
+
+            if (route.OwnerNode is { } owner && !directory.HasManager(owner))
+            {
+                await ownerLeft.CancelAsync();
+            }
+        }
+        catch (OperationCanceledException)
+        {
+            // The forward ended first.
         }
     }
 
