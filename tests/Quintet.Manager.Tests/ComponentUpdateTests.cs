@@ -105,7 +105,20 @@ public sealed class ComponentUpdateTests : IDisposable
 
         public Task<CheckpointRecovery> RecoverAsync(CancellationToken cancellationToken = default) => inner.RecoverAsync(cancellationToken);
 
-        public Task TruncateAsync(CancellationToken cancellationToken = default) => inner.TruncateAsync(cancellationToken);
+        /// <summary>Whether the next truncate fails, as the replicated store's does when a majority is out of reach.</summary>
+        public bool FailNextTruncate { get; set; }
+
+        public Task TruncateAsync(CancellationToken cancellationToken = default)
+        {
+            if (FailNextTruncate)
+            {
+                FailNextTruncate = false;
+                steps.Add("truncate failed");
+                throw new CheckpointStoreException("Stream 'Tally/t': truncate is durable on 1 of the 2 reachable managers");
+            }
+
+            return inner.TruncateAsync(cancellationToken);
+        }
 
         public Task DeleteAsync(CancellationToken cancellationToken = default) => inner.DeleteAsync(cancellationToken);
     }
@@ -192,6 +205,31 @@ public sealed class ComponentUpdateTests : IDisposable
         recorder.Steps.Clear();
         await component.AddAndPublishAsync("z");
         Assert.Equal(["event 2", "checkpoint", "backups"], recorder.Steps);
+    }
+
+    [Fact]
+    public async Task An_update_whose_checkpoint_is_written_is_done_even_when_the_truncate_behind_it_fails()
+    {
+        var recorder = new Recorder();
+        var component = new UpdatingComponent();
+        var context = Recorded("t", recorder);
+        await ((IComponentLifecycle)component).ActivateAsync(context, ActivationReason.Created, CancellationToken.None);
+        await component.AddAsync("x");
+        recorder.Steps.Clear();
+
+        // The checkpoint is the commit point: the update returns, stays, and goes to the backups.
+        ((RecordingLog)context.Checkpoints).FailNextTruncate = true;
+        await component.AddAsync("y");
+        Assert.Equal(["checkpoint", "truncate failed", "backups"], recorder.Steps);
+        Assert.Equal(["x", "y"], component.Current.Seen);
+
+        // And it is durable: an explicit checkpoint whose truncate fails is kept as well.
+        ((RecordingLog)context.Checkpoints).FailNextTruncate = true;
+        await ((IComponentLifecycle)component).DeactivateAsync(DeactivationReason.Retired, CancellationToken.None);
+        var restarted = new UpdatingComponent();
+        await ((IComponentLifecycle)restarted).ActivateAsync(Context("t"), ActivationReason.Reactivated, CancellationToken.None);
+        Assert.Equal(2L, restarted.Current.Count);
+        Assert.Equal(["x", "y"], restarted.Current.Seen);
     }
 
     [Fact]

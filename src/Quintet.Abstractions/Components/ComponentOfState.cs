@@ -29,7 +29,7 @@ public abstract class Component<TState> : Component, IMigrateState
     protected async Task CheckpointAsync(CancellationToken cancellationToken)
     {
         await Context.Checkpoints.WriteCheckpointAsync(Serialize(State), cancellationToken);
-        await Context.Checkpoints.TruncateAsync(cancellationToken);
+        await DropSupersededAsync(cancellationToken);
     }
 
     /// <summary>Sends <see cref="State"/> to the instance's backups (primary/backup QoS); see <see cref="IBackups"/>.</summary>
@@ -105,13 +105,32 @@ public abstract class Component<TState> : Component, IMigrateState
 
         if (!active)
         {
-            await Context.Checkpoints.TruncateAsync(cancellationToken);
+            await DropSupersededAsync(cancellationToken);
 
             // The manager sends it to as many backups as the class's spec asks now (none without primaryBackup).
             await Context.Backups.UpdateAsync(after, cancellationToken);
         }
 
         return published;
+    }
+
+    /// <summary>
+    /// Truncates the stream behind the checkpoint just written. Truncating only reclaims space: the checkpoint is durable
+    /// and recovery starts from it, so a truncate the store cannot make durable (a majority of the replicated store's
+    /// managers out of reach just after the write; the store logs it) leaves superseded entries that the next
+    /// checkpoint's truncate drops. Failing for it would answer "not done" for an update that is done, and the caller's
+    /// retry would apply it twice.
+    /// </summary>
+    private async Task DropSupersededAsync(CancellationToken cancellationToken)
+    {
+        try
+        {
+            await Context.Checkpoints.TruncateAsync(cancellationToken);
+        }
+        catch (Persistence.CheckpointStoreException)
+        {
+            // Kept for the next truncate, as above.
+        }
     }
 
     Task<byte[]> IMigrateState.ExportStateAsync(CancellationToken cancellationToken) => Task.FromResult(Serialize(State));

@@ -195,8 +195,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
     private async Task<byte[]> ForwardWhileOwnerInViewAsync(InstanceDirectory directory, InstanceId id, InstanceRoute route, ComponentInvocation call, CallInfo forwarded, CancellationToken cancellationToken)
     {
         using var ownerLeft = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        using var forwardDone = new CancellationTokenSource();
-        var watch = CancelWhenOwnerLeavesAsync(directory, id, route, ownerLeft, forwardDone.Token);
+        var watch = CancelWhenOwnerLeavesAsync(directory, id, route, ownerLeft);
         try
         {
             return await forwarding.ForwardAsync(route.Endpoint!, call, forwarded, ownerLeft.Token);
@@ -207,17 +206,18 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
         }
         finally
         {
-            await forwardDone.CancelAsync();
+            // Ends the watch too, once the forward is over.
+            await ownerLeft.CancelAsync();
             await watch;
         }
     }
 
     /// <summary>Cancels <paramref name="ownerLeft"/> once the route changes because its owner is no longer in the view (not when the instance only moved).</summary>
-    private static async Task CancelWhenOwnerLeavesAsync(InstanceDirectory directory, InstanceId id, InstanceRoute route, CancellationTokenSource ownerLeft, CancellationToken forwardDone)
+    private static async Task CancelWhenOwnerLeavesAsync(InstanceDirectory directory, InstanceId id, InstanceRoute route, CancellationTokenSource ownerLeft)
     {
         try
         {
-            while (!await directory.RouteChangedAsync(id, route, OwnerWatchTurn, forwardDone))
+            while (!await directory.RouteChangedAsync(id, route, OwnerWatchTurn, ownerLeft.Token))
             {
             }
 
@@ -228,7 +228,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
         }
         catch (OperationCanceledException)
         {
-            // The forward ended first.
+            // The forward ended first, or its caller left.
         }
     }
 
