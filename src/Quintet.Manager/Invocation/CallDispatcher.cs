@@ -111,14 +111,8 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                 var forwarded = call.Info with { Hops = call.Info.Hops + 1, RouteEpoch = route.Epoch };
                 try
                 {
-                    if (op.IsStream)
-                    {
-                        await forwarding.ForwardStreamAsync(route.Endpoint, call, forwarded, cancellationToken);
-                        return new InvocationResult([], route.Endpoint, Streamed: true);
-                    }
-
-                    var reply = await ForwardWhileOwnerInViewAsync(directory, id, route, call, forwarded, cancellationToken);
-                    return new InvocationResult(reply, route.Endpoint);
+                    var reply = await ForwardWhileOwnerInViewAsync(directory, id, route, call, forwarded, op.IsStream, cancellationToken);
+                    return op.IsStream ? new InvocationResult([], route.Endpoint, Streamed: true) : new InvocationResult(reply!, route.Endpoint);
                 }
                 catch (InvocationException e) when (e.OwnerUnreachable && !waitedForOwnerLoss && !(op.IsStream && call.Replies.Started))
                 {
@@ -186,23 +180,35 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
     }
 
     /// <summary>
-    /// Forwards a unary call to the owner, and gives up on it the moment the managers' view leaves the owner out. An
-    /// owner cut off by a partition never answers and never resets the connection, so without this the call (and the
-    /// caller's next calls on the instance, which wait for it) hung until the partition healed; the caller now hears
-    /// <c>UNAVAILABLE</c> at once and its retry, with the same call id, reaches the new owner, which answers from the
-    /// completion record if the call ran before the cut.
+    /// Forwards a call (a unary one, or a subscription when <paramref name="stream"/>) to the owner, and gives up on it
+    /// the moment the managers' view leaves the owner out. An owner cut off by a partition never answers and never resets
+    /// the connection, so without this the call (and the caller's next calls on the instance, which wait for it) hung
+    /// until the partition healed, and a subscription went silent; the caller now hears <c>UNAVAILABLE</c> at once. Its
+    /// retry, with the same call id, reaches the new owner, which answers from the completion record if the call ran
+    /// before the cut; a subscription resumes there after the last event its reader got.
     /// </summary>
-    private async Task<byte[]> ForwardWhileOwnerInViewAsync(InstanceDirectory directory, InstanceId id, InstanceRoute route, ComponentInvocation call, CallInfo forwarded, CancellationToken cancellationToken)
+    /// <returns>The reply of a unary call; null for a subscription, whose messages went to the caller as they came.</returns>
+    private async Task<byte[]?> ForwardWhileOwnerInViewAsync(InstanceDirectory directory, InstanceId id, InstanceRoute route, ComponentInvocation call, CallInfo forwarded, bool stream, CancellationToken cancellationToken)
     {
         using var ownerLeft = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         var watch = CancelWhenOwnerLeavesAsync(directory, id, route, ownerLeft);
         try
         {
+            if (stream)
+            {
+                await forwarding.ForwardStreamAsync(route.Endpoint!, call, forwarded, ownerLeft.Token);
+                return null;
+            }
+
             return await forwarding.ForwardAsync(route.Endpoint!, call, forwarded, ownerLeft.Token);
         }
         catch (OperationCanceledException) when (ownerLeft.IsCancellationRequested && !cancellationToken.IsCancellationRequested)
         {
-            throw new InvocationException(StatusCode.Unavailable, $"Manager {route.OwnerNode}, which owned {id}, left the managers' view while the call was forwarded to it; it may or may not have run there. Retry: the new owner answers from the call's completion record if it did.");
+            throw new InvocationException(
+                StatusCode.Unavailable,
+                stream
+                    ? $"Manager {route.OwnerNode}, which owned {id}, left the managers' view while the subscription was forwarded to it. Subscribe again after the last event received: the new owner serves the events from there."
+                    : $"Manager {route.OwnerNode}, which owned {id}, left the managers' view while the call was forwarded to it; it may or may not have run there. Retry: the new owner answers from the call's completion record if it did.");
         }
         finally
         {
