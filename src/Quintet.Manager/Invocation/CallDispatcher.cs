@@ -34,6 +34,13 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
     /// </summary>
     private static readonly TimeSpan OwnerLossWait = TimeSpan.FromSeconds(10);
 
+    /// <summary>
+    /// How often such a call tries the owner again while the owner stays in the view: a manager that restarted on its
+    /// endpoint is in the view before this manager's channel to it connects again (within a second, see
+    /// <c>PeerChannels</c>), and no route change would ever wake the call.
+    /// </summary>
+    private static readonly TimeSpan OwnerRetryTurn = TimeSpan.FromMilliseconds(250);
+
     /// <summary>How long one wait of a forwarded call's watch on its owner lasts before it looks again (it is woken by every change).</summary>
     private static readonly TimeSpan OwnerWatchTurn = TimeSpan.FromMinutes(1);
 
@@ -75,7 +82,7 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
         }
 
         var caughtUp = false;
-        var waitedForOwnerLoss = false;
+        long ownerUnreachableSince = 0;
         for (var attempt = 0; ; attempt++)
         {
             if (!directory.TryRoute(id, out var route))
@@ -114,19 +121,21 @@ internal sealed class CallDispatcher(ComponentHost host, PeerForwarding forwardi
                     var reply = await ForwardWhileOwnerInViewAsync(directory, id, route, call, forwarded, op.IsStream, cancellationToken);
                     return op.IsStream ? new InvocationResult([], route.Endpoint, Streamed: true) : new InvocationResult(reply!, route.Endpoint);
                 }
-                catch (InvocationException e) when (e.OwnerUnreachable && !waitedForOwnerLoss && !(op.IsStream && call.Replies.Started))
+                catch (InvocationException e) when (e.OwnerUnreachable && !(op.IsStream && call.Replies.Started) && (ownerUnreachableSince == 0 || Stopwatch.GetElapsedTime(ownerUnreachableSince) < OwnerLossWait))
                 {
                     // No connection to the owner could be made: it is gone or cut off, and the call never reached it.
                     // Rather than send the caller back to a retry timer, the call follows the view: once the group leaves
-                    // the owner out (or the instance moves), it is routed again, to the new owner, here or elsewhere. A
-                    // call whose connection broke while it ran is not: whether it ran is the caller's to decide.
-                    waitedForOwnerLoss = true;
-                    if (await directory.RouteChangedAsync(id, route, OwnerLossWait, cancellationToken))
+                    // the owner out (or the instance moves), it is routed again, to the new owner, here or elsewhere; while
+                    // the owner stays in the view, it is tried again every turn. A call whose connection broke while it
+                    // ran is not: whether it ran is the caller's to decide.
+                    if (ownerUnreachableSince == 0)
                     {
-                        continue;
+                        ownerUnreachableSince = Stopwatch.GetTimestamp();
                     }
 
-                    throw;
+                    var left = OwnerLossWait - Stopwatch.GetElapsedTime(ownerUnreachableSince);
+                    await directory.RouteChangedAsync(id, route, TimeSpan.FromTicks(Math.Clamp(left.Ticks, 0, OwnerRetryTurn.Ticks)), cancellationToken);
+                    continue;
                 }
             }
 

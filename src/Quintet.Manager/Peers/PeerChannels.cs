@@ -19,6 +19,9 @@ internal sealed partial class PeerChannels(ClusterSecurity security, ILogger<Pee
     /// </summary>
     public const int MaxMessageBytes = 80 * 1024 * 1024;
 
+    /// <summary>The longest this manager waits before it tries again to connect to a manager that refused it.</summary>
+    internal static readonly TimeSpan MaxReconnectBackoff = TimeSpan.FromSeconds(1);
+
     private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
 
     /// <summary>The channel to the manager whose gRPC endpoint is <paramref name="endpoint"/>, created on first use.</summary>
@@ -37,7 +40,19 @@ internal sealed partial class PeerChannels(ClusterSecurity security, ILogger<Pee
 
     private GrpcChannel Create(string endpoint)
     {
-        var options = new GrpcChannelOptions { MaxReceiveMessageSize = MaxMessageBytes, MaxSendMessageSize = MaxMessageBytes };
+        var options = new GrpcChannelOptions
+        {
+            MaxReceiveMessageSize = MaxMessageBytes,
+            MaxSendMessageSize = MaxMessageBytes,
+
+            // gRPC's defaults (1 s, growing 1.6 times per refused attempt up to 120 s) suit a client facing a distant
+            // server. A manager that restarts on its endpoint after a kill is back in the view within seconds, and with
+            // those defaults the channel here could wait as long again before it tried to connect: every call forwarded
+            // to the instances placed on it failed at once until then. A refused connection on the cluster's network
+            // costs nothing, so it is tried again within a second.
+            InitialReconnectBackoff = TimeSpan.FromMilliseconds(200),
+            MaxReconnectBackoff = MaxReconnectBackoff,
+        };
         if (security.Enabled)
         {
             options.HttpHandler = new SocketsHttpHandler
