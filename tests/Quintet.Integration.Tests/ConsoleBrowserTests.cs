@@ -74,6 +74,7 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                 await using var browser = await playwright.Chromium.LaunchAsync(new BrowserTypeLaunchOptions { ExecutablePath = executable, Headless = true });
                 Assertions.SetDefaultExpectTimeout(30_000);
                 var screens = new Screens(shots, output);
+                var tree = new TreeNavigation(consoleLog, pageErrors, output);
 
                 var pages = new List<IPage>();
                 try
@@ -89,19 +90,21 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                     await Assertions.Expect(admin.Locator(".answered-by")).ToContainTextAsync("answered by");
                     await Assertions.Expect(admin.Locator(".console-user")).ToContainTextAsync("alice");
                     await InteractiveAsync(admin);
+                    await Assertions.Expect(admin.Locator("#blazor-error-ui")).ToBeHiddenAsync();
+                    Assert.Equal(1, await admin.Locator("#blazor-error-ui a.reload").CountAsync());
                     await screens.TakeAsync(admin, "explorer-cluster");
                     Step(started, "admin signed in");
 
                     // The tree: a manager's overview and its recent log.
                     var second = cluster.Managers[1].Name;
-                    await admin.ClickAsync($"[data-node='Manager:{second}']");
+                    await tree.SelectAsync(admin, $"Manager:{second}");
                     await Assertions.Expect(admin.Locator("h2")).ToHaveTextAsync($"Manager {second}");
                     await screens.TakeAsync(admin, "manager-overview");
                     await admin.ClickAsync("#tab-log");
                     await screens.TakeAsync(admin, "manager-log");
 
                     // Deploying: the package zip dropped on the drop zone (a drop event carrying a DataTransfer with the file).
-                    await admin.ClickAsync("[data-node='Cluster:']");
+                    await tree.SelectAsync(admin, $"Cluster:");
                     await admin.ClickAsync("#tab-deploy");
                     var zip = ComponentCallTests.CounterPackage();
                     var dataTransfer = await admin.EvaluateHandleAsync(
@@ -129,7 +132,7 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                         }
                     }
 
-                    await admin.ClickAsync($"[data-node='Class:{CounterClass}']");
+                    await tree.SelectAsync(admin, $"Class:{CounterClass}");
                     await Assertions.Expect(admin.Locator(".instance-list-header")).ToContainTextAsync("3 instances");
                     await admin.ClickAsync("tr[data-key='c-1']");
                     var details = admin.Locator(".instance-details");
@@ -180,7 +183,7 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                     }
 
                     await admin.ClickAsync("#refresh");
-                    await admin.ClickAsync($"[data-node='Class:{AccountClass}']");
+                    await tree.SelectAsync(admin, $"Class:{AccountClass}");
                     await admin.ClickAsync($"tr[data-key='{AccountKey}']");
                     var panel = admin.Locator(".management-panel");
                     await Assertions.Expect(panel.Locator(".management-result")).ToContainTextAsync("1234");
@@ -202,7 +205,7 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
 
                     // Draining the third manager: its instances move to the other two, with progress.
                     var drained = cluster.Managers[2].Name;
-                    await admin.ClickAsync($"[data-node='Manager:{drained}']");
+                    await tree.SelectAsync(admin, $"Manager:{drained}");
                     await admin.ClickAsync("#drain");
                     await admin.ClickAsync("#drain-confirm");
                     await Assertions.Expect(admin.Locator(".drain-panel .call-done")).ToContainTextAsync($"Drained {drained}");
@@ -248,18 +251,18 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                     await InteractiveAsync(reader);
                     Assert.Equal(0, await reader.Locator("#tab-deploy").CountAsync());
                     Assert.Equal(0, await reader.Locator(".console-nav a", new() { HasText = "Audit log" }).CountAsync());
-                    await reader.ClickAsync($"[data-node='Class:{CounterClass}']");
+                    await tree.SelectAsync(reader, $"Class:{CounterClass}");
                     await reader.ClickAsync("tr[data-key='c-2']");
                     await Assertions.Expect(reader.Locator(".instance-details dt", new() { HasText = "owner" })).ToBeVisibleAsync();
                     Assert.Equal(0, await reader.Locator("#migrate").CountAsync());
                     Assert.Equal(0, await reader.Locator("#retire").CountAsync());
                     await screens.TakeAsync(reader, "reader-instance");
-                    await reader.ClickAsync($"[data-node='Class:{AccountClass}']");
+                    await tree.SelectAsync(reader, $"Class:{AccountClass}");
                     await reader.ClickAsync($"tr[data-key='{AccountKey}']");
                     await Assertions.Expect(reader.Locator(".management-panel h4")).ToContainTextAsync("Account administration");
                     Assert.Equal(0, await reader.Locator(".management-action").CountAsync());
                     await screens.TakeAsync(reader, "reader-management");
-                    await reader.ClickAsync($"[data-node='Manager:{drained}']");
+                    await tree.SelectAsync(reader, $"Manager:{drained}");
                     await Assertions.Expect(reader.Locator("h2")).ToHaveTextAsync($"Manager {drained}");
                     Assert.Equal(0, await reader.Locator("#drain").CountAsync());
                     await reader.GotoAsync(address + "/audit");
@@ -297,6 +300,75 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
 
         // Not asserted: on a machine shared with other work the cluster alone may take longer to start.
         output.WriteLine($"{started.Elapsed.TotalSeconds:F1} s in all (meant to stay under {Budget.TotalSeconds:F0} s)");
+    }
+
+    /// <summary>
+    /// Selects nodes of the explorer's tree. Once in about forty runs here ASP.NET Core's renderer ends a page's circuit
+    /// with an <see cref="ObjectDisposedException"/> thrown in its own <c>RenderTreeDiffBuilder</c> (dotnet/aspnetcore#62718,
+    /// open); the page then shows the console's banner and no click answers. The test does what a user would: it reloads
+    /// from the banner, once, and selects the node again; the browser errors the lost connection caused are written out,
+    /// not counted. A circuit lost to anything else, or twice, fails the test.
+    /// </summary>
+    private sealed class TreeNavigation(TestOutputLoggerProvider consoleLog, List<string> pageErrors, ITestOutputHelper output)
+    {
+        private int _reloads;
+        private int _errorsWhileUp;
+
+        public async Task SelectAsync(IPage page, string node)
+        {
+            var banner = page.Locator("#blazor-error-ui");
+            if (await banner.IsVisibleAsync())
+            {
+                await ReloadAfterLostCircuitAsync(page);
+            }
+
+            lock (pageErrors)
+            {
+                _errorsWhileUp = pageErrors.Count;
+            }
+
+            var selected = page.Locator($".node-selected[data-node='{node}']");
+            await page.ClickAsync($"[data-node='{node}']");
+            await Assertions.Expect(selected.Or(banner).First).ToBeVisibleAsync();
+            if (await banner.IsVisibleAsync())
+            {
+                await ReloadAfterLostCircuitAsync(page);
+                await page.ClickAsync($"[data-node='{node}']");
+                await Assertions.Expect(selected).ToBeVisibleAsync();
+            }
+        }
+
+        private async Task ReloadAfterLostCircuitAsync(IPage page)
+        {
+            // The console logs the circuit's fault before it tells the browser, but the line may still be on its way.
+            string? fault = null;
+            for (var waited = 0; fault is null && waited < 50; waited++)
+            {
+                fault = consoleLog.Lines.FirstOrDefault(line => line.Contains("Unhandled exception in circuit", StringComparison.Ordinal)
+                    && line.Contains(nameof(ObjectDisposedException), StringComparison.Ordinal)
+                    && line.Contains("RenderTreeDiffBuilder", StringComparison.Ordinal));
+                if (fault is null)
+                {
+                    await Task.Delay(100);
+                }
+            }
+
+            Assert.True(fault is not null && _reloads == 0,
+                $"the page's circuit was lost ({_reloads} reloads before); the console's last lines:\n{string.Join('\n', consoleLog.Lines.TakeLast(10))}");
+            _reloads++;
+            lock (pageErrors)
+            {
+                var consequences = pageErrors.Skip(_errorsWhileUp).Where(error => error.StartsWith(page.Url, StringComparison.Ordinal)
+                    && (error.Contains("'Connected' State", StringComparison.Ordinal) || error.Contains("circuit", StringComparison.Ordinal) || error.Contains(nameof(ObjectDisposedException), StringComparison.Ordinal))).ToList();
+                pageErrors.RemoveAll(consequences.Contains);
+                output.WriteLine($"the page's circuit was lost to dotnet/aspnetcore#62718; reloading from the banner. The browser's errors it caused:\n{string.Join('\n', consequences)}");
+            }
+
+            var banner = page.Locator("#blazor-error-ui");
+            await banner.Locator("a.reload").ClickAsync();
+            await Assertions.Expect(banner).ToBeHiddenAsync();
+            await InteractiveAsync(page);
+        }
     }
 
     /// <summary>Waits until the page's circuit is up: clicks on the server's prerendering would do nothing.</summary>
@@ -341,23 +413,31 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
         var page = await context.NewPageAsync();
         pages.Add(page);
         page.SetDefaultTimeout(30_000);
-        page.PageError += (_, error) => errors.Add($"{page.Url}: {error}");
-        page.RequestFailed += (_, request) => errors.Add($"{page.Url}: request failed: {request.Method} {request.Url}: {request.Failure}");
+        page.PageError += (_, error) => Add($"{page.Url}: {error}");
+        page.RequestFailed += (_, request) => Add($"{page.Url}: request failed: {request.Method} {request.Url}: {request.Failure}");
         page.Response += (_, response) =>
         {
             if (response.Status >= 400)
             {
-                errors.Add($"{page.Url}: HTTP {response.Status} for {response.Url}");
+                Add($"{page.Url}: HTTP {response.Status} for {response.Url}");
             }
         };
         page.Console += (_, message) =>
         {
             if (message.Type == "error")
             {
-                errors.Add($"{page.Url}: console: {message.Text}");
+                Add($"{page.Url}: console: {message.Text}");
             }
         };
         return page;
+
+        void Add(string error)
+        {
+            lock (errors)
+            {
+                errors.Add(error);
+            }
+        }
     }
 
     /// <summary>A script that runs chromium in the network's namespace; Playwright talks to it over inherited pipes.</summary>
@@ -443,7 +523,7 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
             public void Log<TState>(LogLevel logLevel, EventId eventId, TState state, Exception? exception, Func<TState, Exception?, string> formatter)
             {
                 var message = formatter(state, exception);
-                lines.Enqueue(message);
+                lines.Enqueue(exception is null ? message : $"{message}\n{exception}");
                 try
                 {
                     output.WriteLine($"{DateTime.UtcNow:HH:mm:ss.fff} console {logLevel} {category}: {message}{(exception is null ? "" : "\n" + exception)}");

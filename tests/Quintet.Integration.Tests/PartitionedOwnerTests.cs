@@ -25,21 +25,8 @@ public class PartitionedOwnerTests(ITestOutputHelper output)
     [Fact]
     public async Task A_call_forwarded_to_an_owner_cut_off_by_a_partition_is_answered_unavailable_once_the_view_leaves_the_owner_out()
     {
-        Assert.True(IsolatedNetwork.WhyUnavailable() is null, $"This test needs a network namespace: {IsolatedNetwork.WhyUnavailable()}.");
-        await using var network = await IsolatedNetwork.CreateAsync(3);
-        var options = ClusterTest.Options(3);
-        options.Network = network;
-
-        // The cut-off owner stays a cluster member until the heal: this test is about the call, not the removal.
-        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:01:00";
-        await ClusterTest.RunAsync(output, options, async cluster =>
+        await WithEntryAndOwnerAsync(typeof(ProbeComponent), "CoordinationProbe", async (cluster, network, entry, owner, admin) =>
         {
-            await cluster.WaitForGroupViewAsync(cluster.Managers);
-            var (entry, owner) = (cluster.Managers[0], cluster.Managers[2]);
-            var admin = new ComponentAdmin.ComponentAdminClient(entry.Channel);
-            await admin.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(ProbeComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(30));
-            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "CoordinationProbe");
-
             using var client = QuintetClient.Over(entry.Channel);
             var probe = client.GetComponent<IProbe>("cut-off-owner");
             var placed = await ClusterTest.Eventually(() => probe.WhereAsync(new ProbeRequest(), CancellationToken.None));
@@ -69,19 +56,8 @@ public class PartitionedOwnerTests(ITestOutputHelper output)
     [Fact]
     public async Task A_subscription_forwarded_to_an_owner_cut_off_by_a_partition_resumes_at_the_new_owner_with_the_events_after_the_cut()
     {
-        Assert.True(IsolatedNetwork.WhyUnavailable() is null, $"This test needs a network namespace: {IsolatedNetwork.WhyUnavailable()}.");
-        await using var network = await IsolatedNetwork.CreateAsync(3);
-        var options = ClusterTest.Options(3);
-        options.Network = network;
-        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:01:00";
-        await ClusterTest.RunAsync(output, options, async cluster =>
+        await WithEntryAndOwnerAsync(typeof(AccountComponent), "BankAccount", async (cluster, network, entry, owner, admin) =>
         {
-            await cluster.WaitForGroupViewAsync(cluster.Managers);
-            var (entry, owner) = (cluster.Managers[0], cluster.Managers[2]);
-            var admin = new ComponentAdmin.ComponentAdminClient(entry.Channel);
-            await admin.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(typeof(AccountComponent).Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(30));
-            await ClusterTest.WaitForPackagesAsync(cluster.Managers, "BankAccount");
-
             // Every call and the subscription go to the entry manager, which forwards them to the owner: without routes,
             // the client never talks to the owner itself, so only the entry manager can notice that the owner is cut off.
             using var client = QuintetClient.Connect(new QuintetClientOptions { Endpoints = [entry.GrpcEndpoint], RouteCapacity = 0, FailoverBudget = TimeSpan.FromSeconds(60) });
@@ -135,5 +111,30 @@ public class PartitionedOwnerTests(ITestOutputHelper output)
                 await Task.Delay(50);
             }
         }
+    }
+
+    /// <summary>
+    /// Three managers in network namespaces, the package of <paramref name="component"/> deployed through the first (the
+    /// entry); <paramref name="body"/> gets the entry and the third (the owner to cut off).
+    /// </summary>
+    private async Task WithEntryAndOwnerAsync(Type component, string package,
+        Func<LocalCluster, IsolatedNetwork, ManagerProcess, ManagerProcess, ComponentAdmin.ComponentAdminClient, Task> body)
+    {
+        Assert.True(IsolatedNetwork.WhyUnavailable() is null, $"This test needs a network namespace: {IsolatedNetwork.WhyUnavailable()}.");
+        await using var network = await IsolatedNetwork.CreateAsync(3);
+        var options = ClusterTest.Options(3);
+        options.Network = network;
+
+        // The cut-off owner stays a cluster member until the heal: these tests are about forwarded calls, not removal.
+        options.Settings["Quintet:Cluster:Downing:StableAfter"] = "00:01:00";
+        await ClusterTest.RunAsync(output, options, async cluster =>
+        {
+            await cluster.WaitForGroupViewAsync(cluster.Managers);
+            var (entry, owner) = (cluster.Managers[0], cluster.Managers[2]);
+            var admin = new ComponentAdmin.ComponentAdminClient(entry.Channel);
+            await admin.DeployPackageAsync(new DeployPackageRequest { PackageZip = ByteString.CopyFrom(PackageArchive.ForAssembly(component.Assembly)) }, deadline: DateTime.UtcNow.AddSeconds(30));
+            await ClusterTest.WaitForPackagesAsync(cluster.Managers, package);
+            await body(cluster, network, entry, owner, admin);
+        });
     }
 }

@@ -20,7 +20,7 @@ internal sealed partial class PeerChannels(ClusterSecurity security, ILogger<Pee
     public const int MaxMessageBytes = 80 * 1024 * 1024;
 
     /// <summary>The longest this manager waits before it tries again to connect to a manager that refused it.</summary>
-    internal static readonly TimeSpan MaxReconnectBackoff = TimeSpan.FromSeconds(1);
+    private static readonly TimeSpan MaxReconnectBackoff = TimeSpan.FromSeconds(1);
 
     private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
 
