@@ -178,6 +178,12 @@ public sealed class Nemesis
             }
 
             var targets = step.Targets.Select(i => managers[i]).ToList();
+            if (managers.Any(m => !m.IsRunning))
+            {
+                // A manager removed while paused or cut off ends itself, possibly after the last recovery saw it back.
+                await RecoverAsync(managers);
+            }
+
             try
             {
                 await InjectAsync(step.Fault, targets, managers);
@@ -201,16 +207,32 @@ public sealed class Nemesis
         {
             case NemesisFault.Kill:
                 Record("kill", names);
-                await _cluster.KillAsync(targets[0]);
+                await SignalUnlessExitedAsync(targets[0], m => _cluster.KillAsync(m));
                 break;
             case NemesisFault.Pause:
                 Record("pause", names);
-                await _cluster.PauseAsync(targets[0]);
+                await SignalUnlessExitedAsync(targets[0], _cluster.PauseAsync);
                 break;
             default:
                 Record("partition", new JsonArray(names, new JsonArray([.. managers.Except(targets).Select(m => JsonValue.Create(m.Name))])));
                 await _network!.PartitionAsync([[.. targets.Select(t => t.Index)], [.. managers.Except(targets).Select(m => m.Index)]]);
                 break;
+        }
+    }
+
+    /// <summary>
+    /// Kills or pauses <paramref name="target"/>; one that ended itself in the meantime (the product's own answer to an
+    /// earlier fault) is recorded as such, and the recovery after the step starts it again.
+    /// </summary>
+    private async Task SignalUnlessExitedAsync(ManagerProcess target, Func<ManagerProcess, Task> signal)
+    {
+        try
+        {
+            await signal(target);
+        }
+        catch (InvalidOperationException) when (!target.IsRunning)
+        {
+            Record("exited", new JsonArray(JsonValue.Create(target.Name), JsonValue.Create("exited with " + target.ExitCode?.ToString(CultureInfo.InvariantCulture))));
         }
     }
 
