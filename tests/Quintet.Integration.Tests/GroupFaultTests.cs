@@ -213,9 +213,11 @@ public class GroupFaultTests(ITestOutputHelper output)
         var options = Options(5, out var traces);
 
         // A 1 s window between the first suspicion and the proposal, so that polling from this process sees the change
-        // start every time and the kill can be aimed just past the window, into the propose and flush phases.
+        // start every time and the kill can be aimed just past the window, into the propose and flush phases. The killed
+        // member is known dead (its host refuses the reconnect), so the window for the known dead is set as well.
         var window = TimeSpan.FromSeconds(1);
         options.Settings["Quintet:Groups:Protocol:ChangeBatchWindow"] = window.ToString();
+        options.Settings["Quintet:Groups:Protocol:DeadMemberBatchWindow"] = window.ToString();
         return ClusterTest.RunAsync(output, options, async cluster =>
         {
             await cluster.WaitForGroupViewAsync(cluster.Managers);

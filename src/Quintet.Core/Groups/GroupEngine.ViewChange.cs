@@ -90,7 +90,7 @@ internal sealed partial class GroupEngine
         if (_round is null)
         {
             var wanted = _suspects.Count > 0 || _joiners.Count > 0 || _leavers.Count > 0;
-            if (wanted && _changeWantedSince is { } since && _now - since >= _options.ChangeBatchWindow)
+            if (wanted && _changeWantedSince is { } since && _now - since >= BatchWindow())
             {
                 StartRound();
             }
@@ -110,6 +110,12 @@ internal sealed partial class GroupEngine
             StartRound();
         }
     }
+
+    /// <summary>The batch window of the change wanted now: short when it only leaves out members known dead.</summary>
+    private TimeSpan BatchWindow() =>
+        _joiners.Count == 0 && _leavers.Count == 0 && _suspects.All(s => _deadProcesses.Contains((s.Node, s.Uid)))
+            ? _options.DeadMemberBatchWindow
+            : _options.ChangeBatchWindow;
 
     private List<int> Needed() =>
         [.. Enumerable.Range(0, _view!.Members.Length).Where(r => !_suspects.Contains(_view.Members[r]))];
