@@ -278,7 +278,8 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
                     Assert.Equal(StatusCode.PermissionDenied, refused.StatusCode);
                     Step(started, "reader checked");
 
-                    Assert.True(pageErrors.Count == 0, "errors in the browser:\n" + string.Join('\n', pageErrors));
+                    var errors = ErrorsSoFar(pageErrors);
+                    Assert.True(errors.Count == 0, "errors in the browser:\n" + string.Join('\n', errors));
                 }
                 catch
                 {
@@ -294,7 +295,7 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
         }
         catch
         {
-            output.WriteLine("errors in the browser:\n" + string.Join('\n', pageErrors));
+            output.WriteLine("errors in the browser:\n" + string.Join('\n', ErrorsSoFar(pageErrors)));
             throw;
         }
 
@@ -309,6 +310,15 @@ public sealed class ConsoleBrowserTests(ITestOutputHelper output)
     /// from the banner, once, and selects the node again; the browser errors the lost connection caused are written out,
     /// not counted. A circuit lost to anything else, or twice, fails the test.
     /// </summary>
+    /// <summary>A copy of the browser errors, taken under the lock the pages' handlers add them under.</summary>
+    private static List<string> ErrorsSoFar(List<string> pageErrors)
+    {
+        lock (pageErrors)
+        {
+            return [.. pageErrors];
+        }
+    }
+
     private sealed class TreeNavigation(TestOutputLoggerProvider consoleLog, List<string> pageErrors, ITestOutputHelper output)
     {
         private int _reloads;

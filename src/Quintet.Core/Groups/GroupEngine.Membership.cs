@@ -83,12 +83,19 @@ internal sealed partial class GroupEngine
     public void ProcessDied(string node, long uid, TimeSpan now)
     {
         _now = now;
-        if (_view is not null && _view.Members.Any(m => m.Node == node && m.Uid == uid && m != _self))
+        var alreadySuspected = false;
+        if (_view is not null && _view.Members.Any(m => m.Node == node && m.Uid == uid && m != _self)
+            && _deadProcesses.Add((node, uid)))
         {
-            _deadProcesses.Add((node, uid));
+            alreadySuspected = _suspects.Any(s => s.Node == node && s.Uid == uid);
         }
 
         SuspectNode(node, uid, now);
+        if (alreadySuspected && _view is not null && !_primaryLost && !IsLeader)
+        {
+            // The leader learns of the death too, and need not gather other suspicions for the full batch window.
+            ReportSuspects();
+        }
     }
 
     private void Suspect(MemberId member)
@@ -123,6 +130,7 @@ internal sealed partial class GroupEngine
         var leader = _view!.Members.First(m => !_suspects.Contains(m));
         var report = new SuspectReport();
         report.Suspects.AddRange(_suspects.Select(s => s.ToWire()));
+        report.Dead.AddRange(_suspects.Where(s => _deadProcesses.Contains((s.Node, s.Uid))).Select(s => s.ToWire()));
         Post(leader, new Envelope { SuspectReport = report });
     }
 

@@ -265,6 +265,16 @@ internal sealed partial class GroupEngine
                 OnLeaveRequest(from);
                 break;
             case Envelope.KindOneofCase.SuspectReport:
+                // The reporter's evidence of a death is trusted as its promise's would be, and known before the suspicion
+                // starts the batch window.
+                foreach (var dead in envelope.SuspectReport.Dead.Select(MemberId.FromWire))
+                {
+                    if (_view!.Contains(dead) && dead != _self)
+                    {
+                        _deadProcesses.Add((dead.Node, dead.Uid));
+                    }
+                }
+
                 foreach (var suspect in envelope.SuspectReport.Suspects)
                 {
                     Suspect(MemberId.FromWire(suspect));

@@ -11,21 +11,27 @@ public class GroupViewChangeWindowTests
 {
     private static readonly TimeSpan Second = TimeSpan.FromSeconds(1);
 
+    /// <param name="seed">The simulation's seed.</param>
+    /// <param name="leaderWitnesses">Whether the leader of the view change has the evidence itself, or only the other
+    /// survivor has it and reports it.</param>
     [Theory]
-    [InlineData(1)]
-    [InlineData(2)]
-    [InlineData(3)]
-    public void A_member_known_dead_is_left_out_without_the_batch_window_and_one_only_suspected_after_it(int seed)
+    [InlineData(1, true)]
+    [InlineData(2, true)]
+    [InlineData(3, true)]
+    [InlineData(1, false)]
+    [InlineData(2, false)]
+    [InlineData(3, false)]
+    public void A_member_known_dead_is_left_out_without_the_batch_window_and_one_only_suspected_after_it(int seed, bool leaderWitnesses)
     {
         var options = new GroupProtocolOptions();
         Assert.True(options.DeadMemberBatchWindow + TimeSpan.FromMilliseconds(50) < options.ChangeBatchWindow);
 
-        var (known, knownAfter) = CrashAndTimeTheView(seed, evidence: true);
+        var (known, knownAfter) = CrashAndTimeTheView(seed, evidence: true, leaderWitnesses);
         Assert.True(knownAfter < options.ChangeBatchWindow,
-            $"seed {seed}: the view without a member known dead was installed {knownAfter.TotalMilliseconds:F0} ms after the evidence");
+            $"seed {seed}, leader witnesses {leaderWitnesses}: the view without a member known dead was installed {knownAfter.TotalMilliseconds:F0} ms after the evidence");
         Assert.Equal(2, known.Engine.View!.Members.Length);
 
-        var (suspected, suspectedAfter) = CrashAndTimeTheView(seed, evidence: false);
+        var (suspected, suspectedAfter) = CrashAndTimeTheView(seed, evidence: false, leaderWitnesses);
         Assert.True(suspectedAfter >= options.ChangeBatchWindow,
             $"seed {seed}: the view without a member only suspected was installed {suspectedAfter.TotalMilliseconds:F0} ms after the suspicion");
         Assert.Equal(2, suspected.Engine.View!.Members.Length);
@@ -41,16 +47,16 @@ public class GroupViewChangeWindowTests
     }
 
     /// <summary>
-    /// Three members under load; the youngest crashes. With evidence, the leader has it 20 ms later; without, the leader
-    /// suspects it once <see cref="GroupSimulation.MinDetection"/> is over (the others later). Returns the leader and how
-    /// long after its evidence or suspicion it installed the view of two.
+    /// Three members under load; the youngest crashes. With evidence, the leader or the other survivor has it 20 ms
+    /// later; without, the leader suspects it once <see cref="GroupSimulation.MinDetection"/> is over (the others later).
+    /// Returns the leader and how long after the evidence or suspicion it installed the view of two.
     /// </summary>
-    private static (SimMember Leader, TimeSpan After) CrashAndTimeTheView(int seed, bool evidence)
+    private static (SimMember Leader, TimeSpan After) CrashAndTimeTheView(int seed, bool evidence, bool leaderWitnesses)
     {
         var simulation = new GroupSimulation(seed);
         var leader = simulation.AddMember();
         simulation.RunFor(Second);
-        simulation.AddMember();
+        var other = simulation.AddMember();
         simulation.RunFor(Second);
         var victim = simulation.AddMember();
         simulation.RunFor(Second);
@@ -71,7 +77,7 @@ public class GroupViewChangeWindowTests
         if (evidence)
         {
             // The suspicions of the failure detector come 300-700 ms later, long after the view.
-            simulation.CrashWithEvidence(victim, leader);
+            simulation.CrashWithEvidence(victim, leaderWitnesses ? leader : other);
             knownAt = crashedAt + TimeSpan.FromMilliseconds(20);
         }
         else
