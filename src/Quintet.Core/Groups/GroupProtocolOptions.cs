@@ -8,8 +8,9 @@ public sealed class GroupProtocolOptions
     public TimeSpan ChangeBatchWindow { get; set; } = TimeSpan.FromMilliseconds(150);
 
     /// <summary>How long a view change waits instead of <see cref="ChangeBatchWindow"/> when every member it would leave
-    /// out is known dead (its process's death was observed: <see cref="GroupEngine.ProcessDied"/>). Processes killed
-    /// together give their evidence within milliseconds of each other, and every client of the dead waits on this view.
+    /// out is known dead (its process's death was observed, by the leader or by a member that reported it with its
+    /// suspicion: <see cref="GroupEngine.ProcessDied"/>). Processes killed together give their evidence within
+    /// milliseconds of each other, and every client of the dead waits on this view.
     /// <value>Default: 20 ms.</value></summary>
     public TimeSpan DeadMemberBatchWindow { get; set; } = TimeSpan.FromMilliseconds(20);
 
