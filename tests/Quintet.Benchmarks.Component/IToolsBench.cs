@@ -10,6 +10,12 @@ public interface IToolsBench
     /// <summary>Does nothing: the cost of a component call alone.</summary>
     Task<BenchReply> NoopAsync(NoopRequest request, CancellationToken cancellationToken);
 
+    /// <summary>
+    /// Does nothing, but completes on another thread-pool thread (after <c>Task.Yield</c>): the cost of a component call
+    /// whose method awaits something, as one that writes to a shared structure does, without the write.
+    /// </summary>
+    Task<BenchReply> YieldAsync(NoopRequest request, CancellationToken cancellationToken);
+
     /// <summary>Sets an entry of the shared dictionary <c>bench</c>; returns once it is applied at this manager.</summary>
     Task<BenchReply> SetAsync(SetRequest request, CancellationToken cancellationToken);
 
@@ -181,4 +187,20 @@ public sealed class StoreCounters
     /// <summary>Bytes the manager process has allocated.</summary>
     [ProtoMember(10)]
     public long AllocatedBytes { get; set; }
+
+    /// <summary>Frames the group transport handed to other managers' connections from the manager process.</summary>
+    [ProtoMember(11)]
+    public long GroupFrames { get; set; }
+
+    /// <summary>Group envelopes in those frames.</summary>
+    [ProtoMember(12)]
+    public long GroupEnvelopes { get; set; }
+
+    /// <summary>Commands the replicated state machines of the manager process sent in total-order messages.</summary>
+    [ProtoMember(13)]
+    public long Commands { get; set; }
+
+    /// <summary>The total-order messages that carried them.</summary>
+    [ProtoMember(14)]
+    public long CommandMessages { get; set; }
 }

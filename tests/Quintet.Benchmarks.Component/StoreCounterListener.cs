@@ -14,6 +14,13 @@ internal static class StoreCounterListener
     // The durable logs' group-commit histogram (Quintet.Runtime's DurableLogMetrics).
     private const string DurableBatch = "quintet.rsm.durable.batch";
 
+    // The group transport's frames and envelopes sent (Quintet.Core's GroupTransportMetrics).
+    private const string GroupFrames = "quintet.groups.transport.frames";
+    private const string GroupEnvelopes = "quintet.groups.transport.envelopes";
+
+    // Commands per total-order message of the replicated state machines (Quintet.Runtime's CommandBatchMetrics).
+    private const string CommandBatch = "quintet.rsm.batch";
+
     private static readonly Lock Gate = new();
     private static MeterListener? _listener;
     private static long _writes;
@@ -21,6 +28,10 @@ internal static class StoreCounterListener
     private static int _published;
     private static long _durableWrites;
     private static long _durableSyncs;
+    private static long _groupFrames;
+    private static long _groupEnvelopes;
+    private static long _commands;
+    private static long _commandMessages;
 
     public static void Start()
     {
@@ -42,7 +53,8 @@ internal static class StoreCounterListener
                         Interlocked.Exchange(ref _published, 1);
                         listener.EnableMeasurementEvents(instrument);
                     }
-                    else if (instrument.Meter.Name == QuintetTelemetry.Runtime && instrument.Name == DurableBatch)
+                    else if ((instrument.Meter.Name == QuintetTelemetry.Runtime && instrument.Name is DurableBatch or CommandBatch)
+                        || (instrument.Meter.Name == QuintetTelemetry.Cluster && instrument.Name is GroupFrames or GroupEnvelopes))
                     {
                         listener.EnableMeasurementEvents(instrument);
                     }
@@ -56,6 +68,19 @@ internal static class StoreCounterListener
                     Interlocked.Add(ref _durableWrites, value);
                     Interlocked.Increment(ref _durableSyncs);
                 }
+                else if (instrument.Name == CommandBatch)
+                {
+                    Interlocked.Add(ref _commands, value);
+                    Interlocked.Increment(ref _commandMessages);
+                }
+                else if (instrument.Name == GroupFrames)
+                {
+                    Interlocked.Add(ref _groupFrames, value);
+                }
+                else if (instrument.Name == GroupEnvelopes)
+                {
+                    Interlocked.Add(ref _groupEnvelopes, value);
+                }
                 else if (instrument.Name == QuintetTelemetry.CheckpointWrites)
                 {
                     Interlocked.Add(ref _writes, value);
@@ -68,6 +93,9 @@ internal static class StoreCounterListener
             _listener.Start();
         }
     }
+
+    public static (long Frames, long Envelopes, long Commands, long CommandMessages) ReadGroupTransport() =>
+        (Interlocked.Read(ref _groupFrames), Interlocked.Read(ref _groupEnvelopes), Interlocked.Read(ref _commands), Interlocked.Read(ref _commandMessages));
 
     public static (long Writes, long Syncs) ReadDurable() => (Interlocked.Read(ref _durableWrites), Interlocked.Read(ref _durableSyncs));
 

@@ -26,6 +26,13 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
     public Task<BenchReply> NoopAsync(NoopRequest request, CancellationToken cancellationToken) => Task.FromResult(Reply());
 
     /// <inheritdoc />
+    public async Task<BenchReply> YieldAsync(NoopRequest request, CancellationToken cancellationToken)
+    {
+        await Task.Yield();
+        return Reply();
+    }
+
+    /// <inheritdoc />
     public async Task<BenchReply> SetAsync(SetRequest request, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(request);
@@ -108,8 +115,10 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
     {
         var (writes, commits, published) = StoreCounterListener.Read();
         var (durableWrites, durableSyncs) = StoreCounterListener.ReadDurable();
+        var (frames, envelopes, commands, commandMessages) = StoreCounterListener.ReadGroupTransport();
         return Task.FromResult(new StoreCounters { Manager = Context.Manager, Writes = writes, Commits = commits, Published = published, StoreType = Context.Checkpoints.GetType().FullName ?? "?", DurableWrites = durableWrites, DurableSyncs = durableSyncs,
-            Collections = GC.CollectionCount(0), GcPauseMilliseconds = GC.GetTotalPauseDuration().TotalMilliseconds, AllocatedBytes = GC.GetTotalAllocatedBytes() });
+            Collections = GC.CollectionCount(0), GcPauseMilliseconds = GC.GetTotalPauseDuration().TotalMilliseconds, AllocatedBytes = GC.GetTotalAllocatedBytes(),
+            GroupFrames = frames, GroupEnvelopes = envelopes, Commands = commands, CommandMessages = commandMessages });
     }
 
     private BenchReply Reply() => new() { Manager = Context.Manager };

@@ -4,6 +4,7 @@ using Google.Protobuf;
 using Quintet.Benchmarks.Component;
 using Quintet.Client;
 using Quintet.Protocol.Admin;
+using Quintet.Protocol.Diagnostics;
 using Quintet.TestingHost;
 
 namespace Quintet.Benchmarks;
@@ -181,6 +182,13 @@ internal static class ToolsBenchmark
         Console.WriteLine($"  managers {string.Join(", ", cluster.Managers.Select(m => $"{m.Name} (pid {m.ProcessId})"))}; dictionary replicas on {probes.Count}");
         await WarmUpAsync(probes.Values.ToArray(), value);
         var noop = new Dictionary<int, LoadFigures>();
+        var yielding = new Dictionary<int, LoadFigures>();
+        var echo = new Dictionary<int, LoadFigures>();
+
+        // The floor of any call on this machine: the managers' own unary echo, no component and no pipeline, the writers
+        // spread over the managers as the instances are.
+        var echoClients = cluster.Managers.Select(m => new GroupDiagnostics.GroupDiagnosticsClient(m.Channel)).ToArray();
+        var echoMessage = new EchoMessage { Value = 1, Text = "tools" };
         var set = new Dictionary<int, LoadFigures>();
         var get = new Dictionary<int, LoadFigures>();
         var getLinearizable = new Dictionary<int, LoadFigures>();
@@ -200,7 +208,13 @@ internal static class ToolsBenchmark
 
             var noopRequest = new NoopRequest();
             noop[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, _) => instances[worker].NoopAsync(noopRequest, CancellationToken.None));
-            set[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, n) => instances[worker].SetAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None));
+            yielding[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, _) => instances[worker].YieldAsync(noopRequest, CancellationToken.None));
+            echo[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, _) => echoClients[worker % echoClients.Length].EchoAsync(echoMessage).ResponseAsync);
+            Func<int, long, Task> setCall = (worker, n) => instances[worker].SetAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None);
+            await LoadRun.MeasureAsync(writers, Warmup, setCall);
+            var setBefore = await CountersAsync(probes.Values);
+            set[writers] = await ProcessCpu.ChargeAsync(pids, () => LoadRun.MeasureAsync(writers, window, setCall));
+            Progress($"quintet: {writers} writers, set through a component: {PerWrite(setBefore, await CountersAsync(probes.Values), set[writers], window)}");
 
             // Reads of the keys the sets just wrote, on the same instances: from the local replica, and through the total order.
             foreach (var (figures, linearizable) in new[] { (get, false), (getLinearizable, true) })
@@ -242,7 +256,7 @@ internal static class ToolsBenchmark
 
         var routes = client.Statistics;
         Console.WriteLine($"  client: {routes.Calls} calls, {routes.ForwardedCalls} passed on by a manager that did not own the instance, {routes.Retries} retried");
-        return new QuintetFigures(noop, set, get, getLinearizable, append, syncs, setInside, setInsideAway, appendInside, durable, durableInside, durableSyncs);
+        return new QuintetFigures(noop, yielding, echo, set, get, getLinearizable, append, syncs, setInside, setInsideAway, appendInside, durable, durableInside, durableSyncs);
     }
 
     /// <summary>
@@ -303,10 +317,17 @@ internal static class ToolsBenchmark
         var before = await CountersAsync(probes);
         var figures = await ProcessCpu.ChargeAsync(pids, () => InsideAsync(instance, "set", writers, window, valueBytes));
         var after = await CountersAsync(probes);
-        var writes = figures.Rate * window.TotalSeconds;
-        Progress(string.Create(CultureInfo.InvariantCulture,
-            $"quintet: the managers together collected garbage {(after.Collections - before.Collections) / window.TotalSeconds:F1} times/s, paused {(after.GcPauseMilliseconds - before.GcPauseMilliseconds) / window.TotalSeconds:F1} ms/s, allocated {(after.AllocatedBytes - before.AllocatedBytes) / writes:F0} B per write"));
+        Progress($"quintet: {writers} writers setting inside one instance, at {host}: {PerWrite(before, after, figures, window)}");
         return figures;
+    }
+
+    /// <summary>What the managers did for each write of a window: garbage, and the group transport's frames.</summary>
+    private static string PerWrite(StoreCounters before, StoreCounters after, LoadFigures figures, TimeSpan window)
+    {
+        var writes = (double)Math.Max(1, figures.Calls);
+        var frames = after.GroupFrames - before.GroupFrames;
+        return string.Create(CultureInfo.InvariantCulture,
+            $"the managers together collected garbage {(after.Collections - before.Collections) / window.TotalSeconds:F1} times/s, paused {(after.GcPauseMilliseconds - before.GcPauseMilliseconds) / window.TotalSeconds:F1} ms/s, allocated {(after.AllocatedBytes - before.AllocatedBytes) / writes:F0} B per write; sent {frames / writes:F2} group frames per write ({(after.GroupEnvelopes - before.GroupEnvelopes) / (double)Math.Max(1, frames):F2} envelopes per frame), {(after.Commands - before.Commands) / (double)Math.Max(1, after.CommandMessages - before.CommandMessages):F2} commands per total-order message");
     }
 
     private static async Task<LoadFigures> InsideAsync(IToolsBench instance, string operation, int writers, TimeSpan window, int valueBytes)
@@ -344,7 +365,8 @@ internal static class ToolsBenchmark
     {
         var all = await Task.WhenAll(probes.Select(p => p.StoreCountersAsync(new NoopRequest(), CancellationToken.None)));
         return new StoreCounters { Writes = all.Sum(c => c.Writes), Commits = all.Sum(c => c.Commits), Published = all.Any(c => c.Published), StoreType = string.Join(", ", all.Select(c => c.StoreType).Distinct()), DurableWrites = all.Sum(c => c.DurableWrites), DurableSyncs = all.Sum(c => c.DurableSyncs),
-            Collections = all.Sum(c => c.Collections), GcPauseMilliseconds = all.Sum(c => c.GcPauseMilliseconds), AllocatedBytes = all.Sum(c => c.AllocatedBytes) };
+            Collections = all.Sum(c => c.Collections), GcPauseMilliseconds = all.Sum(c => c.GcPauseMilliseconds), AllocatedBytes = all.Sum(c => c.AllocatedBytes),
+            GroupFrames = all.Sum(c => c.GroupFrames), GroupEnvelopes = all.Sum(c => c.GroupEnvelopes), Commands = all.Sum(c => c.Commands), CommandMessages = all.Sum(c => c.CommandMessages) };
     }
 
     private static string Key(int worker, long n) => string.Create(CultureInfo.InvariantCulture, $"w{worker}-{n % 1024}");
@@ -362,7 +384,10 @@ internal static class ToolsBenchmark
         foreach (var writers in concurrencies)
         {
             Row(writers, "set", quintet.Set[writers], redis?.Figures[writers]);
+            Row(writers, "bare echo", quintet.Echo[writers], redis?.Figures[writers]);
         }
+
+        Console.WriteLine("   bare echo: the managers' own gRPC unary echo (no component, no invocation pipeline), the floor of any call here.");
 
         Console.WriteLine($"1a. The same sets beside {redisWait?.Name ?? "redis-server with replicas (not run)"}: a SET acknowledged once two of three");
         Console.WriteLine("   nodes hold it in memory, the in-memory shared dictionary's own guarantee. Target: rate ratio ≥ 1, p50 ratio ≤ 1 at 1 writer.");
@@ -370,6 +395,7 @@ internal static class ToolsBenchmark
         foreach (var writers in concurrencies)
         {
             Row(writers, "set", quintet.Set[writers], redisWait?.Figures[writers]);
+            Row(writers, "bare echo", quintet.Echo[writers], redisWait?.Figures[writers]);
         }
 
         Console.WriteLine("   Where the time goes: the dictionary alone (the same writers inside one instance, no client call), and the");
@@ -380,6 +406,17 @@ internal static class ToolsBenchmark
             Row(writers, "set in seq", quintet.SetInside[writers], redis?.Figures[writers]);
             Row(writers, "set in other", quintet.SetInsideAway[writers], redis?.Figures[writers]);
             Row(writers, "no-op call", quintet.Noop[writers], redis?.Figures[writers]);
+            Row(writers, "yield call", quintet.Yield[writers], redis?.Figures[writers]);
+        }
+
+        Console.WriteLine("   yield call: a no-op whose method completes on another thread (after Task.Yield), as a method awaiting a write does.");
+        Console.WriteLine("   Target: cpu of the set through a component ≤ 1.25 × (no-op call + the set inside one instance).");
+        foreach (var writers in concurrencies)
+        {
+            var set = quintet.Set[writers].CpuMicrosPerCall;
+            var noop = quintet.Noop[writers].CpuMicrosPerCall;
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                $"   {writers,7} set ÷ (no-op call + set inside): cpu {set / (noop + quintet.SetInside[writers].CpuMicrosPerCall):F2} in seq, {set / (noop + quintet.SetInsideAway[writers].CpuMicrosPerCall):F2} in other; yield call − no-op call: {quintet.Yield[writers].CpuMicrosPerCall - noop:F1} µs"));
         }
 
         Console.WriteLine("1b. Reads of the keys just set, through a component on the same instances: from the manager's own replica");
@@ -522,6 +559,8 @@ internal static class ToolsBenchmark
 
     private sealed record QuintetFigures(
         Dictionary<int, LoadFigures> Noop,
+        Dictionary<int, LoadFigures> Yield,
+        Dictionary<int, LoadFigures> Echo,
         Dictionary<int, LoadFigures> Set,
         Dictionary<int, LoadFigures> Get,
         Dictionary<int, LoadFigures> GetLinearizable,

@@ -11,6 +11,12 @@ internal static class GroupTransportMetrics
     private static readonly Counter<long> BytesSent = Meter.CreateCounter<long>(
         "quintet.groups.transport.sent", unit: "By", description: "Bytes of group envelopes written to other managers' connections.");
 
+    private static readonly Counter<long> FramesSent = Meter.CreateCounter<long>(
+        "quintet.groups.transport.frames", description: "Frames (each a batch of group envelopes, one write) handed to other managers' connections: every frame costs its receiver a wake-up, so frames per replicated write is the transport's figure of merit.");
+
+    private static readonly Counter<long> EnvelopesSent = Meter.CreateCounter<long>(
+        "quintet.groups.transport.envelopes", description: "Group envelopes in the frames handed to other managers' connections.");
+
     private static readonly Counter<long> BytesReceived = Meter.CreateCounter<long>(
         "quintet.groups.transport.received", unit: "By", description: "Bytes of group envelopes received from other managers.");
 
@@ -23,6 +29,13 @@ internal static class GroupTransportMetrics
         {
             BytesSent.Add(bytes);
         }
+    }
+
+    /// <summary>One frame of <paramref name="envelopes"/> envelopes handed to a connection (written, queued or dropped there).</summary>
+    public static void Frame(int envelopes)
+    {
+        FramesSent.Add(1);
+        EnvelopesSent.Add(envelopes);
     }
 
     public static void Received(int bytes) => BytesReceived.Add(bytes);

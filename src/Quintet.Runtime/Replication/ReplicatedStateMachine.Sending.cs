@@ -164,6 +164,7 @@ public sealed partial class ReplicatedStateMachine<TState>
             {
                 await _member.MulticastAsync(WireBytes.ToArray(message), MessageOrdering.Total, cancellationToken: _stop.Token);
                 Interlocked.Increment(ref _messagesSent);
+                CommandBatchMetrics.Batch.Record(batch.Count);
             }
             catch (Exception e) when (e is GroupUnavailableException or OperationCanceledException or ObjectDisposedException)
             {

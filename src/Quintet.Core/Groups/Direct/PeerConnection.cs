@@ -104,6 +104,7 @@ internal sealed partial class DirectGroupTransport
                     _ = ConnectAsync(route.Endpoint);
                 }
 
+                GroupTransportMetrics.Frame(batch.Envelopes.Count);
                 var size = batch.CalculateSize();
                 if (_socket is null || (_writing && _tls is null))
                 {
