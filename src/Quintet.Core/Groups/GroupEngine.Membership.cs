@@ -83,12 +83,7 @@ internal sealed partial class GroupEngine
     public void ProcessDied(string node, long uid, TimeSpan now)
     {
         _now = now;
-        var alreadySuspected = false;
-        if (_view is not null && _view.Members.Any(m => m.Node == node && m.Uid == uid && m != _self)
-            && _deadProcesses.Add((node, uid)))
-        {
-            alreadySuspected = _suspects.Any(s => s.Node == node && s.Uid == uid);
-        }
+        var alreadySuspected = NoteDead(node, uid) && _suspects.Any(s => s.Node == node && s.Uid == uid);
 
         SuspectNode(node, uid, now);
         if (alreadySuspected && _view is not null && !_primaryLost && !IsLeader)
@@ -97,6 +92,13 @@ internal sealed partial class GroupEngine
             ReportSuspects();
         }
     }
+
+    /// <summary>
+    /// Records the evidence that the process <paramref name="node"/>, <paramref name="uid"/> is dead, when it hosts a
+    /// member of the view other than this one (this member's own death is never taken from anyone). True when it is new.
+    /// </summary>
+    private bool NoteDead(string node, long uid) =>
+        _view is not null && _view.Members.Any(m => m.Node == node && m.Uid == uid && m != _self) && _deadProcesses.Add((node, uid));
 
     private void Suspect(MemberId member)
     {

@@ -267,12 +267,9 @@ internal sealed partial class GroupEngine
             case Envelope.KindOneofCase.SuspectReport:
                 // The reporter's evidence of a death is trusted as its promise's would be, and known before the suspicion
                 // starts the batch window.
-                foreach (var dead in envelope.SuspectReport.Dead.Select(MemberId.FromWire))
+                foreach (var dead in envelope.SuspectReport.Dead)
                 {
-                    if (_view!.Contains(dead) && dead != _self)
-                    {
-                        _deadProcesses.Add((dead.Node, dead.Uid));
-                    }
+                    NoteDead(dead.Node, dead.Uid);
                 }
 
                 foreach (var suspect in envelope.SuspectReport.Suspects)
