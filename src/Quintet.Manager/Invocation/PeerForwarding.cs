@@ -155,7 +155,10 @@ internal sealed class PeerForwarding(PeerChannels channels)
     {
         for (var e = failure; e is not null; e = e.InnerException)
         {
-            if (e is HttpRequestException { HttpRequestError: HttpRequestError.ConnectionError } or SocketException { SocketErrorCode: SocketError.ConnectionRefused })
+            // A connect that outlived PeerChannels.ConnectTimeout (the network dropped its SYNs) ends in a TimeoutException:
+            // grpc-dotnet's own connect raises it, SocketsHttpHandler's wraps it. A call that reached the owner and then
+            // ran out of time ends at its deadline instead, never as UNAVAILABLE.
+            if (e is HttpRequestException { HttpRequestError: HttpRequestError.ConnectionError } or SocketException { SocketErrorCode: SocketError.ConnectionRefused } or TimeoutException)
             {
                 return true;
             }

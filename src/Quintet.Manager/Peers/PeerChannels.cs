@@ -22,6 +22,13 @@ internal sealed partial class PeerChannels(ClusterSecurity security, ILogger<Pee
     /// <summary>The longest this manager waits before it tries again to connect to a manager that refused it.</summary>
     private static readonly TimeSpan MaxReconnectBackoff = TimeSpan.FromSeconds(1);
 
+    /// <summary>
+    /// How long a connection to another manager may take to open. A refused one fails at once; one the network drops
+    /// (a partition, a firewall) would otherwise wait out the kernel's SYN retries, about two minutes on Linux, and hold
+    /// every call to that manager until its caller's deadline instead of failing it as unavailable.
+    /// </summary>
+    internal static readonly TimeSpan ConnectTimeout = TimeSpan.FromSeconds(5);
+
     private readonly ConcurrentDictionary<string, GrpcChannel> _channels = new(StringComparer.Ordinal);
 
     /// <summary>The channel to the manager whose gRPC endpoint is <paramref name="endpoint"/>, created on first use.</summary>
@@ -53,17 +60,19 @@ internal sealed partial class PeerChannels(ClusterSecurity security, ILogger<Pee
             InitialReconnectBackoff = TimeSpan.FromMilliseconds(200),
             MaxReconnectBackoff = MaxReconnectBackoff,
         };
+        var handler = new SocketsHttpHandler
+        {
+            // What GrpcChannel sets up by itself when given no handler, plus the connect timeout and TLS between managers.
+            EnableMultipleHttp2Connections = true,
+            PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
+            ConnectTimeout = ConnectTimeout,
+        };
         if (security.Enabled)
         {
-            options.HttpHandler = new SocketsHttpHandler
-            {
-                // What GrpcChannel sets up by itself when given no handler, plus TLS between managers.
-                EnableMultipleHttp2Connections = true,
-                PooledConnectionIdleTimeout = Timeout.InfiniteTimeSpan,
-                SslOptions = ClusterTls.ClientOptions(security.Trust!, security.Certificate, reason => LogPeerRefused(logger, endpoint, reason)),
-            };
+            handler.SslOptions = ClusterTls.ClientOptions(security.Trust!, security.Certificate, reason => LogPeerRefused(logger, endpoint, reason));
         }
 
+        options.HttpHandler = handler;
         return GrpcChannel.ForAddress(endpoint, options);
     }
 

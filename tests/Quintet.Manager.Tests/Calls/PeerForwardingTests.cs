@@ -11,10 +11,11 @@ namespace Quintet.Manager.Tests.Calls;
 public class PeerForwardingTests
 {
     [Fact]
-    public void A_refused_or_failed_connect_never_reached_the_owner()
+    public void A_refused_failed_or_timed_out_connect_never_reached_the_owner()
     {
         Assert.True(PeerForwarding.NeverConnected(new HttpRequestException(HttpRequestError.ConnectionError, "Connection refused (127.0.0.1:5053)", new SocketException((int)SocketError.ConnectionRefused))));
         Assert.True(PeerForwarding.NeverConnected(new InvalidOperationException("wrapped", new SocketException((int)SocketError.ConnectionRefused))));
+        Assert.True(PeerForwarding.NeverConnected(new TimeoutException("A connection could not be established within the configured ConnectTimeout.", new OperationCanceledException())));
     }
 
     [Fact]
