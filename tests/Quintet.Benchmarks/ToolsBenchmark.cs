@@ -375,7 +375,7 @@ internal static class ToolsBenchmark
     {
         var floor = new LoadFigures(floors.Average(f => f.Rate), floors.Average(f => f.P50), floors.Average(f => f.P99), floors.Sum(f => f.Calls), 0, null);
         Console.WriteLine();
-        Console.WriteLine($"Load average at the end: {LoadAverage()} (1, 5, 15 min; the machine's other work shares its {Environment.ProcessorCount} cores and its disk).");
+        Console.WriteLine($"Load average at the end: {LoadAverage()} (1, 5, 15 min: it counts this benchmark's own runnable threads, and any other work sharing the {Environment.ProcessorCount} cores and the disk).");
         Console.WriteLine("ratio = quintet ÷ peer, for rates and for latencies alike.");
         Console.WriteLine();
         Console.WriteLine($"1. Shared dictionary SetAsync through a component, {managers} replicas, beside {redis?.Name ?? "redis-server (not run)"} SET (one node, persistence off).");
