@@ -94,7 +94,8 @@ internal static class StoreCounterListener
         }
     }
 
-    public static (long Frames, long Envelopes, long Commands, long CommandMessages) ReadGroupTransport() =>
+    /// <summary>The group transport's frames and envelopes sent, and the replicas' commands and the total-order messages that carried them.</summary>
+    public static (long Frames, long Envelopes, long Commands, long CommandMessages) ReadGroupTraffic() =>
         (Interlocked.Read(ref _groupFrames), Interlocked.Read(ref _groupEnvelopes), Interlocked.Read(ref _commands), Interlocked.Read(ref _commandMessages));
 
     public static (long Writes, long Syncs) ReadDurable() => (Interlocked.Read(ref _durableWrites), Interlocked.Read(ref _durableSyncs));

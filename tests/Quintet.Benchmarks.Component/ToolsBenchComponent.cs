@@ -115,7 +115,7 @@ public sealed class ToolsBenchComponent : Quintet.Components.Component, IToolsBe
     {
         var (writes, commits, published) = StoreCounterListener.Read();
         var (durableWrites, durableSyncs) = StoreCounterListener.ReadDurable();
-        var (frames, envelopes, commands, commandMessages) = StoreCounterListener.ReadGroupTransport();
+        var (frames, envelopes, commands, commandMessages) = StoreCounterListener.ReadGroupTraffic();
         return Task.FromResult(new StoreCounters { Manager = Context.Manager, Writes = writes, Commits = commits, Published = published, StoreType = Context.Checkpoints.GetType().FullName ?? "?", DurableWrites = durableWrites, DurableSyncs = durableSyncs,
             Collections = GC.CollectionCount(0), GcPauseMilliseconds = GC.GetTotalPauseDuration().TotalMilliseconds, AllocatedBytes = GC.GetTotalAllocatedBytes(),
             GroupFrames = frames, GroupEnvelopes = envelopes, Commands = commands, CommandMessages = commandMessages });

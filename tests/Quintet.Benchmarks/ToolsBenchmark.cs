@@ -212,9 +212,7 @@ internal static class ToolsBenchmark
             echo[writers] = await WarmAndMeasureAsync(pids, writers, window, (worker, _) => echoClients[worker % echoClients.Length].EchoAsync(echoMessage).ResponseAsync);
             Func<int, long, Task> setCall = (worker, n) => instances[worker].SetAsync(new SetRequest { Key = Key(worker, n), Value = value }, CancellationToken.None);
             await LoadRun.MeasureAsync(writers, Warmup, setCall);
-            var setBefore = await CountersAsync(probes.Values);
-            set[writers] = await ProcessCpu.ChargeAsync(pids, () => LoadRun.MeasureAsync(writers, window, setCall));
-            Progress($"quintet: {writers} writers, set through a component: {PerWrite(setBefore, await CountersAsync(probes.Values), set[writers], window)}");
+            set[writers] = await CountedAsync(pids, probes.Values, $"{writers} writers, set through a component", window, () => LoadRun.MeasureAsync(writers, window, setCall));
 
             // Reads of the keys the sets just wrote, on the same instances: from the local replica, and through the total order.
             foreach (var (figures, linearizable) in new[] { (get, false), (getLinearizable, true) })
@@ -314,14 +312,19 @@ internal static class ToolsBenchmark
     {
         var (instance, host) = at;
         Progress($"quintet: {writers} writers setting inside one instance, at {host}");
+        return await CountedAsync(pids, probes, $"{writers} writers setting inside one instance, at {host}", window, () => InsideAsync(instance, "set", writers, window, valueBytes));
+    }
+
+    /// <summary>A write window charged with the managers' CPU, followed by a line of what they did per write.</summary>
+    private static async Task<LoadFigures> CountedAsync(int[] pids, IEnumerable<IToolsBench> probes, string what, TimeSpan window, Func<Task<LoadFigures>> measure)
+    {
         var before = await CountersAsync(probes);
-        var figures = await ProcessCpu.ChargeAsync(pids, () => InsideAsync(instance, "set", writers, window, valueBytes));
-        var after = await CountersAsync(probes);
-        Progress($"quintet: {writers} writers setting inside one instance, at {host}: {PerWrite(before, after, figures, window)}");
+        var figures = await ProcessCpu.ChargeAsync(pids, measure);
+        Progress($"quintet: {what}: {PerWrite(before, await CountersAsync(probes), figures, window)}");
         return figures;
     }
 
-    /// <summary>What the managers did for each write of a window: garbage, and the group transport's frames.</summary>
+    /// <summary>What the managers did for each write of a window: garbage, group frames, and commands per total-order message.</summary>
     private static string PerWrite(StoreCounters before, StoreCounters after, LoadFigures figures, TimeSpan window)
     {
         var writes = (double)Math.Max(1, figures.Calls);
